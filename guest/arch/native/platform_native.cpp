@@ -1,0 +1,120 @@
+// The native environment: COM1 console, isa-debug-exit shutdown, the PIT to
+// calibrate the TSC, and the PVH entry's C++ half.
+#include "guest/arch/cpu.h"
+#include "guest/arch/native/descriptors.h"
+#include "guest/kernel/boot_info.h"
+#include "guest/layout.h"
+#include "guest/lib/kstring.h"
+#include "hypercalls/xen_abi.h"
+#include "mm/physmap.h"
+
+namespace pvk::native {
+namespace {
+
+constexpr uint16_t kCom1 = 0x3f8;
+// QEMU's isa-debug-exit (tools/ start QEMU with it at this port): the value
+// v written makes QEMU exit with status (v << 1) | 1.
+constexpr uint16_t kDebugExitPort = 0xf4;
+
+void serial_init() {
+  cpu::outb(kCom1 + 1, 0x00);  // no interrupts
+  cpu::outb(kCom1 + 3, 0x80);  // DLAB
+  cpu::outb(kCom1 + 0, 0x01);  // 115200 baud
+  cpu::outb(kCom1 + 1, 0x00);
+  cpu::outb(kCom1 + 3, 0x03);  // 8n1
+  cpu::outb(kCom1 + 2, 0xc7);  // FIFO on
+  cpu::outb(kCom1 + 4, 0x03);
+}
+
+void serial_write(const char* s, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    if (s[i] == '\n') {
+      while (!(cpu::inb(kCom1 + 5) & 0x20)) {
+      }
+      cpu::outb(kCom1, '\r');
+    }
+    while (!(cpu::inb(kCom1 + 5) & 0x20)) {
+    }
+    cpu::outb(kCom1, static_cast<uint8_t>(s[i]));
+  }
+}
+
+[[noreturn]] void shutdown(ExitStatus status) {
+  cpu::outl(kDebugExitPort, status == ExitStatus::Pass ? 0 : 1);
+  // Not under QEMU (or no debug-exit device): stop here.
+  cpu::halt_forever();
+}
+
+uint64_t fault_address() { return cpu::read_cr2(); }
+
+// Counts TSC ticks across 10 ms of PIT channel 2 (gate-controlled, so no
+// interrupts are needed).
+uint64_t calibrate_tsc_khz() {
+  constexpr uint32_t kPitHz = 1193182;
+  constexpr uint32_t kMs = 10;
+  constexpr uint16_t kCount = kPitHz * kMs / 1000;
+  cpu::outb(0x61, (cpu::inb(0x61) & ~0x02) | 0x01);  // gate on, speaker off
+  cpu::outb(0x43, 0xb0);                              // channel 2, lo/hi, mode 0
+  cpu::outb(0x42, kCount & 0xff);
+  cpu::outb(0x42, kCount >> 8);
+  const uint64_t t0 = cpu::rdtsc();
+  while (!(cpu::inb(0x61) & 0x20)) {
+  }
+  const uint64_t t1 = cpu::rdtsc();
+  return (t1 - t0) / kMs;
+}
+
+Platform g_native_platform{"native", &serial_write, &shutdown, &fault_address, 0};
+
+char g_cmdline[1024];
+BootInfo g_boot_info;
+
+void copy_cmdline(uint64_t paddr) {
+  if (!paddr) return;
+  const char* src = reinterpret_cast<const char*>(PVK_PHYSMAP_BASE + paddr);
+  size_t n = 0;
+  for (; src[n] && n < sizeof g_cmdline - 1; ++n) g_cmdline[n] = src[n];
+  g_cmdline[n] = 0;
+  g_boot_info.cmdline = g_cmdline;
+}
+
+void read_memory_map(const hvm_start_info& si) {
+  const auto* map = reinterpret_cast<const hvm_memmap_table_entry*>(PVK_PHYSMAP_BASE + si.memmap_paddr);
+  for (uint32_t i = 0; i < si.memmap_entries && g_boot_info.ram_ranges < BootInfo::kMaxRanges; ++i) {
+    if (map[i].type != XEN_HVM_MEMMAP_TYPE_RAM) continue;
+    const uint64_t first = align_up(map[i].addr, kPageSize) >> kPageShift;
+    const uint64_t end = align_down(map[i].addr + map[i].size, kPageSize) >> kPageShift;
+    if (end > first) g_boot_info.ram[g_boot_info.ram_ranges++] = {Pfn{first}, end - first};
+  }
+}
+
+}  // namespace
+}  // namespace pvk::native
+
+extern "C" char __kernel_end[], __bss_start[], __bss_end[];
+
+// Called by pvh_entry.S in the higher half, on the early page tables.
+extern "C" [[noreturn]] void native_boot_entry(uint32_t start_info_paddr) {
+  using namespace pvk;
+  using namespace pvk::native;
+  const uint64_t tsc = cpu::rdtsc();
+  g_physmap_offset = PVK_PHYSMAP_BASE;  // the early tables map 4 GiB there
+  serial_init();
+  load_descriptors();
+  g_native_platform.tsc_khz = calibrate_tsc_khz();
+  g_boot_info.boot_tsc = tsc;
+
+  const auto& si = *reinterpret_cast<const hvm_start_info*>(PVK_PHYSMAP_BASE + start_info_paddr);
+  if (si.magic != XEN_HVM_START_MAGIC_VALUE) {
+    serial_write("pvk: bad hvm_start_info magic\n", 30);
+    shutdown(ExitStatus::Fail);
+  }
+  copy_cmdline(si.cmdline_paddr);
+  if (si.version >= 1) read_memory_map(si);
+  // Low memory (BIOS, the PVH loader's tables) and the image are not ours.
+  g_boot_info.reserved[g_boot_info.reserved_ranges++] = {Pfn{0}, 0x100000 >> kPageShift};
+  const uint64_t image_end = reinterpret_cast<uint64_t>(__kernel_end) - PVK_KERNEL_VMA;
+  g_boot_info.reserved[g_boot_info.reserved_ranges++] = {
+      Pfn{PVK_KERNEL_LOAD >> kPageShift}, (align_up(image_end, kPageSize) - PVK_KERNEL_LOAD) >> kPageShift};
+  kernel_main(g_native_platform, g_boot_info);
+}

@@ -1,0 +1,89 @@
+/* Native exception entry: one stub per vector pushes a uniform
+ * (vector, error code) pair, then the common path saves the registers in
+ * TrapFrame order and calls trap_dispatch(frame). */
+
+.macro TRAP_NOERR vec
+    .align 16
+    pushq $0
+    pushq $\vec
+    jmp trap_common
+.endm
+.macro TRAP_ERR vec
+    .align 16
+    pushq $\vec
+    jmp trap_common
+.endm
+
+    .text
+    .align 16
+    .global native_trap_stubs
+native_trap_stubs:
+    TRAP_NOERR 0
+    TRAP_NOERR 1
+    TRAP_NOERR 2
+    TRAP_NOERR 3
+    TRAP_NOERR 4
+    TRAP_NOERR 5
+    TRAP_NOERR 6
+    TRAP_NOERR 7
+    TRAP_ERR 8
+    TRAP_NOERR 9
+    TRAP_ERR 10
+    TRAP_ERR 11
+    TRAP_ERR 12
+    TRAP_ERR 13
+    TRAP_ERR 14
+    TRAP_NOERR 15
+    TRAP_NOERR 16
+    TRAP_ERR 17
+    TRAP_NOERR 18
+    TRAP_NOERR 19
+    TRAP_NOERR 20
+    TRAP_ERR 21
+    TRAP_NOERR 22
+    TRAP_NOERR 23
+    TRAP_NOERR 24
+    TRAP_NOERR 25
+    TRAP_NOERR 26
+    TRAP_NOERR 27
+    TRAP_NOERR 28
+    TRAP_ERR 29
+    TRAP_ERR 30
+    TRAP_NOERR 31
+
+trap_common:
+    pushq %rax
+    pushq %rbx
+    pushq %rcx
+    pushq %rdx
+    pushq %rsi
+    pushq %rdi
+    pushq %rbp
+    pushq %r8
+    pushq %r9
+    pushq %r10
+    pushq %r11
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    mov %rsp, %rdi
+    cld
+    call trap_dispatch
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %r11
+    popq %r10
+    popq %r9
+    popq %r8
+    popq %rbp
+    popq %rdi
+    popq %rsi
+    popq %rdx
+    popq %rcx
+    popq %rbx
+    popq %rax
+    add $16, %rsp
+    iretq

@@ -1,0 +1,24 @@
+// What differs between running natively and as a Xen PV guest, outside the
+// MMU (which is pvops' business): how to print, how to stop, where a fault's
+// address is found. One instance per environment (arch/native, arch/pv),
+// chosen by the entry point that booted us — XTF's split, so every other
+// source builds once for both.
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+namespace pvk {
+
+enum class ExitStatus { Pass, Fail };
+
+struct Platform {
+  const char* name;  // "native" or "xen": the value records carry as "platform"
+  void (*console_write)(const char* s, size_t n);
+  [[noreturn]] void (*shutdown)(ExitStatus status);
+  uint64_t (*fault_address)();  // CR2 natively, vcpu_info's cr2 under Xen
+  uint64_t tsc_khz;             // set by the platform's calibration at boot
+};
+
+extern Platform* g_platform;
+
+}  // namespace pvk

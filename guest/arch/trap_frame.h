@@ -1,0 +1,28 @@
+// The register state saved on every exception, the same layout whichever
+// environment delivered it (native IDT stubs or Xen PV trap bounces).
+#pragma once
+#include <stdint.h>
+
+namespace pvk {
+
+struct TrapFrame {
+  uint64_t r15, r14, r13, r12, r11, r10, r9, r8;
+  uint64_t rbp, rdi, rsi, rdx, rcx, rbx, rax;
+  uint64_t vector, error_code;
+  // Pushed by the CPU (or rebuilt from Xen's frame).
+  uint64_t rip, cs, rflags, rsp, ss;
+};
+
+namespace vec {
+inline constexpr uint64_t DivideError = 0;
+inline constexpr uint64_t Breakpoint = 3;
+inline constexpr uint64_t InvalidOpcode = 6;
+inline constexpr uint64_t DoubleFault = 8;
+inline constexpr uint64_t GeneralProtection = 13;
+inline constexpr uint64_t PageFault = 14;
+}  // namespace vec
+
+// Called by every environment's entry stubs.
+extern "C" void trap_dispatch(TrapFrame* frame);
+
+}  // namespace pvk

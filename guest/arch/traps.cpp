@@ -1,0 +1,59 @@
+// Exception dispatch shared by every environment. Faults with an .extable
+// fixup resume there; everything else is a kernel bug, reported with the
+// registers and a symbolised backtrace before a failing shutdown.
+#include "guest/arch/platform.h"
+#include "guest/arch/probe.h"
+#include "guest/arch/symbols.h"
+#include "guest/arch/trap_frame.h"
+#include "guest/console/console.h"
+#include "guest/console/record.h"
+#include "guest/kernel/finish.h"
+
+namespace pvk {
+namespace {
+
+const char* vector_name(uint64_t v) {
+  static const char* const kNames[] = {
+      "#DE divide error", "#DB debug", "NMI", "#BP breakpoint", "#OF overflow", "#BR bound range",
+      "#UD invalid opcode", "#NM device not available", "#DF double fault", "coprocessor overrun",
+      "#TS invalid TSS", "#NP segment not present", "#SS stack fault", "#GP general protection",
+      "#PF page fault", "reserved", "#MF x87 error", "#AC alignment check", "#MC machine check",
+      "#XM SIMD error", "#VE virtualization", "#CP control protection"};
+  return v < sizeof kNames / sizeof kNames[0] ? kNames[v] : "exception";
+}
+
+[[noreturn]] void report_crash(const TrapFrame& f, uint64_t fault_addr) {
+  uint64_t off = 0;
+  const char* sym = symbol_for(f.rip, &off);
+  kprintf("\npvk: unhandled exception %lu (%s), error code 0x%lx\n", f.vector, vector_name(f.vector),
+          f.error_code);
+  kprintf("RIP: %04lx:%016lx %s+0x%lx  RFLAGS: %016lx\n", f.cs, f.rip, sym ? sym : "?", off, f.rflags);
+  kprintf("CR2: %016lx  RSP: %04lx:%016lx\n", fault_addr, f.ss, f.rsp);
+  kprintf("RAX: %016lx RBX: %016lx RCX: %016lx RDX: %016lx\n", f.rax, f.rbx, f.rcx, f.rdx);
+  kprintf("RSI: %016lx RDI: %016lx RBP: %016lx R8:  %016lx\n", f.rsi, f.rdi, f.rbp, f.r8);
+  kprintf("R9:  %016lx R10: %016lx R11: %016lx R12: %016lx\n", f.r9, f.r10, f.r11, f.r12);
+  kprintf("R13: %016lx R14: %016lx R15: %016lx\n", f.r13, f.r14, f.r15);
+  print_backtrace(f.rip, f.rbp);
+  Record("crash")
+      .u64("vector", f.vector)
+      .u64("error_code", f.error_code)
+      .u64("rip", f.rip)
+      .str("symbol", sym ? sym : "?")
+      .u64("cr2", fault_addr);
+  finish(ExitStatus::Fail, "unhandled exception");
+}
+
+}  // namespace
+
+extern "C" void trap_dispatch(TrapFrame* frame) {
+  const uint64_t fault_addr = frame->vector == vec::PageFault ? g_platform->fault_address() : 0;
+  if (frame->vector == vec::PageFault || frame->vector == vec::GeneralProtection) {
+    if (uint64_t fixup = extable_fixup(frame->rip)) {
+      frame->rip = fixup;
+      return;
+    }
+  }
+  report_crash(*frame, fault_addr);
+}
+
+}  // namespace pvk

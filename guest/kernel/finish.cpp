@@ -1,0 +1,45 @@
+#include "guest/kernel/finish.h"
+
+#include "guest/arch/cpu.h"
+#include "guest/arch/symbols.h"
+#include "guest/console/console.h"
+#include "guest/console/record.h"
+#include "guest/lib/error_or.h"
+#include "guest/lib/format.h"
+#include "mm/frame_allocator.h"
+
+namespace pvk {
+
+Platform* g_platform = nullptr;
+
+uint64_t tsc_to_ns(uint64_t ticks) {
+  const uint64_t mhz = g_platform->tsc_khz / 1000;
+  return mhz ? ticks * 1000 / mhz : 0;
+}
+
+void finish(ExitStatus status, const char* reason) {
+  {
+    Record r("done");
+    r.str("status", status == ExitStatus::Pass ? "pass" : "fail");
+    if (reason) r.str("reason", reason);
+    r.str("platform", g_platform->name);
+    r.u64("free_frames", frames().free_count());
+  }
+  g_platform->shutdown(status);
+}
+
+void panic(const char* fmt, ...) {
+  char msg[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vformat(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  kprintf("pvk: PANIC: %s\n", msg);
+  uint64_t rbp;
+  asm volatile("mov %%rbp, %0" : "=r"(rbp));
+  print_backtrace(reinterpret_cast<uint64_t>(__builtin_return_address(0)), rbp);
+  Record("panic").str("message", msg);
+  finish(ExitStatus::Fail, "panic");
+}
+
+}  // namespace pvk

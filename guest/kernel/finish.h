@@ -1,0 +1,13 @@
+// The end of every boot: the done record, then a shutdown whose status the
+// host can see (DESIGN.md, console protocol).
+#pragma once
+#include "guest/arch/platform.h"
+
+namespace pvk {
+
+[[noreturn]] void finish(ExitStatus status, const char* reason);
+
+// Nanoseconds from TSC ticks, with the calibrated frequency.
+uint64_t tsc_to_ns(uint64_t ticks);
+
+}  // namespace pvk

@@ -1,0 +1,91 @@
+// kernel_main: the environment-neutral half of boot. Entry points (native
+// PVH, Xen PV) hand over a Platform and a BootInfo; from here on nothing
+// asks where we run except through g_platform and pvops.
+#include "guest/arch/cpu.h"
+#include "guest/console/console.h"
+#include "guest/console/record.h"
+#include "guest/kernel/boot_info.h"
+#include "guest/kernel/finish.h"
+#include "guest/lib/format.h"
+#include "guest/lib/kstring.h"
+#include "guest/params/boot_params.h"
+#include "guest/selftest/selftest.h"
+#include "mm/frame_allocator.h"
+#include "mm/kernel_space.h"
+#include "pvops/select.h"
+
+namespace pvk {
+namespace {
+
+BootParams g_params;
+
+[[noreturn]] void refuse(const char* line) {
+  kprintf("%s\n", line);
+  Record("error").str("message", line);
+  finish(ExitStatus::Fail, "bad boot parameter");
+}
+
+// Runs (or, with dry_run, only checks) each test of a comma-separated list.
+bool run_selftests(const char* list, bool dry_run) {
+  bool all = true;
+  for (const char* p = list; *p;) {
+    const char* end = p;
+    while (*end && *end != ',') ++end;
+    const Selftest* t = find_selftest(p, static_cast<unsigned>(end - p));
+    if (!t) {
+      char names[128], line[192];
+      list_selftests(names, sizeof names);
+      format(line, sizeof line, "pvk: boot parameter 'selftest': no test named '%.*s' (accepted: %s)",
+             static_cast<int>(end - p), p, names);
+      refuse(line);
+    }
+    if (!dry_run) {
+      kprintf("pvk: selftest %s\n", t->name);
+      all &= t->run();
+    }
+    p = *end ? end + 1 : end;
+  }
+  return all;
+}
+
+}  // namespace
+
+void kernel_main(Platform& platform, BootInfo& info) {
+  g_platform = &platform;
+  kprintf("pvk: booting (%s), command line '%s'\n", platform.name, info.cmdline);
+
+  ParseResult parsed = parse_boot_params(info.cmdline, g_params);
+  if (!parsed.ok) refuse(parsed.error);
+  run_selftests(g_params.selftest, /*dry_run=*/true);
+  char why[192];
+  if (!select_mmu_backend(platform, g_params, why, sizeof why)) refuse(why);
+
+  if (auto r = init_frames(info); r.is_error()) panic("frame allocator: %s", errno_name(r.error()));
+  if (auto r = build_kernel_space(info); r.is_error()) panic("kernel page tables: %s", errno_name(r.error()));
+
+  const uint64_t baseline = frames().free_count();
+  {
+    Record r("boot");
+    r.str("platform", platform.name)
+        .str("mmu", g_mmu.name)
+        .str("pte", g_params.pte == PteAccess::Flags ? "flags" : "attrs")
+        .u64("tsc_khz", platform.tsc_khz)
+        .u64("boot_ns", tsc_to_ns(cpu::rdtsc() - info.boot_tsc))
+        .u64("free_frames", baseline)
+        .u64("total_frames", frames().max_pfn());
+    add_counters(r, g_mmu_counters);
+  }
+
+  bool pass = true;
+  if (g_params.selftest[0]) pass = run_selftests(g_params.selftest, /*dry_run=*/false);
+
+  const uint64_t after = frames().free_count();
+  Record("frames").u64("free_frames_before", baseline).u64("free_frames_after", after).boolean("leak", after != baseline);
+  if (after != baseline) {
+    kprintf("pvk: frame leak: %lu free at start, %lu at end\n", baseline, after);
+    finish(ExitStatus::Fail, "frame leak");
+  }
+  finish(pass ? ExitStatus::Pass : ExitStatus::Fail, pass ? nullptr : "selftest failed");
+}
+
+}  // namespace pvk

@@ -1,0 +1,8 @@
+// The one way into the Xen public headers (Debian libxen-dev). They expect
+// the C integer types in the global namespace before they are included.
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+#include <xen/xen.h>
+#include <xen/arch-x86/hvm/start_info.h>

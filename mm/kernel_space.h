@@ -1,0 +1,19 @@
+// Building the kernel's own address space through pvops at boot: the image
+// with per-section permissions and the physmap over all RAM.
+#pragma once
+#include "guest/kernel/boot_info.h"
+#include "guest/lib/error_or.h"
+
+namespace pvk {
+
+// Sets up the frame allocator from the boot memory map (its bitmap is
+// carved out of the first RAM above the reserved ranges).
+ErrorOr<void> init_frames(const BootInfo& info);
+
+// Builds a fresh root mapping the kernel and the physmap, and loads it.
+ErrorOr<Pfn> build_kernel_space(const BootInfo& info);
+
+// The kernel's root, shared by every address space's upper half.
+Pfn kernel_root();
+
+}  // namespace pvk

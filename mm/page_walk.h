@@ -1,0 +1,179 @@
+// The one page-table walk. Every backend instantiates it with its policy
+// (mm/mmu_policy.h) and publishes the instantiations in its pvops table, so
+// the walk — table allocation, range splitting, emptiness tracking, TLB
+// bookkeeping — exists once, and backends only vary how an entry is written.
+#pragma once
+#include "guest/lib/kstring.h"
+#include "mm/frame_allocator.h"
+#include "mm/mmu_batch.h"
+#include "mm/mmu_policy.h"
+#include "mm/physmap.h"
+#include "pvops/mmu_ops.h"
+
+namespace pvk {
+
+template <MmuPolicy P, PteAccess Access>
+class PageWalk {
+ public:
+  static ErrorOr<void> map(Pfn root, VirtAddr va, uint64_t pages, FrameSource src, PteFlags flags,
+                           MmuBatch& batch) {
+    uint64_t i = 0;
+    while (i < pages) {
+      const VirtAddr v = va + i * kPageSize;
+      Pte* l1 = TRY(table_for(root, v, Alloc::Yes));
+      for (unsigned idx = index_at(v, Level::L1); idx < kEntriesPerTable && i < pages; ++idx, ++i) {
+        if (present(l1[idx])) return Errno::EEXIST;
+        // A not-present entry is never cached in the TLB: no flush needed.
+        TRY(P::store(&l1[idx], P::make(src.at(i), flags), Level::L1));
+      }
+    }
+    (void)batch;
+    return {};
+  }
+
+  static ErrorOr<void> protect(Pfn root, VirtAddr va, uint64_t pages, PteFlags set, PteFlags clear,
+                               MmuBatch& batch) {
+    uint64_t i = 0;
+    while (i < pages) {
+      const VirtAddr v = va + i * kPageSize;
+      auto table = table_for(root, v, Alloc::No);
+      const unsigned first = index_at(v, Level::L1);
+      if (table.is_error()) {  // no L1 table here: nothing to protect in it
+        i += kEntriesPerTable - first;
+        continue;
+      }
+      Pte* l1 = table.value();
+      for (unsigned idx = first; idx < kEntriesPerTable && i < pages; ++idx, ++i) {
+        if (!present(l1[idx])) continue;
+        const Pte old = P::modify_prot_start(&l1[idx]);
+        const Pte updated{(old.raw | set.bits) & ~clear.bits};
+        TRY(P::modify_prot_commit(&l1[idx], old, updated));
+        batch.invalidate(va + i * kPageSize);
+      }
+    }
+    return {};
+  }
+
+  static ErrorOr<void> unmap(Pfn root, VirtAddr va, uint64_t pages, UnmapVisitor visit, MmuBatch& batch) {
+    uint64_t i = 0;
+    while (i < pages) {
+      const VirtAddr v = va + i * kPageSize;
+      const unsigned first = index_at(v, Level::L1);
+      const uint64_t in_table = min(pages - i, uint64_t{kEntriesPerTable - first});
+      auto l2_lookup = table_for_level(root, v, Level::L2);
+      if (l2_lookup.is_error() || !present(l2_lookup.value()[index_at(v, Level::L2)])) {
+        i += in_table;
+        continue;
+      }
+      Pte* l2 = l2_lookup.value();
+      Pte* l2_slot = &l2[index_at(v, Level::L2)];
+      const Pfn l1_pfn = P::pfn_of(*l2_slot);
+      Pte* l1 = phys_to_virt<Pte>(l1_pfn);
+      for (unsigned idx = first; idx < first + in_table; ++idx) {
+        const Pte old = l1[idx];
+        if (old.none()) continue;
+        TRY(P::store(&l1[idx], Pte{}, Level::L1));
+        const VirtAddr at = va + (i + (idx - first)) * kPageSize;
+        if (present(old)) {
+          batch.invalidate(at);
+          if (visit.fn) visit.fn(visit.ctx, at, old);
+        }
+      }
+      i += in_table;
+      // The L1 stores above may still be queued, so emptiness is judged from
+      // the entries outside the range, which this call did not write.
+      if (none_outside(l1, first, first + static_cast<unsigned>(in_table))) {
+        TRY(P::store(l2_slot, Pte{}, Level::L2));
+        TRY(batch.release_table(l1_pfn, Level::L1));
+        TRY(release_if_empty(root, v, l2, Level::L2, batch));
+      }
+    }
+    return {};
+  }
+
+  static ErrorOr<Pte> lookup(Pfn root, VirtAddr va) {
+    Pte* l1 = TRY(table_for(root, va, Alloc::No));
+    const Pte e = l1[index_at(va, Level::L1)];
+    if (!present(e)) return Errno::ENOENT;
+    return e;
+  }
+
+  static ErrorOr<void> populate(Pfn root, VirtAddr va, Level level) {
+    TRY(table_for_level(root, va, level, Alloc::Yes));
+    return {};
+  }
+
+  static constexpr MmuRangeOps range_ops() { return {&map, &protect, &unmap, &lookup, &populate}; }
+
+ private:
+  enum class Alloc { No, Yes };
+
+  static uint64_t min(uint64_t a, uint64_t b) { return a < b ? a : b; }
+
+  // pte=attrs reads flag bits inline; pte=flags asks the backend each time.
+  static bool present(Pte e) {
+    if constexpr (Access == PteAccess::Flags)
+      return g_mmu.pte_flags(e).has(pte_bit::Present);
+    else
+      return e.present();
+  }
+
+  static bool none_outside(const Pte* table, unsigned begin, unsigned end) {
+    for (unsigned k = 0; k < kEntriesPerTable; ++k)
+      if ((k < begin || k >= end) && !table[k].none()) return false;
+    return true;
+  }
+
+  // A table one level below `level`'s entry: allocated, prepared for the
+  // backend (Xen: read-only, validated) and hooked in. Its frame is used
+  // directly, so a deferred store would not matter even at L1.
+  static ErrorOr<Pte*> populate(Pte* slot, Level level) {
+    const Pfn pfn = TRY(frames().try_alloc());
+    memset(phys_to_virt(pfn), 0, kPageSize);
+    auto prepared = P::prepare_table(pfn, below(level));
+    if (prepared.is_error()) {
+      frames().must_free(pfn);
+      return prepared.error();
+    }
+    auto hooked = P::store(slot, P::make(pfn, pte_flags::Table), level);
+    if (hooked.is_error()) {
+      must(P::retire_table(pfn, below(level)), "retire unhooked table");
+      frames().must_free(pfn);
+      return hooked.error();
+    }
+    return phys_to_virt<Pte>(pfn);
+  }
+
+  // The table at `target` level covering va (the L4 table is the root).
+  static ErrorOr<Pte*> table_for_level(Pfn root, VirtAddr va, Level target, Alloc alloc = Alloc::No) {
+    Pte* table = phys_to_virt<Pte>(root);
+    for (Level l = Level::L4; l != target; l = below(l)) {
+      Pte* slot = &table[index_at(va, l)];
+      const Pte e = *slot;
+      if (present(e)) {
+        table = phys_to_virt<Pte>(P::pfn_of(e));
+      } else if (alloc == Alloc::Yes) {
+        table = TRY(populate(slot, l));
+      } else {
+        return Errno::ENOENT;
+      }
+    }
+    return table;
+  }
+
+  static ErrorOr<Pte*> table_for(Pfn root, VirtAddr va, Alloc alloc) {
+    return table_for_level(root, va, Level::L1, alloc);
+  }
+
+  // After an entry of `table` (at `level`) was cleared: if the table is now
+  // empty, unhook it from its parent and free it. Stops at L2: L3 and L4
+  // tables live as long as their address space (kernel L3s are shared).
+  static ErrorOr<void> release_if_empty(Pfn root, VirtAddr va, Pte* table, Level level, MmuBatch& batch) {
+    if (level != Level::L2 || !none_outside(table, 0, 0)) return {};
+    Pte* l3 = TRY(table_for_level(root, va, Level::L3));
+    TRY(P::store(&l3[index_at(va, Level::L3)], Pte{}, Level::L3));
+    return batch.release_table(virt_to_pfn(table), Level::L2);
+  }
+};
+
+}  // namespace pvk

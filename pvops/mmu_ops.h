@@ -1,0 +1,88 @@
+// The pvops MMU table: every page-table operation in the kernel goes through
+// g_mmu. Its backend (native, batched, direct, wrpt) is chosen once at boot;
+// verbs keep Linux's names so kernel engineers feel at home.
+//
+// Two kinds of entries:
+//  - single-entry verbs (set_pte, ptep_modify_prot_start/commit, ...), for
+//    paths that touch one entry (a fault);
+//  - range operations (map/protect/unmap/lookup), which are the shared walk
+//    (mm/page_walk.h) instantiated with the backend's policy, so a hot loop
+//    costs one indirect call per range, not per entry — except under
+//    pte=flags, where every flag read deliberately goes through pte_flags.
+#pragma once
+#include "guest/lib/error_or.h"
+#include "pvops/counters.h"
+#include "pvops/pte.h"
+
+namespace pvk {
+
+class MmuBatch;
+
+// Where the frames of a map() come from: a contiguous run or an array.
+struct FrameSource {
+  const Pfn* array = nullptr;
+  Pfn first{};
+  Pfn at(uint64_t i) const { return array ? array[i] : first + i; }
+};
+
+// Called for each present entry unmap() removes (e.g. to free its frame).
+struct UnmapVisitor {
+  void (*fn)(void* ctx, VirtAddr va, Pte old) = nullptr;
+  void* ctx = nullptr;
+};
+
+struct MmuRangeOps {
+  // EEXIST if any target entry is already present (nothing is overwritten);
+  // on error, entries mapped before the failure stay mapped.
+  ErrorOr<void> (*map)(Pfn root, VirtAddr va, uint64_t pages, FrameSource src, PteFlags flags,
+                       MmuBatch& batch);
+  // Sets then clears flag bits of every present leaf in the range, keeping
+  // the accessed/dirty bits the hardware set meanwhile.
+  ErrorOr<void> (*protect)(Pfn root, VirtAddr va, uint64_t pages, PteFlags set, PteFlags clear,
+                           MmuBatch& batch);
+  // Clears the range and frees L1/L2 tables that become empty.
+  ErrorOr<void> (*unmap)(Pfn root, VirtAddr va, uint64_t pages, UnmapVisitor visit, MmuBatch& batch);
+  // The leaf entry mapping va; ENOENT if none.
+  ErrorOr<Pte> (*lookup)(Pfn root, VirtAddr va);
+  // Makes sure the table at `level` covering va exists (allocating the ones
+  // above it), e.g. the kernel's L3 tables that every root shares.
+  ErrorOr<void> (*populate)(Pfn root, VirtAddr va, Level level);
+};
+
+enum class PteAccess : uint8_t { Attrs, Flags };  // boot parameter pte=
+
+struct MmuOps {
+  const char* name;
+
+  ErrorOr<void> (*set_pte)(Pte* slot, Pte v);
+  ErrorOr<void> (*set_pmd)(Pte* slot, Pte v);
+  ErrorOr<void> (*set_pud)(Pte* slot, Pte v);
+  ErrorOr<void> (*set_p4d)(Pte* slot, Pte v);
+  Pte (*ptep_modify_prot_start)(Pte* slot);
+  ErrorOr<void> (*ptep_modify_prot_commit)(Pte* slot, Pte old, Pte v);
+
+  Pte (*make_pte)(Pfn pfn, PteFlags flags);
+  Pfn (*pte_pfn)(Pte pte);
+  uint64_t (*pte_val)(Pte pte);  // pseudo-physical value: pfn << 12 | flags
+  PteFlags (*pte_flags)(Pte pte);
+  CacheAttr (*pte_attrs)(Pte pte);
+
+  void (*enter_lazy_mmu)();
+  ErrorOr<void> (*flush_lazy_mmu)();  // push queued updates, stay lazy
+  ErrorOr<void> (*leave_lazy_mmu)();
+  void (*flush_tlb_one)(VirtAddr va);
+  void (*flush_tlb_all)();
+  ErrorOr<void> (*load_root)(Pfn root);
+  ErrorOr<void> (*alloc_pt_page)(Pfn pfn, Level level);
+  ErrorOr<void> (*release_pt_page)(Pfn pfn, Level level);
+
+  MmuRangeOps range;
+};
+
+// The active table. A copy, not a pointer, so a call is one load and one
+// indirect jump.
+extern MmuOps g_mmu;
+// The root currently loaded (TLB flushes matter only for it and the kernel half).
+extern Pfn g_current_root;
+
+}  // namespace pvk
