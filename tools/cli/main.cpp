@@ -1,0 +1,158 @@
+// pvk-cli: the host command behind tools/pvk.
+//   run   boot the kernel once (native QEMU or Xen-in-QEMU) and judge the run
+//   test  run the CTest suite (host tests and boot tests)
+// Exit status: 0 pass, 1 fail, 2 could not run at all.
+#include "pvk/platform.hpp"
+#include "pvk/run.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int exit_pass = 0;
+constexpr int exit_fail = 1;
+constexpr int exit_error = 2;
+
+// Set by SIGINT/SIGTERM: QEMU runs in its own process group, so Ctrl-C
+// reaches only us and the runner ends QEMU on our behalf.
+std::atomic<bool> cancelled{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
+
+void request_cancel(int) { cancelled = true; }
+
+void install_cancel_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = request_cancel;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+struct Paths {
+  fs::path build_dir = PVK_BUILD_DIR;
+  fs::path source_dir = PVK_SOURCE_DIR;
+};
+
+struct RunArgs {
+  std::string platform = "native";
+  std::string params;
+  int timeout_s = -1;  // -1: platform default
+  bool gdb = false;
+  fs::path kernel;  // empty: <build>/guest/pvk.elf
+  fs::path xen_gz{pvk::default_xen_gz};
+  bool quiet = false;
+};
+
+int do_run(const Paths& paths, const RunArgs& args) {
+  pvk::RunOptions options;
+  options.platform = *pvk::parse_platform(args.platform);  // CLI11 checked the name
+  options.kernel = args.kernel.empty() ? paths.build_dir / "guest" / "pvk.elf" : args.kernel;
+  options.params = args.params;
+  if (args.timeout_s >= 0)
+    options.timeout = std::chrono::seconds{args.timeout_s};
+  else if (args.gdb)
+    options.timeout = std::chrono::seconds{0};  // a debugging session has no deadline
+  options.gdb = args.gdb;
+  options.xen_gz = args.xen_gz;
+  options.xen_cache_dir = paths.build_dir / "cache" / "xen-4.17";
+  options.cancel = &cancelled;
+
+  if (args.gdb) {
+    const char* what = options.platform == pvk::Platform::xen
+                           ? " (the stub debugs the whole machine: Xen first, then pvk)"
+                           : "";
+    fmt::print(stderr, "pvk: QEMU waits for gdb on :1234{}; attach with:\n  gdb {} -ex \"target remote :1234\"\n",
+               what, options.kernel.string());
+  }
+
+  install_cancel_handlers();
+  pvk::ConsoleEcho echo;
+  if (!args.quiet)
+    echo = [](std::string_view line) {
+      fmt::print("{}\n", line);
+      std::fflush(stdout);  // stream the console live, even into a pipe
+    };
+
+  const pvk::RunResult result = pvk::run_kernel(options, echo);
+  if (result.pass) {
+    if (!args.quiet)
+      fmt::print(stderr, "pvk: PASS ({}, {:.1f} s)\n", args.platform, result.elapsed.count() / 1000.0);
+    return exit_pass;
+  }
+  fmt::print(stderr, "pvk: FAIL: {}\n", result.reason);
+  for (const auto& line : result.xen_trouble) fmt::print(stderr, "pvk:   {}\n", line);
+  return exit_fail;
+}
+
+// Replaces this process with ctest so its status, output and terminal
+// handling are exactly ctest's own.
+int do_test(const Paths& paths, const std::vector<std::string>& extra) {
+  std::vector<std::string> argv{PVK_CTEST_COMMAND, "--test-dir", paths.build_dir.string(),
+                                "--output-on-failure"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  std::vector<char*> cargv;
+  for (auto& arg : argv) cargv.push_back(arg.data());
+  cargv.push_back(nullptr);
+  std::fflush(nullptr);
+  ::execv(cargv[0], cargv.data());
+  fmt::print(stderr, "pvk: cannot run {}: {}\n", argv[0], std::strerror(errno));
+  return exit_error;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"pvk: build, boot and test the pvk kernel", "pvk"};
+  app.require_subcommand(1);
+
+  Paths paths;
+  app.add_option("--build-dir", paths.build_dir, "CMake build directory")
+      ->envname("PVK_BUILD_DIR")
+      ->capture_default_str();
+  app.add_option("--source-dir", paths.source_dir, "source tree (set by tools/pvk)")
+      ->envname("PVK_SOURCE_DIR")
+      ->capture_default_str();
+
+  RunArgs run_args;
+  CLI::App* run = app.add_subcommand("run", "boot the kernel once and report pass/fail");
+  run->add_option("--platform", run_args.platform, "where to boot")
+      ->check(CLI::IsMember({"native", "xen"}))
+      ->capture_default_str();
+  run->add_option("--append", run_args.params, "kernel command line, e.g. \"mmu=native selftest=mm\"");
+  run->add_option("--timeout", run_args.timeout_s,
+                  "seconds before the run counts as hung; 0 = none (default 60 native, 300 xen)")
+      ->check(CLI::NonNegativeNumber);
+  run->add_flag("--gdb", run_args.gdb, "start paused with a gdb stub on :1234");
+  run->add_option("--kernel", run_args.kernel, "kernel image (default <build>/guest/pvk.elf)");
+  run->add_option("--xen", run_args.xen_gz, "gzipped Xen image")->capture_default_str();
+  run->add_flag("-q,--quiet", run_args.quiet, "do not echo the console");
+
+  std::vector<std::string> ctest_args;
+  CLI::App* test = app.add_subcommand("test", "run the test suite with ctest");
+  test->add_option("ctest-args", ctest_args, "extra ctest arguments, after --");
+
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    if (*run) return do_run(paths, run_args);
+    if (*test) return do_test(paths, ctest_args);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "pvk: error: {}\n", e.what());
+    return exit_error;
+  }
+  return exit_error;
+}

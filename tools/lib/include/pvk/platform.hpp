@@ -1,0 +1,47 @@
+// The machines pvk boots on and the QEMU command lines that build them.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pvk {
+
+enum class Platform {
+  native,  // plain QEMU machine, kernel entered through its PVH note
+  xen,     // Xen 4.17 in QEMU, kernel as the initial PV domain (dom0)
+};
+
+std::string_view platform_name(Platform platform);
+std::optional<Platform> parse_platform(std::string_view name);
+
+// How long a boot may take before it counts as hung. Xen under TCG boots
+// the hypervisor first, which is slow.
+std::chrono::seconds default_timeout(Platform platform);
+
+struct QemuConfig {
+  std::string qemu = "qemu-system-x86_64";
+  std::filesystem::path kernel;     // pvk.elf
+  std::string params;               // kernel command line
+  bool gdb = false;                 // -s -S: wait for gdb on :1234
+  std::filesystem::path xen_image;  // xen only: the decompressed hypervisor
+};
+
+std::vector<std::string> native_argv(const QemuConfig& config);
+std::vector<std::string> xen_argv(const QemuConfig& config);
+std::vector<std::string> qemu_argv(Platform platform, const QemuConfig& config);
+
+// What the way the machine stopped says about the kernel's verdict. The
+// kernel reports pass/fail twice, in its done record and in how it shuts the
+// machine down; a run passes only if both say pass.
+enum class ExitVerdict { pass, fail, none };
+
+struct PlatformExit {
+  ExitVerdict verdict = ExitVerdict::none;
+  std::string description;  // for the failure summary
+};
+
+}  // namespace pvk

@@ -1,0 +1,38 @@
+// Console protocol: a line "@pvk " + one JSON object is a machine-readable
+// record; every other line is human text (DESIGN.md, "Console protocol").
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pvk {
+
+inline constexpr std::string_view record_prefix = "@pvk ";
+
+struct ConsoleLine {
+  enum class Kind {
+    text,       // not a record
+    record,     // "@pvk " followed by a valid JSON object
+    malformed,  // "@pvk " followed by something else: a protocol error
+  };
+  Kind kind = Kind::text;
+  nlohmann::json record;  // kind == record
+  std::string error;      // kind == malformed: what is wrong with it
+};
+
+// Classifies one console line (without its line terminator). Malformed
+// records are reported rather than skipped: a kernel that prints broken
+// records has a bug the run must not hide.
+ConsoleLine parse_console_line(std::string_view line);
+
+// True for a record {"event":"done",...}.
+bool is_done_record(const nlohmann::json& record);
+
+// The last done record, if any.
+std::optional<nlohmann::json> find_done_record(const std::vector<nlohmann::json>& records);
+
+}  // namespace pvk

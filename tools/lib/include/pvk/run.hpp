@@ -1,0 +1,55 @@
+// Boots the kernel once on a platform, streams its console and judges it.
+#pragma once
+
+#include "pvk/platform.hpp"
+#include "pvk/xen.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pvk {
+
+struct RunOptions {
+  Platform platform = Platform::native;
+  std::filesystem::path kernel;  // pvk.elf
+  std::string params;            // kernel command line
+  // nullopt: the platform default; zero: no limit (what --gdb wants).
+  std::optional<std::chrono::seconds> timeout;
+  bool gdb = false;
+  std::string qemu = "qemu-system-x86_64";
+  std::filesystem::path xen_gz{default_xen_gz};
+  std::filesystem::path xen_cache_dir;  // where the decompressed Xen is kept
+  const std::atomic<bool>* cancel = nullptr;  // see ProcessOptions::cancel
+};
+
+struct RunResult {
+  std::vector<nlohmann::json> records;  // every record, in order
+  std::optional<nlohmann::json> done;   // the last done record
+  std::vector<std::string> protocol_errors;
+  int exit_code = -1;  // QEMU's exit status, -1 if it was killed
+  int term_signal = 0;
+  bool timed_out = false;
+  std::vector<std::string> xen_trouble;  // Xen lines that indicate trouble
+  std::vector<std::string> lines;        // all console output, in order
+  PlatformExit platform_exit;
+  std::chrono::milliseconds elapsed{0};
+  bool pass = false;
+  std::string reason;  // one line, for "pvk: FAIL: <reason>"
+};
+
+// Called with every console line as it arrives (e.g. to echo it).
+using ConsoleEcho = std::function<void(std::string_view line)>;
+
+// Throws std::runtime_error when the run cannot start (missing kernel or
+// hypervisor, QEMU not installed); a run that starts always yields a result.
+RunResult run_kernel(const RunOptions& options, const ConsoleEcho& echo = {});
+
+}  // namespace pvk
