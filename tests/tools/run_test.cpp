@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -132,11 +134,27 @@ TEST_F(Run, XenPassButCrashIsAMismatch) {
 }
 
 TEST_F(Run, XenPanicRebootsWithoutDone) {
-  script("(XEN) Panic on CPU 0:\n(XEN) Reboot in five seconds...\n", 0);
+  script("(XEN) ****************************************\n(XEN) Panic on CPU 0:\n"
+         "(XEN) Could not construct domain 0\n(XEN) ****************************************\n"
+         "(XEN) \n(XEN) Reboot in five seconds...\n", 0);
   const RunResult r = boot(Platform::xen, 30s);
   EXPECT_FALSE(r.pass);
   EXPECT_NE(r.reason.find("no done record"), std::string::npos) << r.reason;
-  EXPECT_EQ(r.xen_trouble.size(), 1u);
+  EXPECT_EQ(r.xen_trouble, (std::vector<std::string>{"(XEN) Panic on CPU 0:", "(XEN) Could not construct domain 0"}));
+}
+
+TEST_F(Run, CancelEndsQemuWithSigterm) {
+  script("booting\n", 0, /*hang=*/true);
+  std::atomic<bool> cancel{true};
+  RunOptions options;
+  options.kernel = dir_ / "pvk.elf";
+  options.qemu = PVK_FAKE_QEMU;
+  options.cancel = &cancel;
+  const RunResult r = run_kernel(options);
+  EXPECT_FALSE(r.pass);
+  EXPECT_EQ(r.reason, "run cancelled before the kernel finished");
+  // SIGTERM first, so QEMU can exit cleanly; SIGKILL only after the grace.
+  EXPECT_EQ(r.term_signal, SIGTERM);
 }
 
 TEST_F(Run, MissingKernelIsAnError) {

@@ -60,6 +60,18 @@ TEST(XenTrouble, CollectsOnlyXenTroubleLines) {
     EXPECT_FALSE(is_xen_trouble(line)) << line;
 }
 
+TEST(XenTrouble, LogKeepsThePanicMessage) {
+  XenTroubleLog log;
+  for (const char* line : {"(XEN) *** Building a PV Dom0 ***",
+                           "(XEN) ERROR: Will only load images built for the generic loader",
+                           "(XEN) ****************************************", "(XEN) Panic on CPU 0:",
+                           "(XEN) Could not construct domain 0", "(XEN) ****************************************",
+                           "(XEN) ", "(XEN) Reboot in five seconds...", "guest text"})
+    log.observe(line);
+  EXPECT_EQ(log.lines(), (std::vector<std::string>{"(XEN) ERROR: Will only load images built for the generic loader",
+                                                   "(XEN) Panic on CPU 0:", "(XEN) Could not construct domain 0"}));
+}
+
 TEST(XenExit, FromAnnouncedShutdown) {
   ProcessResult stopped;
   stopped.stopped = true;

@@ -80,14 +80,29 @@ std::optional<XenShutdown> parse_xen_shutdown(std::string_view line) {
 
 bool is_xen_trouble(std::string_view line) {
   if (!line.starts_with("(XEN)")) return false;
-  static constexpr std::array<std::string_view, 15> patterns{
+  static constexpr std::array<std::string_view, 16> patterns{
       "domain_crash", "Domain 0 crashed", "Hardware Dom0 crashed", "crashed on cpu",
       "Bad L1 flags", "Bad L2 flags",     "Bad L3 flags",          "Bad L4 flags",
-      "Bad type",     "Error while",      "Fatal",                 "Panic",
-      "Assertion",    "BUG at",           "WARN at",
+      "Bad type",     "Error while",      "ERROR:",                "Fatal",
+      "Panic",        "Assertion",        "BUG at",                "WARN at",
   };
   return std::any_of(patterns.begin(), patterns.end(),
                      [&](std::string_view p) { return contains_nocase(line, p); });
+}
+
+void XenTroubleLog::observe(std::string_view line) {
+  if (!line.starts_with("(XEN)")) return;
+  if (in_panic_) {
+    const auto text = line.find_first_not_of(' ', 5);
+    if (text != std::string_view::npos && line.substr(text).starts_with("****")) {
+      in_panic_ = false;
+    } else if (text != std::string_view::npos) {
+      lines_.emplace_back(line);
+    }
+    return;
+  }
+  if (is_xen_trouble(line)) lines_.emplace_back(line);
+  if (line.find("Panic on CPU") != std::string_view::npos) in_panic_ = true;
 }
 
 PlatformExit xen_exit(const ProcessResult& process, std::optional<XenShutdown> shutdown) {

@@ -7,7 +7,9 @@
 
 #include <filesystem>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace pvk {
 
@@ -31,6 +33,19 @@ std::optional<XenShutdown> parse_xen_shutdown(std::string_view line);
 // Xen lines worth quoting in a failure summary (crashes, panics, failed
 // page-table validation, assertions).
 bool is_xen_trouble(std::string_view line);
+
+// Gathers the trouble lines of one run, plus the message Xen prints between
+// "Panic on CPU n:" and its closing row of asterisks (the actual reason, e.g.
+// "Could not construct domain 0", matches no pattern by itself).
+class XenTroubleLog {
+ public:
+  void observe(std::string_view line);
+  const std::vector<std::string>& lines() const { return lines_; }
+
+ private:
+  bool in_panic_ = false;
+  std::vector<std::string> lines_;
+};
 
 // Judges the exit from the dom0 shutdown Xen announced (if any) and QEMU's
 // own exit.
