@@ -11,7 +11,7 @@ set(PVK_KERNEL_CXX_FLAGS
   -fno-omit-frame-pointer -fno-strict-aliasing -O2 -g
   -Wall -Wextra -Wno-unused-parameter)
 
-set(PVK_KERNEL_ASM_FLAGS -fno-pic -fno-pie -g)
+set(PVK_KERNEL_ASM_FLAGS -fno-pic -fno-pie -g -D__ASSEMBLY__)
 
 # pvk_kernel_sources(TARGET ...) marks sources of an OBJECT library as kernel code.
 function(pvk_kernel_object_library name)

@@ -6,3 +6,10 @@
 
 #include <xen/xen.h>
 #include <xen/arch-x86/hvm/start_info.h>
+#include <xen/callback.h>
+#include <xen/event_channel.h>
+#include <xen/features.h>
+#include <xen/io/console.h>
+#include <xen/sched.h>
+#include <xen/vcpu.h>
+#include <xen/version.h>

@@ -16,6 +16,9 @@ class FrameAllocator {
   // bitmap must hold at least words_for(max_pfn) words. All frames start used;
   // add_free_range() hands RAM to the allocator.
   void init(uint64_t* bitmap, uint64_t max_pfn);
+  // The bitmap is reached through a mapping that changes once at boot (the
+  // early map gives way to the physmap); this points at the new address.
+  void relocate(uint64_t* bitmap) { bits_ = bitmap; }
   static constexpr uint64_t words_for(uint64_t max_pfn) { return (max_pfn + 63) / 64; }
 
   // Marks [first, first+count) free. Frames already free are an error

@@ -13,6 +13,7 @@ namespace pvk {
 namespace {
 
 Pfn g_kernel_root{};
+Pfn g_frame_bitmap{};
 
 bool overlaps(MemRange a, uint64_t first, uint64_t count) {
   return raw(a.first) < first + count && first < raw(a.first) + a.count;
@@ -36,7 +37,8 @@ ErrorOr<void> init_frames(const BootInfo& info) {
 
   // The bitmap goes in the first RAM run that avoids every reserved range.
   uint64_t bitmap_first = 0;
-  for (unsigned i = 0; i < info.ram_ranges && !bitmap_first; ++i) {
+  bool placed = false;
+  for (unsigned i = 0; i < info.ram_ranges && !placed; ++i) {
     for (uint64_t cand = raw(info.ram[i].first); cand + bitmap_pages <= raw(info.ram[i].first) + info.ram[i].count;) {
       bool clash = false;
       for (unsigned r = 0; r < info.reserved_ranges; ++r) {
@@ -48,12 +50,14 @@ ErrorOr<void> init_frames(const BootInfo& info) {
       }
       if (!clash) {
         bitmap_first = cand;
+        placed = true;
         break;
       }
     }
   }
-  if (!bitmap_first) return Errno::ENOMEM;
+  if (!placed) return Errno::ENOMEM;
 
+  g_frame_bitmap = Pfn{bitmap_first};
   FrameAllocator& fa = frames();
   fa.init(phys_to_virt<uint64_t>(Pfn{bitmap_first}), max_pfn);
   for (unsigned i = 0; i < info.ram_ranges; ++i) TRY(fa.add_free_range(info.ram[i].first, info.ram[i].count));
@@ -62,35 +66,95 @@ ErrorOr<void> init_frames(const BootInfo& info) {
   return {};
 }
 
+namespace {
+
+// Maps [first, first+count) of RAM into the physmap, read-only where the
+// loader's page tables sit.
+ErrorOr<void> map_physmap(Pfn root, const BootInfo& info, uint64_t first, uint64_t count, MmuBatch& batch) {
+  const uint64_t end = first + count;
+  const uint64_t bt_first = raw(info.boot_tables.first), bt_end = bt_first + info.boot_tables.count;
+  for (uint64_t p = first; p < end;) {
+    const bool in_tables = p >= bt_first && p < bt_end;
+    uint64_t stop = in_tables ? bt_end : (p < bt_first ? bt_first : end);
+    if (stop > end) stop = end;
+    TRY(g_mmu.range.map(root, VirtAddr{PVK_PHYSMAP_BASE + (p << kPageShift)}, stop - p, FrameSource{nullptr, Pfn{p}},
+                        in_tables ? pte_flags::KernelRo : pte_flags::KernelRw, batch));
+    p = stop;
+  }
+  return {};
+}
+
+// The part of a RAM range below (early) or from (!early) the early limit.
+MemRange clip(const MemRange& r, uint64_t limit, bool early) {
+  const uint64_t first = raw(r.first), end = first + r.count;
+  if (early) return {r.first, end <= limit ? r.count : first < limit ? limit - first : 0};
+  if (end <= limit) return {r.first, 0};
+  const uint64_t from = first > limit ? first : limit;
+  return {Pfn{from}, end - from};
+}
+
+ErrorOr<void> map_image(Pfn root, MmuBatch& batch) {
+  auto map = [&](const char* from, const char* to, PteFlags flags) {
+    return g_mmu.range.map(root, to_virt(from), pages_between(from, to), FrameSource{nullptr, image_pfn(from)}, flags,
+                           batch);
+  };
+  // Code executable, read-only data read-only, nothing writable executable.
+  TRY(map(__kernel_start, __text_end, pte_flags::KernelRx));
+  TRY(map(__text_end, __rodata_end, pte_flags::KernelRo));
+  return map(__rodata_end, __kernel_end, pte_flags::KernelRw);
+}
+
+ErrorOr<void> finish_batch(MmuBatch& batch, ErrorOr<void> result) {
+  auto done = batch.finish();
+  if (result.is_error()) return result;
+  return done;
+}
+
+}  // namespace
+
 ErrorOr<Pfn> build_kernel_space(const BootInfo& info) {
   const Pfn root = TRY(frames().try_alloc());
   memset(phys_to_virt(root), 0, kPageSize);
   TRY(g_mmu.alloc_pt_page(root, Level::L4));
 
-  MmuBatch batch(root);
-  auto map = [&](VirtAddr va, uint64_t pages, Pfn first, PteFlags flags) {
-    return g_mmu.range.map(root, va, pages, FrameSource{nullptr, first}, flags, batch);
-  };
-  // The image, section by section: code executable, nothing else.
-  auto r = map(to_virt(__kernel_start), pages_between(__kernel_start, __text_end), image_pfn(__kernel_start),
-               pte_flags::KernelRx);
-  if (!r.is_error())
-    r = map(to_virt(__text_end), pages_between(__text_end, __rodata_end), image_pfn(__text_end), pte_flags::KernelRo);
-  if (!r.is_error())
-    r = map(to_virt(__rodata_end), pages_between(__rodata_end, __kernel_end), image_pfn(__rodata_end),
-            pte_flags::KernelRw);
-  // The physmap: every RAM frame, read-write, never executable.
-  for (unsigned i = 0; i < info.ram_ranges && !r.is_error(); ++i)
-    r = map(VirtAddr{PVK_PHYSMAP_BASE + (raw(info.ram[i].first) << kPageShift)}, info.ram[i].count,
-            info.ram[i].first, pte_flags::KernelRw);
-  // The kernel half's L3 tables exist from the start and are never freed,
-  // so every address space can share them by copying L4 entries.
-  if (!r.is_error()) r = g_mmu.range.populate(root, VirtAddr{PVK_SCRATCH_BASE}, Level::L3);
-  auto done = batch.finish();
-  if (r.is_error()) return r.error();
-  TRY(done);
+  // Phase 1, while only the early map reaches frames: every table the new
+  // root needs for the image and the early part of the physmap is created
+  // before any physmap leaf is written, so a frame is never mapped writable
+  // and then turned into a page table behind that mapping's back.
+  {
+    MmuBatch batch(root);
+    auto r = map_image(root, batch);
+    // The kernel half's L3 tables exist from the start and are never freed,
+    // so every address space can share them by copying L4 entries.
+    if (!r.is_error()) r = g_mmu.range.populate(root, VirtAddr{PVK_SCRATCH_BASE}, Level::L3);
+    for (unsigned i = 0; i < info.ram_ranges && !r.is_error(); ++i) {
+      const MemRange part = clip(info.ram[i], info.early_physmap_pfns, true);
+      for (uint64_t off = 0; off < part.count && !r.is_error(); off += kEntriesPerTable)
+        r = g_mmu.range.populate(root, VirtAddr{PVK_PHYSMAP_BASE + ((raw(part.first) + off) << kPageShift)},
+                                 Level::L1);
+    }
+    for (unsigned i = 0; i < info.ram_ranges && !r.is_error(); ++i) {
+      const MemRange part = clip(info.ram[i], info.early_physmap_pfns, true);
+      if (part.count) r = map_physmap(root, info, raw(part.first), part.count, batch);
+    }
+    TRY(finish_batch(batch, r));
+  }
+
   TRY(g_mmu.load_root(root));
+  g_physmap_offset = PVK_PHYSMAP_BASE;
+  frames().relocate(phys_to_virt<uint64_t>(g_frame_bitmap));
   g_kernel_root = root;
+  if (info.release_boot_root) TRY(g_mmu.release_pt_page(info.boot_root, Level::L4));
+
+  // Phase 2, on the kernel's own tables: the rest of RAM. New tables come
+  // from low frames, which the physmap already reaches.
+  MmuBatch batch(root);
+  ErrorOr<void> r;
+  for (unsigned i = 0; i < info.ram_ranges && !r.is_error(); ++i) {
+    const MemRange part = clip(info.ram[i], info.early_physmap_pfns, false);
+    if (part.count) r = map_physmap(root, info, raw(part.first), part.count, batch);
+  }
+  TRY(finish_batch(batch, r));
   return root;
 }
 

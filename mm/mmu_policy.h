@@ -22,7 +22,10 @@ concept MmuPolicy = requires(Pte* slot, Pte v, Level level, Pfn pfn, PteFlags fl
   { P::modify_prot_start(slot) } -> std::same_as<Pte>;
   { P::modify_prot_commit(slot, v, v) } -> std::same_as<ErrorOr<void>>;
   // Encoding: frame numbers in entries are the environment's business.
+  // make() builds a leaf (a backend may restrict it, e.g. Xen maps page-table
+  // frames read-only); make_table() an entry pointing at a lower table.
   { P::make(pfn, flags) } -> std::same_as<Pte>;
+  { P::make_table(pfn) } -> std::same_as<Pte>;
   { P::pfn_of(v) } -> std::same_as<Pfn>;
   // A frame becomes / stops being a page table at this level.
   { P::prepare_table(pfn, level) } -> std::same_as<ErrorOr<void>>;

@@ -135,7 +135,7 @@ class PageWalk {
       frames().must_free(pfn);
       return prepared.error();
     }
-    auto hooked = P::store(slot, P::make(pfn, pte_flags::Table), level);
+    auto hooked = P::store(slot, P::make_table(pfn), level);
     if (hooked.is_error()) {
       must(P::retire_table(pfn, below(level)), "retire unhooked table");
       frames().must_free(pfn);

@@ -19,6 +19,7 @@ struct NativePolicy {
   static Pte modify_prot_start(Pte* slot) { return Pte{__atomic_exchange_n(&slot->raw, 0, __ATOMIC_RELAXED)}; }
   static ErrorOr<void> modify_prot_commit(Pte* slot, Pte, Pte v) { return store(slot, v, Level::L1); }
   static Pte make(Pfn pfn, PteFlags f) { return Pte{(raw(pfn) << kPageShift) | f.bits}; }
+  static Pte make_table(Pfn pfn) { return make(pfn, pte_flags::Table); }
   static Pfn pfn_of(Pte e) { return Pfn{(e.raw & pte_bit::FrameMask) >> kPageShift}; }
   static ErrorOr<void> prepare_table(Pfn, Level) {
     ++g_mmu_counters.pt_pages_alloc;

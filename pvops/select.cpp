@@ -28,10 +28,22 @@ bool select_mmu_backend(const Platform& platform, const BootParams& params, char
   }
   switch (want) {
     case MmuBackend::Native: g_mmu = make_native_ops(params.pte); return true;
-    default:
-      format(why, cap, "pvk: boot parameter 'mmu=%s': backend not available in this build", backend_name(want));
-      return false;
+    case MmuBackend::Batched: g_mmu = make_batched_ops(params.pte, params.batch); return true;
+    case MmuBackend::Direct: g_mmu = make_direct_ops(params.pte); return true;
+    case MmuBackend::Wrpt: {
+      auto ops = try_make_wrpt_ops(params.pte);
+      if (ops.is_error()) {
+        format(why, cap, "pvk: boot parameter 'mmu=wrpt': Xen refused writable page tables (%s)",
+               errno_name(ops.error()));
+        return false;
+      }
+      g_mmu = ops.value();
+      return true;
+    }
+    case MmuBackend::Default: break;
   }
+  format(why, cap, "pvk: boot parameter 'mmu': no backend chosen");
+  return false;
 }
 
 }  // namespace pvk

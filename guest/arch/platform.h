@@ -13,9 +13,12 @@ enum class ExitStatus { Pass, Fail };
 
 struct Platform {
   const char* name;  // "native" or "xen": the value records carry as "platform"
+  const char* role;  // "native", or under Xen "dom0" (initial domain) / "domU"
   void (*console_write)(const char* s, size_t n);
   [[noreturn]] void (*shutdown)(ExitStatus status);
   uint64_t (*fault_address)();  // CR2 natively, vcpu_info's cr2 under Xen
+  void (*handle_event)();       // Xen event upcall; null natively
+  void (*kernel_space_ready)(); // after the kernel's own page tables are live; may be null
   uint64_t tsc_khz;             // set by the platform's calibration at boot
 };
 

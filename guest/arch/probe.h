@@ -6,6 +6,7 @@ extern "C" {
 bool probe_read_u8(const void* p, uint8_t* out);
 bool probe_write_u8(void* p, uint8_t v);
 bool probe_read_u64(const void* p, uint64_t* out);
+bool probe_write_u64(void* p, uint64_t v);
 }
 
 namespace pvk {

@@ -20,6 +20,10 @@ inline constexpr uint64_t InvalidOpcode = 6;
 inline constexpr uint64_t DoubleFault = 8;
 inline constexpr uint64_t GeneralProtection = 13;
 inline constexpr uint64_t PageFault = 14;
+// Not CPU vectors: what the Xen PV entry stubs tag event upcalls and
+// failsafe callbacks with (guest/arch/pv/trap_entry.S).
+inline constexpr uint64_t XenEvent = 256;
+inline constexpr uint64_t XenFailsafe = 257;
 }  // namespace vec
 
 // Called by every environment's entry stubs.

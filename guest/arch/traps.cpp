@@ -19,6 +19,8 @@ const char* vector_name(uint64_t v) {
       "#TS invalid TSS", "#NP segment not present", "#SS stack fault", "#GP general protection",
       "#PF page fault", "reserved", "#MF x87 error", "#AC alignment check", "#MC machine check",
       "#XM SIMD error", "#VE virtualization", "#CP control protection"};
+  if (v == vec::XenFailsafe) return "Xen failsafe callback";
+  if (v == vec::XenEvent) return "Xen event upcall";
   return v < sizeof kNames / sizeof kNames[0] ? kNames[v] : "exception";
 }
 
@@ -27,8 +29,9 @@ const char* vector_name(uint64_t v) {
   const char* sym = symbol_for(f.rip, &off);
   kprintf("\npvk: unhandled exception %lu (%s), error code 0x%lx\n", f.vector, vector_name(f.vector),
           f.error_code);
-  kprintf("RIP: %04lx:%016lx %s+0x%lx  RFLAGS: %016lx\n", f.cs, f.rip, sym ? sym : "?", off, f.rflags);
-  kprintf("CR2: %016lx  RSP: %04lx:%016lx\n", fault_addr, f.ss, f.rsp);
+  // Under Xen the upper half of the CS slot carries the saved event mask.
+  kprintf("RIP: %04lx:%016lx %s+0x%lx  RFLAGS: %016lx\n", f.cs & 0xffff, f.rip, sym ? sym : "?", off, f.rflags);
+  kprintf("CR2: %016lx  RSP: %04lx:%016lx\n", fault_addr, f.ss & 0xffff, f.rsp);
   kprintf("RAX: %016lx RBX: %016lx RCX: %016lx RDX: %016lx\n", f.rax, f.rbx, f.rcx, f.rdx);
   kprintf("RSI: %016lx RDI: %016lx RBP: %016lx R8:  %016lx\n", f.rsi, f.rdi, f.rbp, f.r8);
   kprintf("R9:  %016lx R10: %016lx R11: %016lx R12: %016lx\n", f.r9, f.r10, f.r11, f.r12);
@@ -46,6 +49,10 @@ const char* vector_name(uint64_t v) {
 }  // namespace
 
 extern "C" void trap_dispatch(TrapFrame* frame) {
+  if (frame->vector == vec::XenEvent && g_platform->handle_event) {
+    g_platform->handle_event();
+    return;
+  }
   const uint64_t fault_addr = frame->vector == vec::PageFault ? g_platform->fault_address() : 0;
   if (frame->vector == vec::PageFault || frame->vector == vec::GeneralProtection) {
     if (uint64_t fixup = extable_fixup(frame->rip)) {

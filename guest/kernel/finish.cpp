@@ -35,9 +35,9 @@ void panic(const char* fmt, ...) {
   vformat(msg, sizeof msg, fmt, ap);
   va_end(ap);
   kprintf("pvk: PANIC: %s\n", msg);
-  uint64_t rbp;
-  asm volatile("mov %%rbp, %0" : "=r"(rbp));
-  print_backtrace(reinterpret_cast<uint64_t>(__builtin_return_address(0)), rbp);
+  // Start at our caller: its return address, then its saved frame chain.
+  const auto* frame = static_cast<const uint64_t*>(__builtin_frame_address(0));
+  print_backtrace(frame[1], frame[0]);
   Record("panic").str("message", msg);
   finish(ExitStatus::Fail, "panic");
 }

@@ -52,7 +52,7 @@ bool run_selftests(const char* list, bool dry_run) {
 
 void kernel_main(Platform& platform, BootInfo& info) {
   g_platform = &platform;
-  kprintf("pvk: booting (%s), command line '%s'\n", platform.name, info.cmdline);
+  kprintf("pvk: booting (%s, %s), command line '%s'\n", platform.name, platform.role, info.cmdline);
 
   ParseResult parsed = parse_boot_params(info.cmdline, g_params);
   if (!parsed.ok) refuse(parsed.error);
@@ -62,11 +62,13 @@ void kernel_main(Platform& platform, BootInfo& info) {
 
   if (auto r = init_frames(info); r.is_error()) panic("frame allocator: %s", errno_name(r.error()));
   if (auto r = build_kernel_space(info); r.is_error()) panic("kernel page tables: %s", errno_name(r.error()));
+  if (platform.kernel_space_ready) platform.kernel_space_ready();
 
   const uint64_t baseline = frames().free_count();
   {
     Record r("boot");
     r.str("platform", platform.name)
+        .str("role", platform.role)
         .str("mmu", g_mmu.name)
         .str("pte", g_params.pte == PteAccess::Flags ? "flags" : "attrs")
         .u64("tsc_khz", platform.tsc_khz)

@@ -64,7 +64,7 @@ uint64_t calibrate_tsc_khz() {
   return (t1 - t0) / kMs;
 }
 
-Platform g_native_platform{"native", &serial_write, &shutdown, &fault_address, 0};
+Platform g_native_platform{"native", "native", &serial_write, &shutdown, &fault_address, nullptr, nullptr, 0};
 
 char g_cmdline[1024];
 BootInfo g_boot_info;
@@ -98,11 +98,13 @@ extern "C" [[noreturn]] void native_boot_entry(uint32_t start_info_paddr) {
   using namespace pvk;
   using namespace pvk::native;
   const uint64_t tsc = cpu::rdtsc();
+  g_platform = &g_native_platform;      // traps from here on report through it
   g_physmap_offset = PVK_PHYSMAP_BASE;  // the early tables map 4 GiB there
   serial_init();
   load_descriptors();
   g_native_platform.tsc_khz = calibrate_tsc_khz();
   g_boot_info.boot_tsc = tsc;
+  g_boot_info.early_physmap_pfns = uint64_t{PVK_EARLY_PHYSMAP_GIB} << (30 - kPageShift);
 
   const auto& si = *reinterpret_cast<const hvm_start_info*>(PVK_PHYSMAP_BASE + start_info_paddr);
   if (si.magic != XEN_HVM_START_MAGIC_VALUE) {

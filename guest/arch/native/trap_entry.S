@@ -1,6 +1,7 @@
 /* Native exception entry: one stub per vector pushes a uniform
  * (vector, error code) pair, then the common path saves the registers in
  * TrapFrame order and calls trap_dispatch(frame). */
+#include "guest/arch/trap_regs.inc"
 
 .macro TRAP_NOERR vec
     .align 16
@@ -52,38 +53,10 @@ native_trap_stubs:
     TRAP_NOERR 31
 
 trap_common:
-    pushq %rax
-    pushq %rbx
-    pushq %rcx
-    pushq %rdx
-    pushq %rsi
-    pushq %rdi
-    pushq %rbp
-    pushq %r8
-    pushq %r9
-    pushq %r10
-    pushq %r11
-    pushq %r12
-    pushq %r13
-    pushq %r14
-    pushq %r15
+    SAVE_REGS
     mov %rsp, %rdi
     cld
     call trap_dispatch
-    popq %r15
-    popq %r14
-    popq %r13
-    popq %r12
-    popq %r11
-    popq %r10
-    popq %r9
-    popq %r8
-    popq %rbp
-    popq %rdi
-    popq %rsi
-    popq %rdx
-    popq %rcx
-    popq %rbx
-    popq %rax
+    RESTORE_REGS
     add $16, %rsp
     iretq

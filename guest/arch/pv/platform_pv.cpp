@@ -1,0 +1,183 @@
+// The Xen PV environment: console (console_io as the initial domain, the
+// console ring otherwise), shutdown through SCHEDOP_shutdown, the shared
+// info page (fault address, time, events), and the PV entry's C++ half.
+#include "guest/arch/cpu.h"
+#include "guest/arch/probe.h"
+#include "guest/kernel/boot_info.h"
+#include "guest/layout.h"
+#include "guest/lib/kstring.h"
+#include "hypercalls/hypercall.h"
+#include "hypercalls/p2m.h"
+#include "mm/physmap.h"
+
+extern "C" {
+extern char boot_stack_top[];
+void xen_event_callback();
+void xen_failsafe_callback();
+#define PVK_TRAP_STUB(n) void xen_trap_##n();
+PVK_TRAP_STUB(0) PVK_TRAP_STUB(1) PVK_TRAP_STUB(3) PVK_TRAP_STUB(4) PVK_TRAP_STUB(5) PVK_TRAP_STUB(6)
+PVK_TRAP_STUB(7) PVK_TRAP_STUB(8) PVK_TRAP_STUB(10) PVK_TRAP_STUB(11) PVK_TRAP_STUB(12) PVK_TRAP_STUB(13)
+PVK_TRAP_STUB(14) PVK_TRAP_STUB(16) PVK_TRAP_STUB(17) PVK_TRAP_STUB(18) PVK_TRAP_STUB(19)
+#undef PVK_TRAP_STUB
+}
+
+namespace pvk::pv {
+namespace {
+
+// What we keep of start_info: its page is only mapped during early boot.
+struct StartInfoCopy {
+  uint32_t flags;
+  uint64_t nr_pages;
+  uint64_t shared_info_maddr;
+  Pfn console_pfn;
+  uint32_t console_evtchn;
+} g_si;
+
+// A page of our image whose mapping is pointed at the shared info frame.
+alignas(4096) uint8_t g_shared_info_page[4096];
+shared_info* shinfo() { return reinterpret_cast<shared_info*>(g_shared_info_page); }
+
+char g_cmdline[MAX_GUEST_CMDLINE];
+BootInfo g_boot_info;
+
+bool is_initial_domain() { return g_si.flags & SIF_INITDOMAIN; }
+
+void console_io_write(const char* s, size_t n) { xen::console_io(CONSOLEIO_write, static_cast<unsigned>(n), s); }
+
+// The domU console: a ring in a page of ours, and an event channel to
+// tell xenconsoled there is output.
+void ring_write(const char* s, size_t n) {
+  auto* ring = phys_to_virt<xencons_interface>(g_si.console_pfn);
+  while (n) {
+    const XENCONS_RING_IDX cons = __atomic_load_n(&ring->out_cons, __ATOMIC_ACQUIRE);
+    XENCONS_RING_IDX prod = ring->out_prod;
+    size_t space = sizeof ring->out - (prod - cons);
+    if (!space) {
+      evtchn_send_t send{g_si.console_evtchn};
+      xen::event_channel_op(EVTCHNOP_send, &send);
+      xen::sched_op(SCHEDOP_yield, nullptr);
+      continue;
+    }
+    for (; space && n; --space, --n) ring->out[MASK_XENCONS_IDX(prod++, ring->out)] = *s++;
+    __atomic_store_n(&ring->out_prod, prod, __ATOMIC_RELEASE);
+  }
+  evtchn_send_t send{g_si.console_evtchn};
+  xen::event_channel_op(EVTCHNOP_send, &send);
+}
+
+[[noreturn]] void shutdown(ExitStatus status) {
+  sched_shutdown_t req{status == ExitStatus::Pass ? unsigned{SHUTDOWN_poweroff} : unsigned{SHUTDOWN_crash}};
+  for (;;) xen::sched_op(SCHEDOP_shutdown, &req);
+}
+
+uint64_t fault_address() { return shinfo()->vcpu_info[0].arch.cr2; }
+
+// Events are not used yet beyond acknowledging them; timers and the console
+// input will hang off this.
+void handle_event() {
+  vcpu_info& v = shinfo()->vcpu_info[0];
+  v.evtchn_upcall_pending = 0;
+  const xen_ulong_t sel = __atomic_exchange_n(&v.evtchn_pending_sel, 0, __ATOMIC_ACQ_REL);
+  for (unsigned w = 0; w < sizeof(xen_ulong_t) * 8; ++w)
+    if (sel & (xen_ulong_t{1} << w)) __atomic_and_fetch(&shinfo()->evtchn_pending[w], shinfo()->evtchn_mask[w], __ATOMIC_ACQ_REL);
+}
+
+void map_shared_info() {
+  const uint64_t pte = (g_si.shared_info_maddr & ~(kPageSize - 1)) | 0x3 /* present, writable */ | (uint64_t{1} << 63);
+  if (xen::update_va_mapping(reinterpret_cast<uint64_t>(g_shared_info_page), pte, UVMF_INVLPG | UVMF_LOCAL) < 0) {
+    console_io_write("pvk: cannot map shared_info\n", 28);
+    shutdown(ExitStatus::Fail);
+  }
+}
+
+// From the vcpu_time_info scale: Hz = (10^9 << 32) / mul, shifted by -shift.
+uint64_t tsc_khz() {
+  const vcpu_time_info& t = shinfo()->vcpu_info[0].time;
+  uint64_t khz = (uint64_t{1000000} << 32) / t.tsc_to_system_mul;
+  return t.tsc_shift >= 0 ? khz >> t.tsc_shift : khz << -t.tsc_shift;
+}
+
+void install_traps() {
+  static const trap_info kTraps[] = {
+#define PVK_TRAP(n) {n, 0, FLAT_KERNEL_CS, reinterpret_cast<unsigned long>(&xen_trap_##n)},
+      PVK_TRAP(0) PVK_TRAP(1) PVK_TRAP(3) PVK_TRAP(4) PVK_TRAP(5) PVK_TRAP(6) PVK_TRAP(7) PVK_TRAP(8)
+      PVK_TRAP(10) PVK_TRAP(11) PVK_TRAP(12) PVK_TRAP(13) PVK_TRAP(14) PVK_TRAP(16) PVK_TRAP(17)
+      PVK_TRAP(18) PVK_TRAP(19)
+#undef PVK_TRAP
+      {0, 0, 0, 0},
+  };
+  xen::set_trap_table(kTraps);
+  callback_register event{CALLBACKTYPE_event, CALLBACKF_mask_events, reinterpret_cast<xen_callback_t>(&xen_event_callback)};
+  callback_register failsafe{CALLBACKTYPE_failsafe, CALLBACKF_mask_events,
+                             reinterpret_cast<xen_callback_t>(&xen_failsafe_callback)};
+  xen::callback_op(CALLBACKOP_register, &event);
+  xen::callback_op(CALLBACKOP_register, &failsafe);
+  xen::stack_switch(FLAT_KERNEL_SS, reinterpret_cast<uint64_t>(boot_stack_top));
+}
+
+Platform g_xen_platform{"xen", "domU", &ring_write, &shutdown, &fault_address, &handle_event, &map_shared_info, 0};
+
+Pfn boot_pfn(uint64_t va) { return Pfn{(va - PVK_KERNEL_VMA) >> kPageShift}; }
+uint64_t max(uint64_t a, uint64_t b) { return a > b ? a : b; }
+
+}  // namespace
+}  // namespace pvk::pv
+
+// Called by xen_entry.S on Xen's initial page tables.
+extern "C" [[noreturn]] void xen_boot_entry(start_info_t* si, uint64_t entry_rsp) {
+  using namespace pvk;
+  using namespace pvk::pv;
+  const uint64_t tsc = cpu::rdtsc();
+  g_platform = &g_xen_platform;  // traps from here on report through it
+  // Until the kernel's own tables are live, frames are reached through Xen's
+  // initial mapping: pseudo-physical frame k at VIRT_BASE + k pages.
+  g_physmap_offset = PVK_KERNEL_VMA;
+  g_si.flags = si->flags;
+  g_si.nr_pages = si->nr_pages;
+  g_si.shared_info_maddr = si->shared_info;
+  xen::g_p2m_first_pfn = boot_pfn(si->mfn_list);
+  xen::g_p2m_entries = si->nr_pages;
+  if (is_initial_domain()) {
+    g_xen_platform.role = "dom0";
+    g_xen_platform.console_write = &console_io_write;
+  } else {
+    g_si.console_pfn = xen::mfn_to_pfn(Mfn{si->console.domU.mfn});
+    g_si.console_evtchn = si->console.domU.evtchn;
+  }
+  map_shared_info();
+  install_traps();
+  g_xen_platform.tsc_khz = tsc_khz();
+
+  for (size_t i = 0; i < sizeof g_cmdline - 1 && si->cmd_line[i]; ++i) g_cmdline[i] = static_cast<char>(si->cmd_line[i]);
+  g_boot_info.cmdline = g_cmdline;
+  g_boot_info.boot_tsc = tsc;
+  g_boot_info.ram[g_boot_info.ram_ranges++] = {Pfn{0}, si->nr_pages};
+
+  // The builder laid out, from the image up: the P2M list, start_info, the
+  // console and xenstore pages (domU), the boot page tables, the boot stack.
+  // All of it stays ours to keep; the frames below the image are free RAM.
+  const Pfn pt = boot_pfn(si->pt_base);
+  uint64_t end = raw(pt) + si->nr_pt_frames;
+  end = max(end, raw(boot_pfn(reinterpret_cast<uint64_t>(si))) + 1);
+  end = max(end, raw(xen::g_p2m_first_pfn) + (si->nr_pages * sizeof(uint64_t) + kPageSize - 1) / kPageSize);
+  end = max(end, raw(boot_pfn(entry_rsp - 1)) + 1);
+  if (!is_initial_domain()) {
+    end = max(end, raw(g_si.console_pfn) + 1);
+    end = max(end, raw(xen::mfn_to_pfn(Mfn{si->store_mfn})) + 1);
+  }
+  const uint64_t image_first = PVK_KERNEL_LOAD >> kPageShift;
+  g_boot_info.reserved[g_boot_info.reserved_ranges++] = {Pfn{image_first}, end - image_first};
+  g_boot_info.boot_tables = {pt, si->nr_pt_frames};
+  g_boot_info.boot_root = pt;
+  g_boot_info.release_boot_root = true;
+
+  // How far the initial mapping reaches: Xen maps at least 512 KiB past the
+  // boot stack. Probe page by page (faults are caught through .extable).
+  uint64_t mapped = end;
+  uint8_t byte;
+  while (mapped < si->nr_pages && probe_read_u8(reinterpret_cast<void*>(PVK_KERNEL_VMA + (mapped << kPageShift)), &byte))
+    ++mapped;
+  g_boot_info.early_physmap_pfns = mapped;
+
+  kernel_main(g_xen_platform, g_boot_info);
+}

@@ -1,0 +1,70 @@
+// The queue behind the batched backend: mmu_update requests and mmuext ops
+// gathered during a lazy-MMU section and sent together — one mmu_update
+// hypercall, one mmuext_op, or one multicall carrying both, in order.
+//
+// Portable (no hypercalls of its own): the kernel plugs in a sink that
+// issues them, host tests plug in a fake that can fail part-way.
+#pragma once
+#include "guest/lib/error_or.h"
+#include "hypercalls/xen_abi.h"
+
+namespace pvk::xen {
+
+// What Xen answered for one send: rc and how many requests of each kind
+// were applied before the first failure.
+struct SinkResult {
+  long update_rc = 0;
+  unsigned updates_done = 0;
+  long ext_rc = 0;
+  unsigned ext_done = 0;
+};
+
+struct MmuSink {
+  SinkResult (*send)(mmu_update_t* updates, unsigned nu, mmuext_op_t* ext, unsigned ne);
+};
+
+// The request Xen refused, kept for the error report.
+struct QueueFailure {
+  bool is_update = true;  // else an mmuext op
+  unsigned index = 0;     // position within the send
+  long rc = 0;
+  uint64_t ptr = 0;       // update: machine address of the entry; ext: cmd
+  uint64_t val = 0;       // update: new value; ext: argument
+};
+
+Errno errno_from_xen(long rc);
+
+class MmuQueue {
+ public:
+  static constexpr unsigned kMaxUpdates = 512;
+  static constexpr unsigned kMaxExt = 64;
+
+  void init(MmuSink sink, unsigned capacity);
+  unsigned capacity() const { return capacity_; }
+
+  // Queues one update; sends the queue when it reaches capacity.
+  ErrorOr<void> push_update(uint64_t ptr, uint64_t val);
+  // Queues an extended op (TLB flush, pin...). It is sent after every update
+  // queued before it; an update queued after an op first sends the queue.
+  ErrorOr<void> push_ext(const mmuext_op_t& op);
+  // Sends whatever is queued. On failure the rest of the queue is dropped
+  // and last_failure() names the refused request.
+  ErrorOr<void> flush();
+
+  unsigned pending_updates() const { return nu_; }
+  unsigned pending_ext() const { return ne_; }
+  const QueueFailure& last_failure() const { return failure_; }
+  uint64_t sends() const { return sends_; }
+
+ private:
+  MmuSink sink_{};
+  unsigned capacity_ = 32;
+  mmu_update_t updates_[kMaxUpdates] = {};
+  mmuext_op_t ext_[kMaxExt] = {};
+  unsigned nu_ = 0;
+  unsigned ne_ = 0;
+  uint64_t sends_ = 0;
+  QueueFailure failure_{};
+};
+
+}  // namespace pvk::xen

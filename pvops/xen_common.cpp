@@ -1,0 +1,194 @@
+#include "pvops/xen_common.h"
+
+#include "guest/console/console.h"
+#include "guest/console/record.h"
+#include "hypercalls/hypercall.h"
+#include "hypercalls/mmu_sink.h"
+#include "hypercalls/p2m.h"
+#include "mm/physmap.h"
+#include "pvops/pte_attrs.h"
+
+namespace pvk::xen_pv {
+namespace {
+
+Config g_config{};
+bool g_lazy = false;
+xen::MmuQueue g_queue;
+
+// One bit per pseudo-physical frame: is it a page table right now?
+constexpr uint64_t kMaxTrackedPfns = uint64_t{1} << 20;  // 4 GiB guests
+uint64_t g_pt_bits[kMaxTrackedPfns / 64];
+
+// PV guests run on Xen's own PAT (XEN_MSR_PAT, 0x0000050100070406):
+// WB, WT, UC-, UC, WC, WP, UC, UC. Decoding a leaf must use that layout.
+constexpr PatType kXenPat[8] = {PatType::WB, PatType::WT, PatType::UCMinus, PatType::UC,
+                                PatType::WC, PatType::WP, PatType::UC, PatType::UC};
+
+ErrorOr<void> remap_accessor(Pfn pfn, PteFlags flags) {
+  // The frame's one mapping the kernel writes through is its physmap
+  // accessor (during boot, Xen's initial mapping); make it match its role.
+  const uint64_t va = reinterpret_cast<uint64_t>(phys_to_virt(pfn));
+  const uint64_t pte = (raw(xen::pfn_to_mfn(pfn)) << kPageShift) | flags.bits;
+  const long rc = xen::update_va_mapping(va, pte, UVMF_INVLPG | UVMF_LOCAL);
+  if (rc < 0) return report_rc("update_va_mapping", rc, va, pte);
+  return {};
+}
+
+ErrorOr<void> ext_now(unsigned cmd, uint64_t arg) {
+  TRY(g_queue.flush());
+  mmuext_op_t op{};
+  op.cmd = cmd;
+  op.arg1.mfn = arg;
+  unsigned done = 0;
+  const long rc = xen::mmuext_op(&op, 1, &done);
+  if (rc < 0) return report_rc("mmuext_op", rc, cmd, arg);
+  return {};
+}
+
+void tlb_op(unsigned cmd, uint64_t va) {
+  mmuext_op_t op{};
+  op.cmd = cmd;
+  op.arg1.linear_addr = va;
+  if (g_lazy && g_config.defer_in_lazy) {
+    if (auto r = g_queue.push_ext(op); r.is_error()) report_failure("mmuext_op", r.error());
+    return;
+  }
+  if (ext_now(cmd, va).is_error()) {
+    // Already reported; a failed flush leaves stale translations, which
+    // nothing can repair from here.
+  }
+}
+
+void enter_lazy() {
+  ++g_mmu_counters.lazy_sections;
+  g_lazy = true;
+}
+
+ErrorOr<void> flush_lazy() {
+  auto r = g_queue.flush();
+  if (r.is_error()) return report_failure("mmu batch", r.error());
+  return {};
+}
+
+ErrorOr<void> leave_lazy() {
+  g_lazy = false;
+  return flush_lazy();
+}
+
+void flush_tlb_one(VirtAddr va) {
+  ++g_mmu_counters.tlb_flush_one;
+  tlb_op(MMUEXT_INVLPG_LOCAL, raw(va));
+}
+
+void flush_tlb_all() {
+  ++g_mmu_counters.tlb_flush_all;
+  tlb_op(MMUEXT_TLB_FLUSH_LOCAL, 0);
+}
+
+ErrorOr<void> load_root(Pfn root) {
+  ++g_mmu_counters.root_loads;
+  TRY(ext_now(MMUEXT_NEW_BASEPTR, raw(xen::pfn_to_mfn(root))));
+  g_current_root = root;
+  return {};
+}
+
+}  // namespace
+
+void configure(const Config& config) {
+  g_config = config;
+  g_queue.init(xen::hypercall_sink(), config.queue_capacity);
+  g_lazy = false;
+}
+
+xen::MmuQueue& queue() { return g_queue; }
+bool lazy() { return g_lazy; }
+
+Errno report_rc(const char* op, long rc, uint64_t a, uint64_t b) {
+  kprintf("pvk: xen: %s refused: rc %ld (0x%lx, 0x%lx)\n", op, rc, a, b);
+  Record("hypercall_error").str("op", op).i64("rc", rc).u64("arg0", a).u64("arg1", b);
+  return xen::errno_from_xen(rc);
+}
+
+Errno report_failure(const char* op, Errno e) {
+  const xen::QueueFailure& f = g_queue.last_failure();
+  kprintf("pvk: xen: %s refused: %s #%u rc %ld (ptr 0x%lx, val 0x%lx)\n", op, f.is_update ? "mmu_update" : "mmuext_op",
+          f.index, f.rc, f.ptr, f.val);
+  Record("hypercall_error")
+      .str("op", f.is_update ? "mmu_update" : "mmuext_op")
+      .str("during", op)
+      .u64("index", f.index)
+      .i64("rc", f.rc)
+      .u64("ptr", f.ptr)
+      .u64("val", f.val);
+  return e;
+}
+
+ErrorOr<void> update_now(uint64_t ptr, uint64_t val) {
+  auto r = g_queue.flush();
+  if (!r.is_error()) r = g_queue.push_update(ptr, val);
+  if (!r.is_error()) r = g_queue.flush();
+  if (r.is_error()) return report_failure("mmu_update", r.error());
+  return {};
+}
+
+ErrorOr<void> update_queued(uint64_t ptr, uint64_t val) {
+  auto r = g_queue.push_update(ptr, val);
+  if (!r.is_error() && !(g_lazy && g_config.defer_in_lazy)) r = g_queue.flush();
+  if (r.is_error()) return report_failure("mmu_update", r.error());
+  return {};
+}
+
+bool is_page_table(Pfn pfn) {
+  return raw(pfn) < kMaxTrackedPfns && (g_pt_bits[raw(pfn) / 64] >> (raw(pfn) % 64)) & 1;
+}
+
+void mark_page_table(Pfn first, uint64_t count, bool is_table) {
+  for (uint64_t p = raw(first); p < raw(first) + count; ++p) {
+    if (p >= kMaxTrackedPfns) panic("xen: pfn 0x%lx beyond the %lu frames pvk tracks", p, kMaxTrackedPfns);
+    if (is_table)
+      g_pt_bits[p / 64] |= uint64_t{1} << (p % 64);
+    else
+      g_pt_bits[p / 64] &= ~(uint64_t{1} << (p % 64));
+  }
+}
+
+ErrorOr<void> prepare_table(Pfn pfn, Level level) {
+  mark_page_table(pfn, 1, true);
+  if (auto r = remap_accessor(pfn, pte_flags::KernelRo); r.is_error()) {
+    mark_page_table(pfn, 1, false);
+    return r;
+  }
+  if (level == Level::L4) {
+    // Roots are pinned from birth: Xen validates them once, and every later
+    // change arrives as a checked update.
+    if (auto r = ext_now(MMUEXT_PIN_L4_TABLE, raw(xen::pfn_to_mfn(pfn))); r.is_error()) {
+      mark_page_table(pfn, 1, false);
+      must(remap_accessor(pfn, pte_flags::KernelRw), "restore accessor");
+      return r;
+    }
+  }
+  ++g_mmu_counters.pt_pages_alloc;
+  return {};
+}
+
+ErrorOr<void> retire_table(Pfn pfn, Level level) {
+  if (level == Level::L4) TRY(ext_now(MMUEXT_UNPIN_TABLE, raw(xen::pfn_to_mfn(pfn))));
+  // Queued updates may still name this table; they must land first.
+  TRY(flush_lazy());
+  mark_page_table(pfn, 1, false);
+  TRY(remap_accessor(pfn, pte_flags::KernelRw));
+  ++g_mmu_counters.pt_pages_release;
+  return {};
+}
+
+void install_common(MmuOps& ops) {
+  ops.pte_attrs = [](Pte e) { return cache_attr_for(pat_value(kXenPat), e); };
+  ops.enter_lazy_mmu = &enter_lazy;
+  ops.flush_lazy_mmu = &flush_lazy;
+  ops.leave_lazy_mmu = &leave_lazy;
+  ops.flush_tlb_one = &flush_tlb_one;
+  ops.flush_tlb_all = &flush_tlb_all;
+  ops.load_root = &load_root;
+}
+
+}  // namespace pvk::xen_pv

@@ -1,0 +1,43 @@
+// What the three Xen PV backends share: frame translation through the
+// P2M/M2P, Xen's rules for page-table frames (read-only everywhere, roots
+// pinned), the update queue and its error reports, TLB and root verbs.
+// Backends differ only in how an L1 entry reaches the table (xen_policy.h).
+#pragma once
+#include "hypercalls/mmu_queue.h"
+#include "pvops/mmu_ops.h"
+
+namespace pvk::xen_pv {
+
+struct Config {
+  const char* name;
+  unsigned queue_capacity;  // 1 = one hypercall per update (direct)
+  bool defer_in_lazy;       // queue L1 updates and TLB flushes inside lazy sections
+};
+
+// Set up the queue and mode; called by a backend's make_*_ops.
+void configure(const Config& config);
+
+xen::MmuQueue& queue();
+bool lazy();
+
+// Sends an update now (after anything queued), reporting a refusal.
+ErrorOr<void> update_now(uint64_t ptr, uint64_t val);
+// Queues an update (sent at the end of the lazy section or when the queue
+// fills); outside a lazy section, or when deferral is off, sends at once.
+ErrorOr<void> update_queued(uint64_t ptr, uint64_t val);
+// One line on the console and one hypercall_error record naming the
+// refused request; returns the error to propagate.
+Errno report_failure(const char* op, Errno e);
+Errno report_rc(const char* op, long rc, uint64_t a, uint64_t b);
+
+// Page-table frames: tracked so leaf mappings of them are made read-only.
+bool is_page_table(Pfn pfn);
+void mark_page_table(Pfn first, uint64_t count, bool is_table);
+
+ErrorOr<void> prepare_table(Pfn pfn, Level level);
+ErrorOr<void> retire_table(Pfn pfn, Level level);
+
+// Fills the verbs every Xen backend shares into ops (made by make_mmu_ops).
+void install_common(MmuOps& ops);
+
+}  // namespace pvk::xen_pv

@@ -1,0 +1,49 @@
+// The Xen PV MMU policy, parameterised by how an L1 store travels (the only
+// thing the batched/direct and wrpt backends disagree on). Upper levels
+// always go by hypercall at once: Xen requires it, and the walk reads them
+// back immediately.
+#pragma once
+#include "hypercalls/p2m.h"
+#include "mm/mmu_policy.h"
+#include "pvops/xen_common.h"
+
+namespace pvk::xen_pv {
+
+template <typename L1Writer>
+struct XenPolicy {
+  static ErrorOr<void> store(Pte* slot, Pte v, Level level) {
+    ++g_mmu_counters.pte_writes;
+    if (level == Level::L1) return L1Writer::store(slot, v);
+    return update_now(xen::machine_address(slot) | MMU_NORMAL_PT_UPDATE, v.raw);
+  }
+  // Xen keeps hardware A/D bits for us: PRESERVE_AD on commit (queued
+  // writers) or the trapped store's emulation (wrpt) merges them.
+  static Pte modify_prot_start(Pte* slot) { return Pte{__atomic_load_n(&slot->raw, __ATOMIC_RELAXED)}; }
+  static ErrorOr<void> modify_prot_commit(Pte* slot, Pte, Pte v) {
+    ++g_mmu_counters.pte_writes;
+    return L1Writer::commit(slot, v);
+  }
+  static Pte make(Pfn pfn, PteFlags f) {
+    // Xen refuses a writable mapping of a page-table frame.
+    if (is_page_table(pfn)) f = f.without(pte_bit::Write);
+    return Pte{(raw(xen::pfn_to_mfn(pfn)) << kPageShift) | f.bits};
+  }
+  static Pte make_table(Pfn pfn) {
+    return Pte{(raw(xen::pfn_to_mfn(pfn)) << kPageShift) | pte_flags::Table.bits};
+  }
+  static Pfn pfn_of(Pte e) { return xen::mfn_to_pfn(Mfn{(e.raw & pte_bit::FrameMask) >> kPageShift}); }
+  static ErrorOr<void> prepare_table(Pfn pfn, Level level) { return xen_pv::prepare_table(pfn, level); }
+  static ErrorOr<void> retire_table(Pfn pfn, Level level) { return xen_pv::retire_table(pfn, level); }
+};
+
+// batched and direct: L1 updates are mmu_update requests, queued or not.
+struct QueuedL1Writer {
+  static ErrorOr<void> store(Pte* slot, Pte v) {
+    return update_queued(xen::machine_address(slot) | MMU_NORMAL_PT_UPDATE, v.raw);
+  }
+  static ErrorOr<void> commit(Pte* slot, Pte v) {
+    return update_queued(xen::machine_address(slot) | MMU_PT_UPDATE_PRESERVE_AD, v.raw);
+  }
+};
+
+}  // namespace pvk::xen_pv
