@@ -6,8 +6,11 @@
 #include <cerrno>
 #include <csignal>
 #include <optional>
+#include <stdexcept>
+#include <string>
 #include <system_error>
 #include <thread>
+#include <vector>
 
 #include <fcntl.h>
 #include <poll.h>
@@ -53,27 +56,29 @@ class SpawnSetup {
       posix_spawn_file_actions_destroy(&actions_);
       throw_errno(e, "posix_spawnattr_init");
     }
-    // Own process group: a timeout kills QEMU and anything it started, and
-    // nothing of ours. Clean signal state: the test harness or a shell may
-    // have blocked or ignored signals the child relies on.
-    sigset_t none, all;
-    sigemptyset(&none);
-    sigfillset(&all);
-    sigdelset(&all, SIGKILL);
-    sigdelset(&all, SIGSTOP);
-    check(posix_spawnattr_setflags(&attr_, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                               POSIX_SPAWN_SETSIGDEF),
-          "posix_spawnattr_setflags");
-    check(posix_spawnattr_setpgroup(&attr_, 0), "posix_spawnattr_setpgroup");
-    check(posix_spawnattr_setsigmask(&attr_, &none), "posix_spawnattr_setsigmask");
-    check(posix_spawnattr_setsigdefault(&attr_, &all), "posix_spawnattr_setsigdefault");
+    try {
+      // Own process group: a timeout kills QEMU and anything it started,
+      // and nothing of ours. Clean signal state: the test harness or a shell
+      // may have blocked or ignored signals the child relies on.
+      sigset_t none, all;
+      sigemptyset(&none);
+      sigfillset(&all);
+      sigdelset(&all, SIGKILL);
+      sigdelset(&all, SIGSTOP);
+      check(posix_spawnattr_setflags(&attr_, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+                                                 POSIX_SPAWN_SETSIGDEF),
+            "posix_spawnattr_setflags");
+      check(posix_spawnattr_setpgroup(&attr_, 0), "posix_spawnattr_setpgroup");
+      check(posix_spawnattr_setsigmask(&attr_, &none), "posix_spawnattr_setsigmask");
+      check(posix_spawnattr_setsigdefault(&attr_, &all), "posix_spawnattr_setsigdefault");
+    } catch (...) {
+      destroy();
+      throw;
+    }
   }
   SpawnSetup(const SpawnSetup&) = delete;
   SpawnSetup& operator=(const SpawnSetup&) = delete;
-  ~SpawnSetup() {
-    posix_spawnattr_destroy(&attr_);
-    posix_spawn_file_actions_destroy(&actions_);
-  }
+  ~SpawnSetup() { destroy(); }
 
   void open(int fd, const char* path, int flags, mode_t mode) {
     check(posix_spawn_file_actions_addopen(&actions_, fd, path, flags, mode), "posix_spawn_file_actions_addopen");
@@ -97,6 +102,10 @@ class SpawnSetup {
  private:
   static void check(int error, const char* what) {
     if (error) throw_errno(error, what);
+  }
+  void destroy() {
+    posix_spawnattr_destroy(&attr_);
+    posix_spawn_file_actions_destroy(&actions_);
   }
   posix_spawn_file_actions_t actions_;
   posix_spawnattr_t attr_;
