@@ -8,6 +8,7 @@ namespace {
 const Selftest kSelftests[] = {
     {"mm", &selftest_mm},
     {"fault", &selftest_fault},
+    {"reject", &selftest_reject},
 };
 }  // namespace
 
