@@ -20,7 +20,7 @@ function(pvk_kernel_object_library name)
   target_compile_options(${name} PRIVATE
     $<$<COMPILE_LANGUAGE:CXX>:${PVK_KERNEL_CXX_FLAGS}>
     $<$<COMPILE_LANGUAGE:ASM>:${PVK_KERNEL_ASM_FLAGS}>)
-  target_compile_definitions(${name} PRIVATE PVK_KERNEL=1)
+  target_compile_definitions(${name} PRIVATE PVK_KERNEL=1 PVK_FREESTANDING=1)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
   # Xen public headers (Debian libxen-dev) are the only source of the Xen ABI.
   target_compile_definitions(${name} PRIVATE __XEN_INTERFACE_VERSION__=__XEN_LATEST_INTERFACE_VERSION__)

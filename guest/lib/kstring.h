@@ -3,7 +3,7 @@
 // shared mm/ and pvops/ code use the C library's.
 #pragma once
 #include <stddef.h>
-#ifdef PVK_KERNEL
+#ifdef PVK_FREESTANDING
 extern "C" {
 void* memset(void* dst, int c, size_t n);
 void* memcpy(void* dst, const void* src, size_t n);
