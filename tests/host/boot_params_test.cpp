@@ -1,0 +1,313 @@
+// The boot parameter parser (guest/params/boot_params.{h,cpp}).
+#include "host_compat.h"  // first: see there
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "guest/params/boot_params.h"
+
+namespace pvk {
+namespace {
+
+using testing::AllOf;
+using testing::HasSubstr;
+using testing::Not;
+
+struct Parsed {
+  ParseResult result;
+  BootParams params;
+};
+
+Parsed parse(const char* cmdline, const BootParams& start = {}) {
+  Parsed p{{}, start};
+  p.result = parse_boot_params(cmdline, p.params);
+  return p;
+}
+
+// Field-by-field equality (BootParams has no operator==).
+std::string diff(const BootParams& a, const BootParams& b) {
+  std::string d;
+  if (a.mmu != b.mmu) d += " mmu";
+  if (a.pte != b.pte) d += " pte";
+  if (a.pvpatch != b.pvpatch) d += " pvpatch";
+  if (a.batch != b.batch) d += " batch";
+  if (a.zero_page != b.zero_page) d += " zero_page";
+  if (a.pgd_cache != b.pgd_cache) d += " pgd_cache";
+  if (strcmp(a.selftest, b.selftest)) d += " selftest";
+  if (strcmp(a.bench, b.bench)) d += " bench";
+  if (strcmp(a.init, b.init)) d += " init";
+  return d;
+}
+
+void expect_ok(const Parsed& p) {
+  EXPECT_TRUE(p.result.ok) << p.result.error;
+  EXPECT_STREQ(p.result.error, "");
+}
+
+// An error is one NUL-terminated line inside its buffer.
+void expect_error(const Parsed& p) {
+  EXPECT_FALSE(p.result.ok);
+  const size_t len = strnlen(p.result.error, sizeof p.result.error);
+  ASSERT_LT(len, sizeof p.result.error) << "error not NUL-terminated";
+  EXPECT_GT(len, 0u) << "empty error message";
+  EXPECT_EQ(strchr(p.result.error, '\n'), nullptr) << "error spans lines: " << p.result.error;
+  EXPECT_THAT(p.result.error, testing::StartsWith("pvk: "));
+}
+
+TEST(BootParams, DefaultsWithAnEmptyCommandLine) {
+  for (const char* empty : {"", " ", "  \t\n ", static_cast<const char*>(nullptr)}) {
+    SCOPED_TRACE(empty ? empty : "(null)");
+    const Parsed p = parse(empty);
+    expect_ok(p);
+    EXPECT_EQ(diff(p.params, BootParams{}), "");
+  }
+  // The documented defaults.
+  const BootParams d;
+  EXPECT_EQ(d.mmu, MmuBackend::Default) << "the platform decides (native or batched)";
+  EXPECT_EQ(d.pte, PteAccess::Attrs);
+  EXPECT_EQ(d.pvpatch, Switch::Off);
+  EXPECT_EQ(d.batch, 32u) << "Linux's multicall batch";
+  EXPECT_EQ(d.zero_page, Switch::On);
+  EXPECT_EQ(d.pgd_cache, Switch::On);
+  EXPECT_STREQ(d.selftest, "");
+  EXPECT_STREQ(d.bench, "");
+  EXPECT_STREQ(d.init, "");
+}
+
+struct ChoiceCase {
+  const char* key;
+  const char* word;
+  std::function<uint8_t&(BootParams&)> field;
+  uint8_t expected;
+  uint8_t other;  // a different value to start from
+};
+
+std::vector<ChoiceCase> choice_cases() {
+  auto mmu = [](BootParams& b) -> uint8_t& { return reinterpret_cast<uint8_t&>(b.mmu); };
+  auto pte = [](BootParams& b) -> uint8_t& { return reinterpret_cast<uint8_t&>(b.pte); };
+  auto pvpatch = [](BootParams& b) -> uint8_t& { return reinterpret_cast<uint8_t&>(b.pvpatch); };
+  auto zero_page = [](BootParams& b) -> uint8_t& { return reinterpret_cast<uint8_t&>(b.zero_page); };
+  auto pgd_cache = [](BootParams& b) -> uint8_t& { return reinterpret_cast<uint8_t&>(b.pgd_cache); };
+  const uint8_t on = uint8_t(Switch::On), off = uint8_t(Switch::Off);
+  return {
+      {"mmu", "native", mmu, uint8_t(MmuBackend::Native), uint8_t(MmuBackend::Default)},
+      {"mmu", "batched", mmu, uint8_t(MmuBackend::Batched), uint8_t(MmuBackend::Default)},
+      {"mmu", "direct", mmu, uint8_t(MmuBackend::Direct), uint8_t(MmuBackend::Default)},
+      {"mmu", "wrpt", mmu, uint8_t(MmuBackend::Wrpt), uint8_t(MmuBackend::Default)},
+      {"pte", "attrs", pte, uint8_t(PteAccess::Attrs), uint8_t(PteAccess::Flags)},
+      {"pte", "flags", pte, uint8_t(PteAccess::Flags), uint8_t(PteAccess::Attrs)},
+      {"pvpatch", "on", pvpatch, on, off},
+      {"pvpatch", "off", pvpatch, off, on},
+      {"zero_page", "on", zero_page, on, off},
+      {"zero_page", "off", zero_page, off, on},
+      {"pgd_cache", "on", pgd_cache, on, off},
+      {"pgd_cache", "off", pgd_cache, off, on},
+  };
+}
+
+TEST(BootParams, EveryChoiceSetsItsFieldAndNothingElse) {
+  for (const ChoiceCase& c : choice_cases()) {
+    const std::string line = std::string(c.key) + "=" + c.word;
+    SCOPED_TRACE(line);
+    BootParams start;
+    c.field(start) = c.other;
+    Parsed p = parse(line.c_str(), start);
+    expect_ok(p);
+    EXPECT_EQ(c.field(p.params), c.expected);
+    BootParams expected = start;
+    c.field(expected) = c.expected;
+    EXPECT_EQ(diff(p.params, expected), "");
+  }
+}
+
+TEST(BootParams, BadChoiceListsTheAcceptedValues) {
+  struct Case {
+    const char* line;
+    const char* key;
+    const char* value;
+    const char* accepted;
+  } cases[] = {
+      {"mmu=xen", "mmu", "xen", "native|batched|direct|wrpt"},
+      {"mmu=Native", "mmu", "Native", "native|batched|direct|wrpt"},
+      {"mmu=native=1", "mmu", "native=1", "native|batched|direct|wrpt"},
+      {"pte=flag", "pte", "flag", "attrs|flags"},
+      {"pvpatch=yes", "pvpatch", "yes", "on|off"},
+      {"zero_page=1", "zero_page", "1", "on|off"},
+      {"pgd_cache=onn", "pgd_cache", "onn", "on|off"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.line);
+    const Parsed p = parse(c.line);
+    expect_error(p);
+    EXPECT_THAT(p.result.error, AllOf(HasSubstr(std::string("'") + c.key + "'"),
+                                      HasSubstr(std::string("'") + c.value + "'"), HasSubstr(c.accepted)));
+    EXPECT_EQ(diff(p.params, BootParams{}), "") << "nothing set on error";
+  }
+}
+
+TEST(BootParams, EmptyValueIsRejected) {
+  for (const char* line : {"mmu=", "pte=", "batch=", "init=", "selftest=", "bench="}) {
+    SCOPED_TRACE(line);
+    const Parsed p = parse(line);
+    expect_error(p);
+    const std::string key(line, strlen(line) - 1);
+    EXPECT_THAT(p.result.error, AllOf(HasSubstr("'" + key + "'"), HasSubstr("''"), HasSubstr("accepted")));
+  }
+}
+
+TEST(BootParams, MissingEquals) {
+  for (const char* key : {"mmu", "batch", "init", "zero_page"}) {
+    SCOPED_TRACE(key);
+    const Parsed p = parse(key);
+    expect_error(p);
+    EXPECT_THAT(p.result.error, AllOf(HasSubstr(std::string("'") + key + "'"), HasSubstr("needs a value")));
+  }
+}
+
+TEST(BootParams, UnknownKeyIsNamed) {
+  for (const char* line : {"foo=bar", "quiet", "mm=native", "mmux=native", "MMU=native", "=native", "batch_size=4"}) {
+    SCOPED_TRACE(line);
+    const Parsed p = parse(line);
+    expect_error(p);
+    const char* eq = strchr(line, '=');
+    const std::string key = eq ? std::string(line, eq - line) : line;
+    EXPECT_THAT(p.result.error, AllOf(HasSubstr("unknown"), HasSubstr("'" + key + "'")));
+  }
+  // Named even after valid ones.
+  const Parsed p = parse("mmu=native  console=hvc0 pte=flags");
+  expect_error(p);
+  EXPECT_THAT(p.result.error, HasSubstr("'console'"));
+}
+
+TEST(BootParams, RepeatedKeyIsAnError) {
+  for (const char* line : {"mmu=native mmu=batched", "batch=4 batch=4", "pte=flags zero_page=on pte=flags",
+                           "init=a init=b"}) {
+    SCOPED_TRACE(line);
+    const Parsed p = parse(line);
+    expect_error(p);
+    const std::string key(line, strchr(line, '=') - line);
+    EXPECT_THAT(p.result.error, AllOf(HasSubstr("'" + key + "'"), HasSubstr("twice")));
+  }
+}
+
+TEST(BootParams, BatchAcceptsItsRange) {
+  for (uint32_t n : {1u, 2u, 32u, 511u, kMaxBatch}) {
+    const std::string line = "batch=" + std::to_string(n);
+    SCOPED_TRACE(line);
+    const Parsed p = parse(line.c_str());
+    expect_ok(p);
+    EXPECT_EQ(p.params.batch, n);
+  }
+  const Parsed p = parse("batch=0000000007");  // leading zeros, ten digits
+  expect_ok(p);
+  EXPECT_EQ(p.params.batch, 7u);
+}
+
+TEST(BootParams, BatchOutOfRangeOrMalformed) {
+  const std::string range = "1.." + std::to_string(kMaxBatch);
+  const std::string too_big = std::to_string(kMaxBatch + 1);
+  for (const std::string& v : {std::string("0"), too_big, std::string("12x"), std::string("99999999999"),
+                               std::string("4294967297"), std::string("-1"), std::string("+5"), std::string("0x10"),
+                               std::string("1.5"), std::string("x")}) {
+    const std::string line = "batch=" + v;
+    SCOPED_TRACE(line);
+    const Parsed p = parse(line.c_str());
+    expect_error(p);
+    EXPECT_THAT(p.result.error, AllOf(HasSubstr("'batch'"), HasSubstr("'" + v + "'"), HasSubstr(range)));
+    EXPECT_EQ(p.params.batch, BootParams{}.batch) << "unchanged";
+  }
+}
+
+TEST(BootParams, TextValues) {
+  Parsed p = parse("selftest=mm,fault bench=fork_dirty:pages=1280,lat_pipe init=hello");
+  expect_ok(p);
+  EXPECT_STREQ(p.params.selftest, "mm,fault");
+  EXPECT_STREQ(p.params.bench, "fork_dirty:pages=1280,lat_pipe") << "'=' inside a value belongs to the value";
+  EXPECT_STREQ(p.params.init, "hello");
+}
+
+TEST(BootParams, TextUpToItsBufferAndNoLonger) {
+  struct Case {
+    const char* key;
+    size_t size;
+    char* (*field)(BootParams&);
+  } cases[] = {
+      {"selftest", sizeof BootParams::selftest, [](BootParams& b) { return b.selftest; }},
+      {"bench", sizeof BootParams::bench, [](BootParams& b) { return b.bench; }},
+      {"init", sizeof BootParams::init, [](BootParams& b) { return b.init; }},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.key);
+    const std::string longest(c.size - 1, 'a');
+    Parsed p = parse((std::string(c.key) + "=" + longest).c_str());
+    expect_ok(p);
+    EXPECT_EQ(std::string(c.field(p.params)), longest);
+
+    const std::string too_long(c.size, 'b');
+    p = parse((std::string(c.key) + "=" + too_long).c_str());
+    expect_error(p);
+    EXPECT_THAT(p.result.error, AllOf(HasSubstr(std::string("'") + c.key + "'"),
+                                      HasSubstr("1.." + std::to_string(c.size - 1) + " characters")));
+    EXPECT_STREQ(c.field(p.params), "") << "nothing copied";
+  }
+}
+
+TEST(BootParams, WhitespaceVariants) {
+  for (const char* line : {"mmu=batched pte=flags batch=64", "  mmu=batched   pte=flags  batch=64  ",
+                           "mmu=batched\tpte=flags\tbatch=64", "\nmmu=batched\npte=flags\nbatch=64\n",
+                           " \t mmu=batched \t\n pte=flags\t \nbatch=64"}) {
+    SCOPED_TRACE(testing::PrintToString(std::string(line)));
+    const Parsed p = parse(line);
+    expect_ok(p);
+    EXPECT_EQ(p.params.mmu, MmuBackend::Batched);
+    EXPECT_EQ(p.params.pte, PteAccess::Flags);
+    EXPECT_EQ(p.params.batch, 64u);
+  }
+}
+
+TEST(BootParams, EverythingAtOnce) {
+  const Parsed p = parse(
+      "mmu=wrpt pte=flags pvpatch=on batch=128 zero_page=off pgd_cache=off selftest=mm bench=all init=sh");
+  expect_ok(p);
+  EXPECT_EQ(p.params.mmu, MmuBackend::Wrpt);
+  EXPECT_EQ(p.params.pte, PteAccess::Flags);
+  EXPECT_EQ(p.params.pvpatch, Switch::On);
+  EXPECT_EQ(p.params.batch, 128u);
+  EXPECT_EQ(p.params.zero_page, Switch::Off);
+  EXPECT_EQ(p.params.pgd_cache, Switch::Off);
+  EXPECT_STREQ(p.params.selftest, "mm");
+  EXPECT_STREQ(p.params.bench, "all");
+  EXPECT_STREQ(p.params.init, "sh");
+}
+
+TEST(BootParams, HugeWordsAreTruncatedInTheMessageNotOverflowed) {
+  const std::string key(500, 'k');
+  Parsed p = parse((key + "=1").c_str());
+  expect_error(p);
+  EXPECT_THAT(p.result.error, HasSubstr(std::string(40, 'k')));
+
+  const std::string value(500, 'v');
+  p = parse(("mmu=" + value).c_str());
+  expect_error(p);
+  EXPECT_THAT(p.result.error, HasSubstr("'mmu'"));
+}
+
+TEST(BootParams, BackendNames) {
+  EXPECT_STREQ(backend_name(MmuBackend::Default), "default");
+  // Each name parses back to its backend.
+  for (MmuBackend b : {MmuBackend::Native, MmuBackend::Batched, MmuBackend::Direct, MmuBackend::Wrpt}) {
+    const std::string line = std::string("mmu=") + backend_name(b);
+    const Parsed p = parse(line.c_str());
+    expect_ok(p);
+    EXPECT_EQ(p.params.mmu, b) << line;
+  }
+}
+
+}  // namespace
+}  // namespace pvk

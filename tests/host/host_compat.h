@@ -1,0 +1,36 @@
+// Include first in every host-test file.
+//
+// The kernel's Errno enumerators (guest/lib/error_or.h) are spelled like the
+// C library's <errno.h> macros (EPERM, ENOENT, ...). The kernel never sees
+// <errno.h>; the host does, through GoogleTest and the C++ library. So the
+// host headers that use those macros (<system_error>'s errc) are all pulled
+// in here first, then the macros are dropped; <errno.h> has an include guard,
+// so nothing included later defines them again, and Errno::ENOMEM means the
+// kernel's enumerator everywhere in the tests.
+#pragma once
+#include <errno.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <random>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#undef EPERM
+#undef ENOENT
+#undef EIO
+#undef ENOMEM
+#undef EFAULT
+#undef EBUSY
+#undef EEXIST
+#undef EINVAL
+#undef ENOSYS
+
+#include "guest/lib/error_or.h"
