@@ -8,6 +8,10 @@
 
 #include "mm/frame_allocator.h"
 #include "mm/physmap.h"
+#if __has_include("mm/frame_refs.h")
+#include "mm/frame_refs.h"
+#define PVK_HOST_HAVE_FRAME_REFS 1
+#endif
 #include "pvops/counters.h"
 #include "pvops/ops_builder.h"
 #include "pvops/pte_attrs.h"
@@ -97,6 +101,10 @@ void FakeMmu::reset(const FakeConfig& config) {
 
   bitmap_.assign(FrameAllocator::words_for(config.frames), 0);
   frames().init(bitmap_.data(), config.frames);
+#ifdef PVK_HOST_HAVE_FRAME_REFS
+  refcounts_.assign(config.frames, 0);
+  frame_refs().init(refcounts_.data(), config.frames);
+#endif
   must(frames().add_free_range(Pfn{0}, config.frames), "fake RAM");
   frames().reserve_range(Pfn{0}, 1);
 

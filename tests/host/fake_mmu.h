@@ -141,6 +141,7 @@ class FakeMmu {
 
   FakeConfig config_;
   std::vector<uint64_t> bitmap_;
+  std::vector<uint16_t> refcounts_;  // frame_refs() storage, where the kernel has it
   std::map<uint64_t, Level> tables_;  // live page-table frames
   std::set<const Pte*> started_;      // modify_prot_start without commit yet
   std::vector<Queued> queue_;
