@@ -19,11 +19,11 @@ void FrameAllocator::init(uint64_t* bitmap, uint64_t max_pfn) {
 
 ErrorOr<void> FrameAllocator::add_free_range(Pfn first, uint64_t count) {
   if (raw(first) + count > max_pfn_ || raw(first) + count < raw(first)) return Errno::EINVAL;
-  for (uint64_t p = raw(first); p < raw(first) + count; ++p) {
+  // Check first, change after: a refused range leaves nothing behind.
+  for (uint64_t p = raw(first); p < raw(first) + count; ++p)
     if (bits_[p / 64] & bit(p)) return Errno::EEXIST;
-    bits_[p / 64] |= bit(p);
-    ++free_count_;
-  }
+  for (uint64_t p = raw(first); p < raw(first) + count; ++p) bits_[p / 64] |= bit(p);
+  free_count_ += count;
   return {};
 }
 

@@ -3,6 +3,7 @@
 #include "guest/layout.h"
 #include "guest/lib/kstring.h"
 #include "mm/frame_allocator.h"
+#include "mm/frame_refs.h"
 #include "mm/mmu_batch.h"
 #include "mm/physmap.h"
 #include "pvops/mmu_ops.h"
@@ -14,6 +15,7 @@ namespace {
 
 Pfn g_kernel_root{};
 Pfn g_frame_bitmap{};
+uint64_t g_refs_offset = 0;  // byte offset of the reference counts in the carve-out
 
 bool overlaps(MemRange a, uint64_t first, uint64_t count) {
   return raw(a.first) < first + count && first < raw(a.first) + a.count;
@@ -33,7 +35,9 @@ ErrorOr<void> init_frames(const BootInfo& info) {
   for (unsigned i = 0; i < info.ram_ranges; ++i)
     if (raw(info.ram[i].first) + info.ram[i].count > max_pfn) max_pfn = raw(info.ram[i].first) + info.ram[i].count;
   if (!max_pfn) return Errno::ENOMEM;
-  const uint64_t bitmap_pages = align_up(FrameAllocator::words_for(max_pfn) * 8, kPageSize) >> kPageShift;
+  // One carve-out holds the allocator's bitmap and the frame reference counts.
+  const uint64_t bitmap_bytes = align_up(FrameAllocator::words_for(max_pfn) * 8, 64);
+  const uint64_t bitmap_pages = align_up(bitmap_bytes + max_pfn * sizeof(uint16_t), kPageSize) >> kPageShift;
 
   // The bitmap goes in the first RAM run that avoids every reserved range.
   uint64_t bitmap_first = 0;
@@ -63,6 +67,8 @@ ErrorOr<void> init_frames(const BootInfo& info) {
   for (unsigned i = 0; i < info.ram_ranges; ++i) TRY(fa.add_free_range(info.ram[i].first, info.ram[i].count));
   for (unsigned r = 0; r < info.reserved_ranges; ++r) fa.reserve_range(info.reserved[r].first, info.reserved[r].count);
   fa.reserve_range(Pfn{bitmap_first}, bitmap_pages);
+  frame_refs().init(reinterpret_cast<uint16_t*>(phys_to_virt<uint8_t>(Pfn{bitmap_first}) + bitmap_bytes), max_pfn);
+  g_refs_offset = bitmap_bytes;
   return {};
 }
 
@@ -143,6 +149,7 @@ ErrorOr<Pfn> build_kernel_space(const BootInfo& info) {
   TRY(g_mmu.load_root(root));
   g_physmap_offset = PVK_PHYSMAP_BASE;
   frames().relocate(phys_to_virt<uint64_t>(g_frame_bitmap));
+  frame_refs().relocate(reinterpret_cast<uint16_t*>(phys_to_virt<uint8_t>(g_frame_bitmap) + g_refs_offset));
   g_kernel_root = root;
   if (info.release_boot_root) TRY(g_mmu.release_pt_page(info.boot_root, Level::L4));
 

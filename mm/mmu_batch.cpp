@@ -43,11 +43,14 @@ ErrorOr<void> MmuBatch::drain() {
   flush_all_ = false;
   page_count_ = 0;
   TRY(g_mmu.flush_lazy_mmu());
-  for (unsigned i = 0; i < table_count_; ++i) {
-    TRY(g_mmu.release_pt_page(tables_[i].pfn, tables_[i].level));
-    TRY(frames().try_free(tables_[i].pfn));
+  // Released from the back, each dropped from the list once done, so an
+  // error part-way never makes a retry release a table twice.
+  while (table_count_) {
+    const PendingTable t = tables_[table_count_ - 1];
+    TRY(g_mmu.release_pt_page(t.pfn, t.level));
+    --table_count_;
+    TRY(frames().try_free(t.pfn));
   }
-  table_count_ = 0;
   return {};
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 #include "guest/lib/kstring.h"
 #include "mm/frame_allocator.h"
+#include "mm/frame_refs.h"
 #include "mm/mmu_batch.h"
 #include "mm/mmu_policy.h"
 #include "mm/physmap.h"
@@ -46,7 +47,10 @@ class PageWalk {
       for (unsigned idx = first; idx < kEntriesPerTable && i < pages; ++idx, ++i) {
         if (!present(l1[idx])) continue;
         const Pte old = P::modify_prot_start(&l1[idx]);
-        const Pte updated{(old.raw | set.bits) & ~clear.bits};
+        Pte updated{(old.raw | set.bits) & ~clear.bits};
+        // A shared (copy-on-write) frame stays read-only whatever the new
+        // protection: the write fault will give this mapping its own copy.
+        if (updated.raw & pte_bit::Cow) updated.raw &= ~pte_bit::Write;
         TRY(P::modify_prot_commit(&l1[idx], old, updated));
         batch.invalidate(va + i * kPageSize);
       }
@@ -61,7 +65,14 @@ class PageWalk {
       const unsigned first = index_at(v, Level::L1);
       const uint64_t in_table = min(pages - i, uint64_t{kEntriesPerTable - first});
       auto l2_lookup = table_for_level(root, v, Level::L2);
-      if (l2_lookup.is_error() || !present(l2_lookup.value()[index_at(v, Level::L2)])) {
+      if (l2_lookup.is_error()) {
+        i += in_table;
+        continue;
+      }
+      if (!present(l2_lookup.value()[index_at(v, Level::L2)])) {
+        // No L1 here, but the L2 may be empty (a map that failed after
+        // creating it): reclaim it like one emptied by this unmap.
+        TRY(release_if_empty(root, v, l2_lookup.value(), Level::L2, batch));
         i += in_table;
         continue;
       }
@@ -84,6 +95,10 @@ class PageWalk {
       // the entries outside the range, which this call did not write.
       if (none_outside(l1, first, first + static_cast<unsigned>(in_table))) {
         TRY(P::store(l2_slot, Pte{}, Level::L2));
+        // The CPU may cache the unhooked table's entry (paging-structure
+        // caches) even when no leaf under it was present: invalidate an
+        // address it covered before the frame is reused.
+        batch.invalidate(v);
         TRY(batch.release_table(l1_pfn, Level::L1));
         TRY(release_if_empty(root, v, l2, Level::L2, batch));
       }
@@ -103,7 +118,64 @@ class PageWalk {
     return {};
   }
 
-  static constexpr MmuRangeOps range_ops() { return {&map, &protect, &unmap, &lookup, &populate}; }
+  static ErrorOr<void> remap(Pfn root, VirtAddr va, Pfn pfn, PteFlags flags, MmuBatch& batch) {
+    Pte* l1 = TRY(table_for(root, va, Alloc::Yes));
+    Pte* slot = &l1[index_at(va, Level::L1)];
+    const bool was_present = present(*slot);
+    TRY(P::store(slot, P::make(pfn, flags), Level::L1));
+    if (was_present) batch.invalidate(va);
+    return {};
+  }
+
+  static ErrorOr<void> fork_range(Pfn parent, Pfn child, VirtAddr va, uint64_t pages, ForkMode mode,
+                                  MmuBatch& batch) {
+    uint64_t i = 0;
+    while (i < pages) {
+      const VirtAddr v = va + i * kPageSize;
+      const unsigned first = index_at(v, Level::L1);
+      const uint64_t in_table = min(pages - i, uint64_t{kEntriesPerTable - first});
+      auto from = table_for(parent, v, Alloc::No);
+      if (from.is_error()) {  // nothing mapped in this stretch of the parent
+        i += in_table;
+        continue;
+      }
+      Pte* src = from.value();
+      Pte* dst = nullptr;  // the child's table, created on the first present leaf
+      for (unsigned idx = first; idx < first + in_table; ++idx) {
+        Pte e = src[idx];
+        if (!present(e)) continue;
+        if (!dst) dst = TRY(table_for(child, v, Alloc::Yes));
+        if (mode == ForkMode::CopyOnWrite && (e.raw & pte_bit::Write)) {
+          // Write-protect the parent's leaf: the hot loop of fork after
+          // dirtying memory, and the one batching exists to speed up.
+          const Pte old = P::modify_prot_start(&src[idx]);
+          e = Pte{(old.raw & ~pte_bit::Write) | pte_bit::Cow};
+          TRY(P::modify_prot_commit(&src[idx], old, e));
+          batch.invalidate(va + (i + (idx - first)) * kPageSize);
+        }
+        frame_refs().inc(P::pfn_of(e));
+        TRY(P::store(&dst[idx], e, Level::L1));
+      }
+      i += in_table;
+    }
+    return {};
+  }
+
+  static ErrorOr<void> release_user_tables(Pfn root, MmuBatch& batch) {
+    Pte* l4 = phys_to_virt<Pte>(root);
+    for (unsigned i4 = 0; i4 < kEntriesPerTable / 2; ++i4) {
+      if (!present(l4[i4])) continue;
+      const Pfn l3_pfn = P::pfn_of(l4[i4]);
+      if (!none_outside(phys_to_virt<Pte>(l3_pfn), 0, 0)) return Errno::EBUSY;
+      TRY(P::store(&l4[i4], Pte{}, Level::L4));
+      TRY(batch.release_table(l3_pfn, Level::L3));
+    }
+    return {};
+  }
+
+  static constexpr MmuRangeOps range_ops() {
+    return {&map, &protect, &unmap, &lookup, &populate, &remap, &fork_range, &release_user_tables};
+  }
 
  private:
   enum class Alloc { No, Yes };
@@ -172,6 +244,7 @@ class PageWalk {
     if (level != Level::L2 || !none_outside(table, 0, 0)) return {};
     Pte* l3 = TRY(table_for_level(root, va, Level::L3));
     TRY(P::store(&l3[index_at(va, Level::L3)], Pte{}, Level::L3));
+    batch.invalidate(va);
     return batch.release_table(virt_to_pfn(table), Level::L2);
   }
 };

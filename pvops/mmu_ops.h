@@ -31,6 +31,8 @@ struct UnmapVisitor {
   void* ctx = nullptr;
 };
 
+enum class ForkMode : uint8_t { CopyOnWrite, Share };
+
 struct MmuRangeOps {
   // EEXIST if any target entry is already present (nothing is overwritten);
   // on error, entries mapped before the failure stay mapped.
@@ -47,6 +49,16 @@ struct MmuRangeOps {
   // Makes sure the table at `level` covering va exists (allocating the ones
   // above it), e.g. the kernel's L3 tables that every root shares.
   ErrorOr<void> (*populate)(Pfn root, VirtAddr va, Level level);
+  // Points the leaf for va at pfn (creating tables as needed), whatever was
+  // there before; the old translation is invalidated.
+  ErrorOr<void> (*remap)(Pfn root, VirtAddr va, Pfn pfn, PteFlags flags, MmuBatch& batch);
+  // fork: every present leaf of the parent's range appears in the child.
+  // CopyOnWrite write-protects the parent's writable leaves and marks both
+  // copies Cow; Share copies them as they are. Frame references are taken.
+  ErrorOr<void> (*fork_range)(Pfn parent, Pfn child, VirtAddr va, uint64_t pages, ForkMode mode, MmuBatch& batch);
+  // Frees the user half's remaining (empty) upper tables of a root about to
+  // be dropped or cached; EBUSY if a leaf is still mapped there.
+  ErrorOr<void> (*release_user_tables)(Pfn root, MmuBatch& batch);
 };
 
 enum class PteAccess : uint8_t { Attrs, Flags };  // boot parameter pte=

@@ -30,7 +30,10 @@ inline constexpr uint64_t Dirty = uint64_t{1} << 6;
 inline constexpr uint64_t Pat = uint64_t{1} << 7;  // L1 only; Huge at L2/L3
 inline constexpr uint64_t Huge = uint64_t{1} << 7;
 inline constexpr uint64_t Global = uint64_t{1} << 8;
-inline constexpr uint64_t Soft0 = uint64_t{1} << 9;  // available to software (COW marker, issue 4)
+inline constexpr uint64_t Soft0 = uint64_t{1} << 9;  // available to software
+// mm's copy-on-write marker: the frame is shared; a write fault copies it
+// (or takes it over if it is the last reference). Never writable while set.
+inline constexpr uint64_t Cow = Soft0;
 inline constexpr uint64_t Nx = uint64_t{1} << 63;
 inline constexpr uint64_t FrameMask = 0x000ffffffffff000ull;
 inline constexpr uint64_t FlagMask = ~FrameMask;
@@ -65,6 +68,9 @@ namespace pte_flags {
 inline constexpr PteFlags KernelRw{pte_bit::Present | pte_bit::Write | pte_bit::Nx};
 inline constexpr PteFlags KernelRo{pte_bit::Present | pte_bit::Nx};
 inline constexpr PteFlags KernelRx{pte_bit::Present};
+inline constexpr PteFlags UserRo{pte_bit::Present | pte_bit::User | pte_bit::Nx};
+inline constexpr PteFlags UserRw{pte_bit::Present | pte_bit::User | pte_bit::Write | pte_bit::Nx};
+inline constexpr PteFlags UserRx{pte_bit::Present | pte_bit::User};
 // Intermediate tables grant everything; leaves restrict.
 inline constexpr PteFlags Table{pte_bit::Present | pte_bit::Write | pte_bit::User};
 }  // namespace pte_flags

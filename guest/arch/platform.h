@@ -10,6 +10,7 @@
 namespace pvk {
 
 enum class ExitStatus { Pass, Fail };
+struct TrapFrame;
 
 struct Platform {
   const char* name;  // "native" or "xen": the value records carry as "platform"
@@ -17,9 +18,16 @@ struct Platform {
   void (*console_write)(const char* s, size_t n);
   [[noreturn]] void (*shutdown)(ExitStatus status);
   uint64_t (*fault_address)();  // CR2 natively, vcpu_info's cr2 under Xen
-  void (*handle_event)();       // Xen event upcall; null natively
+  bool (*handle_event)();       // Xen event upcall (true: a timer tick); null natively
   void (*kernel_space_ready)(); // after the kernel's own page tables are live; may be null
   uint64_t tsc_khz;             // set by the platform's calibration at boot
+
+  // Processes.
+  uint16_t user_cs, user_ss;                   // selectors of a user-mode frame
+  void (*set_kernel_stack)(uint64_t top);      // where traps from user mode land
+  void (*start_timer)(uint64_t period_ns);     // periodic preemption tick
+  void (*timer_ack)();                         // end of a timer interrupt (EOI)
+  bool (*from_user)(const TrapFrame& f);  // did this trap come from user mode?
 };
 
 extern Platform* g_platform;

@@ -20,6 +20,8 @@ inline constexpr uint64_t InvalidOpcode = 6;
 inline constexpr uint64_t DoubleFault = 8;
 inline constexpr uint64_t GeneralProtection = 13;
 inline constexpr uint64_t PageFault = 14;
+inline constexpr uint64_t Timer = 32;  // native: the PIT's IRQ 0, remapped
+inline constexpr uint64_t Syscall = 258;  // tag of a frame built by a syscall entry
 // Not CPU vectors: what the Xen PV entry stubs tag event upcalls and
 // failsafe callbacks with (guest/arch/pv/trap_entry.S).
 inline constexpr uint64_t XenEvent = 256;

@@ -8,6 +8,7 @@
 #include "guest/console/console.h"
 #include "guest/console/record.h"
 #include "guest/kernel/finish.h"
+#include "guest/proc/process.h"
 
 namespace pvk {
 namespace {
@@ -49,11 +50,23 @@ const char* vector_name(uint64_t v) {
 }  // namespace
 
 extern "C" void trap_dispatch(TrapFrame* frame) {
+  const bool from_user = g_platform->from_user && g_platform->from_user(*frame);
   if (frame->vector == vec::XenEvent && g_platform->handle_event) {
-    g_platform->handle_event();
+    const bool tick = g_platform->handle_event();
+    if (from_user && tick) user_trap(*frame, 0);
     return;
   }
   const uint64_t fault_addr = frame->vector == vec::PageFault ? g_platform->fault_address() : 0;
+  if (from_user) {
+    user_trap(*frame, fault_addr);
+    return;
+  }
+  if (frame->vector == vec::Timer) {  // in the kernel: nothing to preempt
+    g_platform->timer_ack();
+    return;
+  }
+  // The kernel touching user memory (a copy) demand-pages it like a user access.
+  if (frame->vector == vec::PageFault && kernel_fault_on_user_memory(fault_addr, frame->error_code)) return;
   if (frame->vector == vec::PageFault || frame->vector == vec::GeneralProtection) {
     if (uint64_t fixup = extable_fixup(frame->rip)) {
       frame->rip = fixup;

@@ -15,7 +15,9 @@ struct Out {
   }
 };
 
-void put_unsigned(Out& o, uint64_t v, unsigned base, bool upper, int width, char pad) {
+// Zero padding goes between the sign and the digits, space padding before
+// the sign (as printf does).
+void put_number(Out& o, uint64_t v, unsigned base, bool upper, int width, char pad, bool negative) {
   char tmp[24];
   int n = 0;
   const char* digits = upper ? "0123456789ABCDEF" : "0123456789abcdef";
@@ -23,8 +25,17 @@ void put_unsigned(Out& o, uint64_t v, unsigned base, bool upper, int width, char
     tmp[n++] = digits[v % base];
     v /= base;
   } while (v);
-  for (int i = n; i < width; ++i) o.put(pad);
+  const int len = n + (negative ? 1 : 0);
+  if (pad == ' ')
+    for (int i = len; i < width; ++i) o.put(' ');
+  if (negative) o.put('-');
+  if (pad == '0')
+    for (int i = len; i < width; ++i) o.put('0');
   while (n) o.put(tmp[--n]);
+}
+
+void put_unsigned(Out& o, uint64_t v, unsigned base, bool upper, int width, char pad) {
+  put_number(o, v, base, upper, width, pad, false);
 }
 
 }  // namespace
@@ -61,12 +72,9 @@ size_t vformat(char* buf, size_t cap, const char* fmt, va_list ap) {
       case 'd':
       case 'i': {
         int64_t v = longs ? va_arg(ap, int64_t) : va_arg(ap, int);
-        if (v < 0) {
-          o.put('-');
-          put_unsigned(o, static_cast<uint64_t>(-(v + 1)) + 1, 10, false, width ? width - 1 : 0, pad);
-        } else {
-          put_unsigned(o, static_cast<uint64_t>(v), 10, false, width, pad);
-        }
+        const bool negative = v < 0;
+        const uint64_t magnitude = negative ? static_cast<uint64_t>(-(v + 1)) + 1 : static_cast<uint64_t>(v);
+        put_number(o, magnitude, 10, false, width, pad, negative);
         break;
       }
       case 'u': put_unsigned(o, get_unsigned(), 10, false, width, pad); break;
@@ -81,8 +89,10 @@ size_t vformat(char* buf, size_t cap, const char* fmt, va_list ap) {
         const char* s = va_arg(ap, const char*);
         if (!s) s = "(null)";
         int n = 0;
-        for (; s[n] && (precision < 0 || n < precision); ++n) o.put(s[n]);
-        for (; n < width; ++n) o.put(' ');
+        int len = 0;
+        while ((precision < 0 || len < precision) && s[len]) ++len;  // never read past the precision
+        for (int pad_n = len; pad_n < width; ++pad_n) o.put(' ');   // right-justified, as printf
+        for (; n < len; ++n) o.put(s[n]);
         break;
       }
       case '%': o.put('%'); break;

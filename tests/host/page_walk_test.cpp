@@ -577,7 +577,7 @@ TEST_P(PageWalkTest, EnomemInTheSecondTableKeepsTheFirstAndUnmapCleansUp) {
 // a present L2 entry, so an empty L2 table left this way is never freed
 // (until the address space goes, which does not exist yet) and the
 // free-frame count never returns to its baseline. See the report.
-TEST_P(PageWalkTest, DISABLED_UnmapReclaimsAnEmptyL2TableLeftByAFailedMap) {
+TEST_P(PageWalkTest, UnmapReclaimsAnEmptyL2TableLeftByAFailedMap) {
   const VirtAddr base{12 * kGiB};
   ASSERT_EQ(error_of(g_mmu.range.populate(root_, base, Level::L3)), Errno::Ok);
   const uint64_t with_l3 = frames().free_count();
@@ -656,7 +656,7 @@ TEST_P(PageWalkTest, DeferredModeQueuesL1StoresUntilTheSectionFlushes) {
 // made not-present by an earlier protect (PROT_NONE-like), so unmap
 // invalidates nothing, clears the L2 entry and frees the L1 table with no
 // flush in between. See the report.
-TEST_P(PageWalkTest, DISABLED_FreeingATableOfTheLoadedRootFlushesTheTlb) {
+TEST_P(PageWalkTest, FreeingATableOfTheLoadedRootFlushesTheTlb) {
   ASSERT_EQ(error_of(g_mmu.load_root(root_)), Errno::Ok);
   ASSERT_EQ(error_of(map(kUserBase, 4, {nullptr, kLeafPfn}, pte_flags::KernelRw)), Errno::Ok);
   ASSERT_EQ(error_of(protect(kUserBase, 4, {}, PteFlags{pte_bit::Present})), Errno::Ok);

@@ -48,6 +48,7 @@ constexpr uint64_t kUserCode32 = 0x00cffa000000ffff;
 constexpr uint64_t kUserData = 0x00cff2000000ffff;
 constexpr uint64_t kUserCode64 = 0x00affa000000ffff;
 constexpr unsigned kStubSize = 16;  // trap_entry.S aligns each stub to 16 bytes
+constexpr unsigned kStubCount = 48;  // exceptions 0..31, PIC IRQs 32..47
 constexpr uint8_t kInterruptGate = 0x8e;
 constexpr unsigned kDoubleFaultIst = 1;
 
@@ -86,7 +87,7 @@ void load_descriptors() {
       : "rax", "memory");
   asm volatile("ltr %w0" : : "r"(kTss));
 
-  for (unsigned v = 0; v < 32; ++v) {
+  for (unsigned v = 0; v < kStubCount; ++v) {
     const uint64_t handler = reinterpret_cast<uint64_t>(native_trap_stubs) + v * kStubSize;
     g_idt[v] = IdtGate{static_cast<uint16_t>(handler), kKernelCs,
                        static_cast<uint8_t>(v == 8 ? kDoubleFaultIst : 0), kInterruptGate,

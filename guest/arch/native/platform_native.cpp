@@ -2,13 +2,37 @@
 // calibrate the TSC, and the PVH entry's C++ half.
 #include "guest/arch/cpu.h"
 #include "guest/arch/native/descriptors.h"
+#include "guest/arch/native/native.h"
+#include "guest/arch/trap_frame.h"
 #include "guest/kernel/boot_info.h"
 #include "guest/layout.h"
 #include "guest/lib/kstring.h"
 #include "hypercalls/xen_abi.h"
 #include "mm/physmap.h"
 
+extern "C" uint64_t native_kernel_rsp;
+extern "C" char native_syscall_entry[], native_ret_to_user[];
+extern "C" void* pvk_ret_to_user;
+
 namespace pvk::native {
+
+void enable_syscalls() {
+  constexpr uint32_t kEfer = 0xc0000080, kStar = 0xc0000081, kLstar = 0xc0000082, kSfmask = 0xc0000084;
+  auto wrmsr = [](uint32_t msr, uint64_t v) {
+    asm volatile("wrmsr" : : "c"(msr), "a"(static_cast<uint32_t>(v)), "d"(static_cast<uint32_t>(v >> 32)));
+  };
+  auto rdmsr = [](uint32_t msr) {
+    uint32_t lo, hi;
+    asm volatile("rdmsr" : "=a"(lo), "=d"(hi) : "c"(msr));
+    return (uint64_t{hi} << 32) | lo;
+  };
+  wrmsr(kEfer, rdmsr(kEfer) | 1);  // SCE
+  // syscall: CS = kKernelCs, SS = +8; sysret would use user code32 base 0x18.
+  wrmsr(kStar, (uint64_t{0x18 | 3} << 48) | (uint64_t{kKernelCs} << 32));
+  wrmsr(kLstar, reinterpret_cast<uint64_t>(native_syscall_entry));
+  wrmsr(kSfmask, 0x47700);  // IF, TF, DF, AC, NT cleared on entry
+}
+
 namespace {
 
 constexpr uint16_t kCom1 = 0x3f8;
@@ -64,7 +88,15 @@ uint64_t calibrate_tsc_khz() {
   return (t1 - t0) / kMs;
 }
 
-Platform g_native_platform{"native", "native", &serial_write, &shutdown, &fault_address, nullptr, nullptr, 0};
+bool from_user(const TrapFrame& f) { return (f.cs & 3) == 3; }
+
+void set_kernel_stack_native(uint64_t top) {
+  set_kernel_stack(top);  // TSS.RSP0: exceptions and interrupts from ring 3
+  native_kernel_rsp = top;  // the syscall entry's stack
+}
+
+Platform g_native_platform{"native", "native", &serial_write, &shutdown, &fault_address, nullptr, nullptr, 0,
+                           kUserCs, kUserDs, &set_kernel_stack_native, &start_timer, &timer_ack, &from_user};
 
 char g_cmdline[1024];
 BootInfo g_boot_info;
@@ -102,6 +134,8 @@ extern "C" [[noreturn]] void native_boot_entry(uint32_t start_info_paddr) {
   g_physmap_offset = PVK_PHYSMAP_BASE;  // the early tables map 4 GiB there
   serial_init();
   load_descriptors();
+  enable_syscalls();
+  pvk_ret_to_user = native_ret_to_user;
   g_native_platform.tsc_khz = calibrate_tsc_khz();
   g_boot_info.boot_tsc = tsc;
   g_boot_info.early_physmap_pfns = uint64_t{PVK_EARLY_PHYSMAP_GIB} << (30 - kPageShift);

@@ -51,6 +51,10 @@ native_trap_stubs:
     TRAP_ERR 29
     TRAP_ERR 30
     TRAP_NOERR 31
+    /* Legacy PIC interrupts, remapped to 32..47. */
+    .irp irq, 32,33,34,35,36,37,38,39,40,41,42,43,44,45,46,47
+    TRAP_NOERR \irq
+    .endr
 
 trap_common:
     SAVE_REGS

@@ -74,12 +74,13 @@ uint64_t fault_address() { return shinfo()->vcpu_info[0].arch.cr2; }
 
 // Events are not used yet beyond acknowledging them; timers and the console
 // input will hang off this.
-void handle_event() {
+bool handle_event() {
   vcpu_info& v = shinfo()->vcpu_info[0];
   v.evtchn_upcall_pending = 0;
   const xen_ulong_t sel = __atomic_exchange_n(&v.evtchn_pending_sel, 0, __ATOMIC_ACQ_REL);
   for (unsigned w = 0; w < sizeof(xen_ulong_t) * 8; ++w)
     if (sel & (xen_ulong_t{1} << w)) __atomic_and_fetch(&shinfo()->evtchn_pending[w], shinfo()->evtchn_mask[w], __ATOMIC_ACQ_REL);
+  return false;
 }
 
 void map_shared_info() {

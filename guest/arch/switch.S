@@ -1,0 +1,28 @@
+/* Kernel context switch: save the callee-saved registers on the old stack,
+ * switch stacks, restore them from the new one and return there.
+ *   void switch_context(uint64_t* save_rsp, uint64_t new_rsp)
+ * A new process's stack is prepared so that this "returns" into
+ * process_first_return, which leaves for user mode through the platform's
+ * return path with the TrapFrame at the top of the stack. */
+    .text
+    .global switch_context
+switch_context:
+    pushq %rbp
+    pushq %rbx
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    mov %rsp, (%rdi)
+    mov %rsi, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rbx
+    popq %rbp
+    ret
+
+    .global process_first_return
+process_first_return:
+    jmp *pvk_ret_to_user(%rip)

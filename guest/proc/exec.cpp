@@ -1,0 +1,164 @@
+#include "guest/proc/exec.h"
+
+#include <elf.h>
+
+#include "guest/arch/platform.h"
+#include "guest/lib/kstring.h"
+#include "guest/proc/process.h"
+#include "guest/proc/programs.h"
+#include "mm/frame_allocator.h"
+#include "mm/kernel_space.h"
+#include "mm/physmap.h"
+
+namespace pvk {
+namespace {
+
+const PvkEmbeddedProgram* find_program(const char* name) {
+  // "/bin/foo" and "foo" name the same program.
+  const char* base = name;
+  for (const char* c = name; *c; ++c)
+    if (*c == '/') base = c + 1;
+  for (uint64_t i = 0; i < pvk_program_count; ++i)
+    if (!strcmp(pvk_programs[i].name, base)) return &pvk_programs[i];
+  return nullptr;
+}
+
+uint32_t segment_prot(uint32_t pflags) {
+  uint32_t prot = vm::Read;
+  if (pflags & PF_W) prot |= vm::Write;
+  if (pflags & PF_X) prot |= vm::Exec;
+  return prot;
+}
+
+// Frames for one segment, filled from the image, mapped at once: programs
+// are small and eager loading keeps the fault path for anonymous memory.
+ErrorOr<void> load_segment(AddressSpace& as, const uint8_t* image, size_t image_size, const Elf64_Phdr& ph) {
+  const uint64_t start = align_down(ph.p_vaddr, kPageSize);
+  const uint64_t end = align_up(ph.p_vaddr + ph.p_memsz, kPageSize);
+  if (ph.p_filesz > ph.p_memsz || ph.p_offset + ph.p_filesz > image_size || end <= start ||
+      end > abi::kUserMmapBase || start < abi::kUserBase)
+    return Errno::ENOEXEC;
+  const uint32_t prot = segment_prot(ph.p_flags);
+  TRY(as.mmap(start, end - start, prot, 0, /*fixed=*/true));
+  Pfn batch[64];
+  for (uint64_t va = start; va < end;) {
+    unsigned n = 0;
+    for (; n < 64 && va + n * kPageSize < end; ++n) {
+      auto f = frames().try_alloc();
+      if (f.is_error()) {
+        while (n--) frames().must_free(batch[n]);
+        return f.error();
+      }
+      batch[n] = f.value();
+      uint8_t* dst = phys_to_virt<uint8_t>(batch[n]);
+      memset(dst, 0, kPageSize);
+      const uint64_t page = va + n * kPageSize;
+      // The file bytes that land in this page.
+      const uint64_t from = page > ph.p_vaddr ? page : ph.p_vaddr;
+      const uint64_t to_file = ph.p_vaddr + ph.p_filesz;
+      const uint64_t to = page + kPageSize < to_file ? page + kPageSize : to_file;
+      if (to > from) memcpy(dst + (from - page), image + ph.p_offset + (from - ph.p_vaddr), to - from);
+    }
+    if (auto r = as.map_frames(va, batch, n, prot); r.is_error()) {
+      while (n--) frames().must_free(batch[n]);
+      return r.error();
+    }
+    va += n * kPageSize;
+  }
+  return {};
+}
+
+// argc, argv[], NULL, envp NULL, auxv AT_NULL, then the strings — in the
+// top page of the stack, filled through the physmap before it is mapped.
+ErrorOr<uint64_t> build_stack(AddressSpace& as, const char* const* argv) {
+  const uint64_t top = abi::kUserStackTop;
+  TRY(as.mmap(top - abi::kUserStackPages * kPageSize, abi::kUserStackPages * kPageSize, vm::Read | vm::Write,
+              vm::Stack, /*fixed=*/true));
+  const Pfn page = TRY(frames().try_alloc());
+  uint8_t* mem = phys_to_virt<uint8_t>(page);
+  memset(mem, 0, kPageSize);
+  constexpr unsigned kMaxArgs = 32;
+  uint64_t ptrs[kMaxArgs];
+  unsigned argc = 0;
+  uint64_t strings = kPageSize;  // offset within the page, growing down
+  for (; argv && argv[argc]; ++argc) {
+    const size_t len = strlen(argv[argc]) + 1;
+    if (argc == kMaxArgs || strings < len + 512) {
+      frames().must_free(page);
+      return Errno::E2BIG;
+    }
+    strings -= len;
+    memcpy(mem + strings, argv[argc], len);
+    ptrs[argc] = top - kPageSize + strings;
+  }
+  uint64_t sp = align_down(strings, 16) - 8 * (argc + 5);
+  sp = align_down(sp, 16);
+  auto* words = reinterpret_cast<uint64_t*>(mem + sp);
+  words[0] = argc;
+  for (unsigned i = 0; i < argc; ++i) words[1 + i] = ptrs[i];
+  words[1 + argc] = 0;      // argv terminator
+  words[2 + argc] = 0;      // empty environment
+  words[3 + argc] = AT_NULL;  // auxv
+  words[4 + argc] = 0;
+  if (auto r = as.map_frames(top - kPageSize, &page, 1, vm::Read | vm::Write); r.is_error()) {
+    frames().must_free(page);
+    return r.error();
+  }
+  return top - kPageSize + sp;
+}
+
+ErrorOr<uint64_t> load(AddressSpace& as, const PvkEmbeddedProgram& prog, const char* const* argv) {
+  const size_t size = static_cast<size_t>(prog.end - prog.start);
+  if (size < sizeof(Elf64_Ehdr)) return Errno::ENOEXEC;
+  Elf64_Ehdr eh;
+  memcpy(&eh, prog.start, sizeof eh);
+  if (memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != EM_X86_64 ||
+      eh.e_type != ET_EXEC || eh.e_phentsize != sizeof(Elf64_Phdr) ||
+      eh.e_phoff + uint64_t{eh.e_phnum} * sizeof(Elf64_Phdr) > size)
+    return Errno::ENOEXEC;
+  uint64_t heap = 0;
+  for (unsigned i = 0; i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph;
+    memcpy(&ph, prog.start + eh.e_phoff + i * sizeof ph, sizeof ph);
+    if (ph.p_type != PT_LOAD || !ph.p_memsz) continue;
+    TRY(load_segment(as, prog.start, size, ph));
+    const uint64_t end = align_up(ph.p_vaddr + ph.p_memsz, kPageSize);
+    if (end > heap) heap = end;
+  }
+  as.set_brk_base(heap);
+  return build_stack(as, argv);
+}
+
+}  // namespace
+
+ErrorOr<void> exec_program(Process& p, const char* name, const char* const* argv) {
+  const PvkEmbeddedProgram* prog = find_program(name);
+  if (!prog) return Errno::ENOENT;
+  AddressSpace* as = TRY(AddressSpace::try_create());
+  auto sp = load(*as, *prog, argv);
+  if (sp.is_error()) {
+    must(as->destroy(), "destroy failed exec space");
+    return sp.error();
+  }
+  Elf64_Ehdr eh;
+  memcpy(&eh, prog->start, sizeof eh);
+  AddressSpace* old = p.as;
+  p.as = as;
+  if (&p == current()) must(g_mmu.load_root(as->root()), "load root");
+  if (old) must(old->destroy(), "destroy old address space");
+  TrapFrame& f = *p.frame();
+  memset(&f, 0, sizeof f);
+  f.rip = eh.e_entry;
+  f.rsp = sp.value();
+  f.cs = g_platform->user_cs;
+  f.ss = g_platform->user_ss;
+  f.rflags = 0x202;  // IF
+  for (auto& a : p.actions)
+    if (a.handler != abi::SIG_IGN) a = abi::KernelSigaction{};  // handlers die with the old image
+  size_t n = 0;
+  for (const char* c = prog->name; *c && n < sizeof p.name - 1; ++c) p.name[n++] = *c;
+  p.name[n] = 0;
+  return {};
+}
+
+}  // namespace pvk

@@ -1,0 +1,13 @@
+// Loading an embedded program into a fresh address space (execve).
+#pragma once
+#include "guest/lib/error_or.h"
+
+namespace pvk {
+
+struct Process;
+
+// Replaces p's address space with the named program and sets its user
+// frame to the entry point, argv on the stack. On error p is unchanged.
+ErrorOr<void> exec_program(Process& p, const char* name, const char* const* argv);
+
+}  // namespace pvk

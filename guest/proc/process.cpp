@@ -1,0 +1,282 @@
+// The process table, the scheduler, fork/exit/wait and signal delivery.
+#include "guest/proc/process.h"
+
+#include "guest/arch/platform.h"
+#include "guest/console/console.h"
+#include "guest/console/record.h"
+#include "guest/lib/kstring.h"
+#include "guest/proc/exec.h"
+#include "guest/proc/file.h"
+#include "guest/proc/user_copy.h"
+#include "mm/kernel_space.h"
+
+extern "C" void switch_context(uint64_t* save_rsp, uint64_t new_rsp);
+extern "C" char process_first_return[];
+// The platform's way back to user mode from a TrapFrame on the stack.
+extern "C" void* pvk_ret_to_user;
+void* pvk_ret_to_user = nullptr;
+
+namespace pvk {
+namespace {
+
+constexpr unsigned kMaxProcs = 64;
+Process g_procs[kMaxProcs];
+alignas(16) uint8_t g_kstacks[kMaxProcs][Process::kStackSize];
+Process* g_current = nullptr;
+int g_next_pid = 1;
+int g_init_status = 0;
+bool g_init_exited = false;
+uint64_t g_scheduler_rsp = 0;  // the boot stack, parked while processes run
+
+uint64_t sig_bit(int sig) { return uint64_t{1} << (sig - 1); }
+
+Process* alloc_process() {
+  for (Process& p : g_procs) {
+    if (p.state != ProcState::Free) continue;
+    p = Process{};
+    p.pid = g_next_pid++;
+    return &p;
+  }
+  return nullptr;
+}
+
+// Lays out a fresh kernel stack so that switching to it returns to user
+// mode through the TrapFrame at its top.
+void prepare_first_switch(Process& p) {
+  auto* sp = reinterpret_cast<uint64_t*>(p.frame());
+  *--sp = reinterpret_cast<uint64_t>(process_first_return);
+  for (int i = 0; i < 6; ++i) *--sp = 0;  // rbp rbx r12 r13 r14 r15
+  p.saved_rsp = reinterpret_cast<uint64_t>(sp);
+}
+
+void switch_to(Process* next) {
+  Process* prev = g_current;
+  if (next == prev) return;
+  g_current = next;
+  g_platform->set_kernel_stack(next->stack_top());
+  if (next->as) must(g_mmu.load_root(next->as->root()), "load root");
+  switch_context(prev ? &prev->saved_rsp : &g_scheduler_rsp, next->saved_rsp);
+}
+
+Process* pick_next() {
+  const unsigned start = g_current ? static_cast<unsigned>(g_current - g_procs) + 1 : 0;
+  for (unsigned n = 0; n < kMaxProcs; ++n) {
+    Process& p = g_procs[(start + n) % kMaxProcs];
+    if (p.state == ProcState::Runnable) return &p;
+  }
+  return nullptr;
+}
+
+void release_files(Process& p) {
+  for (File*& f : p.fds)
+    if (f) file_put(f), f = nullptr;
+}
+
+// Tears down what a dead process holds (not its kernel stack, which may be
+// the one we are running on).
+void release_resources(Process& p) {
+  release_files(p);
+  if (p.as) {
+    if (g_current_root == p.as->root()) must(g_mmu.load_root(kernel_root()), "load kernel root");
+    must(p.as->destroy(), "destroy address space");
+    p.as = nullptr;
+  }
+}
+
+bool default_ignored(int sig) { return sig == abi::SIGCHLD; }
+
+}  // namespace
+
+uint8_t* Process::stack_base() const { return g_kstacks[this - g_procs]; }
+Process* current() { return g_current; }
+
+Process* find_process(int pid) {
+  for (Process& p : g_procs)
+    if (p.state != ProcState::Free && p.pid == pid) return &p;
+  return nullptr;
+}
+
+void sleep_on(const void* channel) {
+  g_current->state = ProcState::Blocked;
+  g_current->wait_on = channel;
+  schedule();
+}
+
+void wake_all(const void* channel) {
+  for (Process& p : g_procs)
+    if (p.state == ProcState::Blocked && p.wait_on == channel) p.state = ProcState::Runnable, p.wait_on = nullptr;
+}
+
+void schedule() {
+  Process* next = pick_next();
+  if (!next) {
+    // Nothing can run and nothing (no sleeps, no I/O) will wake anyone.
+    kprintf("pvk: every process is blocked: deadlock\n");
+    Record("error").str("message", "every process is blocked");
+    panic("deadlock");
+  }
+  switch_to(next);
+}
+
+void on_timer_tick(bool from_user) {
+  if (from_user && g_current && g_current->state == ProcState::Runnable) schedule();
+}
+
+bool signal_pending_fatal(const Process& p) { return p.pending & sig_bit(abi::SIGKILL); }
+
+void send_signal(Process& p, int sig) {
+  if (sig <= 0 || sig > abi::kNumSignals) return;
+  p.pending |= sig_bit(sig);
+  if (sig == abi::SIGKILL && p.state == ProcState::Blocked) p.state = ProcState::Runnable, p.wait_on = nullptr;
+}
+
+void raise_fault_signal(int sig) {
+  Process& p = *g_current;
+  const abi::KernelSigaction& a = p.actions[sig];
+  // A fault that cannot be handled kills, whatever the disposition says.
+  if (a.handler == abi::SIG_DFL || a.handler == abi::SIG_IGN || (p.blocked & sig_bit(sig)))
+    do_exit(abi::wait_signaled(sig));
+  p.pending |= sig_bit(sig);
+}
+
+// Signal frame on the user stack: the interrupted state, restored by
+// rt_sigreturn. Below it, the return address (the restorer).
+struct SigFrame {
+  TrapFrame saved;
+  uint64_t blocked;
+};
+
+void prepare_return_to_user(TrapFrame& f) {
+  Process& p = *g_current;
+  while (uint64_t deliverable = p.pending & ~p.blocked) {
+    const int sig = __builtin_ctzll(deliverable) + 1;
+    p.pending &= ~sig_bit(sig);
+    const abi::KernelSigaction& a = p.actions[sig];
+    if (sig == abi::SIGKILL || a.handler == abi::SIG_DFL) {
+      if (default_ignored(sig)) continue;
+      do_exit(abi::wait_signaled(sig));
+    }
+    if (a.handler == abi::SIG_IGN) continue;
+    SigFrame sf{f, p.blocked};
+    const uint64_t frame_at = align_down(f.rsp - 128 - sizeof(SigFrame), 16) - 8;  // skip the red zone
+    const uint64_t restorer = a.restorer;
+    if (copy_to_user(frame_at + 8, &sf, sizeof sf).is_error() || copy_to_user(frame_at, &restorer, 8).is_error())
+      do_exit(abi::wait_signaled(abi::SIGSEGV));
+    p.blocked |= a.mask | sig_bit(sig);
+    f.rsp = frame_at;
+    f.rip = a.handler;
+    f.rdi = static_cast<uint64_t>(sig);
+    f.rax = 0;
+    break;  // one handler at a time; the rest wait for its sigreturn
+  }
+  if (g_current->state == ProcState::Runnable) {
+    // nothing: timer preemption happens in on_timer_tick
+  }
+}
+
+int64_t do_sigreturn(TrapFrame& f) {
+  SigFrame sf;
+  // The handler's ret popped the restorer address: the frame is at rsp.
+  if (copy_from_user(&sf, f.rsp, sizeof sf).is_error()) do_exit(abi::wait_signaled(abi::SIGSEGV));
+  const TrapFrame kernel_owned = f;
+  f = sf.saved;
+  // The user may not forge privilege: segments and flags are the kernel's.
+  f.cs = kernel_owned.cs;
+  f.ss = kernel_owned.ss;
+  f.rflags = (sf.saved.rflags & 0xcd5) | 0x202;  // arithmetic flags, DF, TF cleared; IF on
+  f.vector = kernel_owned.vector;
+  g_current->blocked = sf.blocked & ~sig_bit(abi::SIGKILL);
+  return static_cast<int64_t>(f.rax);
+}
+
+ErrorOr<int> do_fork() {
+  Process& parent = *g_current;
+  Process* child = alloc_process();
+  if (!child) return Errno::EAGAIN;
+  auto as = parent.as->try_fork();
+  if (as.is_error()) {
+    child->state = ProcState::Free;
+    return as.error();
+  }
+  child->as = as.value();
+  child->ppid = parent.pid;
+  memcpy(child->actions, parent.actions, sizeof parent.actions);
+  child->blocked = parent.blocked;
+  memcpy(child->name, parent.name, sizeof parent.name);
+  for (unsigned i = 0; i < Process::kMaxFds; ++i)
+    if (parent.fds[i]) child->fds[i] = file_get(parent.fds[i]);
+  *child->frame() = *parent.frame();
+  child->frame()->rax = 0;
+  prepare_first_switch(*child);
+  child->state = ProcState::Runnable;
+  return child->pid;
+}
+
+void do_exit(int wait_status) {
+  Process& p = *g_current;
+  release_resources(p);
+  p.wait_status = wait_status;
+  p.state = ProcState::Zombie;
+  // Orphans go to init, which reaps them.
+  for (Process& c : g_procs)
+    if (c.state != ProcState::Free && c.ppid == p.pid) c.ppid = 1;
+  if (p.pid == 1) {
+    g_init_exited = true;
+    g_init_status = wait_status;
+    g_current = nullptr;
+    g_platform->set_kernel_stack(0);
+    uint64_t dead_rsp;
+    switch_context(&dead_rsp, g_scheduler_rsp);  // back into start_init
+  }
+  if (Process* parent = find_process(p.ppid)) wake_all(parent);
+  p.state = ProcState::Zombie;
+  schedule();
+  panic("a zombie was scheduled");
+}
+
+ErrorOr<int> do_wait(int pid, uint64_t user_status, int options) {
+  Process& self = *g_current;
+  for (;;) {
+    bool have_child = false;
+    for (Process& c : g_procs) {
+      if (c.state == ProcState::Free || c.ppid != self.pid || (pid > 0 && c.pid != pid)) continue;
+      have_child = true;
+      if (c.state != ProcState::Zombie) continue;
+      if (user_status) TRY(copy_to_user(user_status, &c.wait_status, sizeof c.wait_status));
+      const int found = c.pid;
+      c.state = ProcState::Free;
+      return found;
+    }
+    if (!have_child) return Errno::ECHILD;
+    if (options & abi::WNOHANG) return 0;
+    if (signal_pending_fatal(self)) return Errno::EINTR;
+    sleep_on(&self);
+  }
+}
+
+ErrorOr<int> start_init(const char* program) {
+  Process* p = alloc_process();
+  if (!p) return Errno::EAGAIN;
+  for (int fd = 0; fd < 3; ++fd) p->fds[fd] = console_file();
+  const char* argv[] = {program, nullptr};
+  g_current = p;  // exec works on the current process
+  if (auto r = exec_program(*p, program, argv); r.is_error()) {
+    release_resources(*p);
+    p->state = ProcState::Free;
+    g_current = nullptr;
+    return r.error();
+  }
+  prepare_first_switch(*p);
+  p->state = ProcState::Runnable;
+  g_current = nullptr;
+  switch_to(p);  // returns when init exits
+  // Init is gone: whatever is left dies with it, without running again.
+  for (Process& q : g_procs) {
+    if (q.state == ProcState::Free) continue;
+    release_resources(q);
+    q.state = ProcState::Free;
+  }
+  return g_init_status;
+}
+
+}  // namespace pvk

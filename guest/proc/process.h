@@ -1,0 +1,64 @@
+// Processes: a pid, an address space, a kernel stack whose top holds the
+// user-mode TrapFrame, open files, signal state. One CPU, a kernel that is
+// never preempted (interrupts are off in kernel mode), round-robin between
+// runnable processes on a timer tick.
+#pragma once
+#include "guest/arch/trap_frame.h"
+#include "guest/proc/abi.h"
+#include "mm/address_space.h"
+
+namespace pvk {
+
+struct File;
+
+enum class ProcState : uint8_t { Free, Runnable, Blocked, Zombie };
+
+struct Process {
+  static constexpr unsigned kMaxFds = 16;
+  static constexpr uint64_t kStackSize = 16384;
+
+  int pid = 0;
+  int ppid = 0;
+  ProcState state = ProcState::Free;
+  int wait_status = 0;  // for the parent's wait4 once a zombie
+  AddressSpace* as = nullptr;
+  uint64_t saved_rsp = 0;        // kernel stack pointer while switched out
+  const void* wait_on = nullptr;  // what a blocked process sleeps on
+  File* fds[kMaxFds] = {};
+  abi::KernelSigaction actions[abi::kNumSignals + 1] = {};
+  uint64_t pending = 0;  // bit n-1: signal n
+  uint64_t blocked = 0;
+  char name[32] = {};
+
+  uint8_t* stack_base() const;
+  uint64_t stack_top() const { return reinterpret_cast<uint64_t>(stack_base()) + kStackSize; }
+  TrapFrame* frame() const { return reinterpret_cast<TrapFrame*>(stack_top() - sizeof(TrapFrame)); }
+};
+
+Process* current();
+
+// Scheduler.
+void sleep_on(const void* channel);  // block until wake_all(channel); the caller re-checks
+void wake_all(const void* channel);
+void schedule();                     // run someone else if anyone is runnable
+void on_timer_tick(bool from_user);
+
+// Lifecycle.
+ErrorOr<int> start_init(const char* program);  // pid 1; returns when init exits with its code
+ErrorOr<int> do_fork();
+[[noreturn]] void do_exit(int wait_status);
+Process* find_process(int pid);
+bool signal_pending_fatal(const Process& p);
+
+// Called on every way back to user mode: deliver signals, maybe reschedule.
+void prepare_return_to_user(TrapFrame& f);
+// A synchronous fault in user mode that becomes a signal.
+void raise_fault_signal(int sig);
+void send_signal(Process& p, int sig);
+
+// Traps that came from user mode (and user page faults the kernel took
+// while copying), dispatched by guest/arch/traps.cpp.
+void user_trap(TrapFrame& f, uint64_t fault_addr);
+bool kernel_fault_on_user_memory(uint64_t fault_addr, uint64_t error_code);
+
+}  // namespace pvk

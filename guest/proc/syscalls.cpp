@@ -1,0 +1,204 @@
+// The system call table (numbers and meanings in guest/proc/abi.h). Every
+// user pointer goes through user_copy; errors come back as -errno.
+#include "guest/arch/cpu.h"
+#include "guest/arch/platform.h"
+#include "guest/console/console.h"
+#include "guest/kernel/finish.h"
+#include "guest/proc/exec.h"
+#include "guest/proc/file.h"
+#include "guest/proc/process.h"
+#include "guest/proc/user_copy.h"
+#include "mm/frame_allocator.h"
+
+namespace pvk {
+
+int64_t do_sigreturn(TrapFrame& f);
+ErrorOr<int> do_wait(int pid, uint64_t user_status, int options);
+extern uint64_t g_boot_tsc;
+
+namespace {
+
+using Args = uint64_t[6];
+
+int64_t result(Errno e) { return -static_cast<int64_t>(e); }
+template <typename T>
+int64_t result(const ErrorOr<T>& r) {
+  if (r.is_error()) return result(r.error());
+  return static_cast<int64_t>(r.value());
+}
+int64_t result(const ErrorOr<void>& r) { return r.is_error() ? result(r.error()) : 0; }
+
+ErrorOr<File*> fd_file(uint64_t fd) {
+  if (fd >= Process::kMaxFds || !current()->fds[fd]) return Errno::EBADF;
+  return current()->fds[fd];
+}
+
+int64_t sys_read(const Args& a) {
+  auto f = fd_file(a[0]);
+  if (f.is_error()) return result(f.error());
+  return result(file_read(f.value(), a[1], a[2]));
+}
+
+int64_t sys_write(const Args& a) {
+  auto f = fd_file(a[0]);
+  if (f.is_error()) return result(f.error());
+  return result(file_write(f.value(), a[1], a[2]));
+}
+
+int64_t sys_close(const Args& a) {
+  auto f = fd_file(a[0]);
+  if (f.is_error()) return result(f.error());
+  file_put(f.value());
+  current()->fds[a[0]] = nullptr;
+  return 0;
+}
+
+int64_t sys_pipe(const Args& a) {
+  Process& p = *current();
+  int fds[2] = {-1, -1};
+  for (int fd = 0, n = 0; fd < int(Process::kMaxFds) && n < 2; ++fd)
+    if (!p.fds[fd]) fds[n++] = fd;
+  if (fds[1] < 0) return result(Errno::EMFILE);
+  if (!user_range_ok(a[0], sizeof fds)) return result(Errno::EFAULT);
+  File *r, *w;
+  if (auto m = make_pipe(r, w); m.is_error()) return result(m.error());
+  if (auto c = copy_to_user(a[0], fds, sizeof fds); c.is_error()) {
+    file_put(r), file_put(w);
+    return result(c.error());
+  }
+  p.fds[fds[0]] = r;
+  p.fds[fds[1]] = w;
+  return 0;
+}
+
+int64_t sys_dup2(const Args& a) {
+  auto f = fd_file(a[0]);
+  if (f.is_error()) return result(f.error());
+  if (a[1] >= Process::kMaxFds) return result(Errno::EBADF);
+  if (a[0] == a[1]) return static_cast<int64_t>(a[1]);
+  Process& p = *current();
+  if (p.fds[a[1]]) file_put(p.fds[a[1]]);
+  p.fds[a[1]] = file_get(f.value());
+  return static_cast<int64_t>(a[1]);
+}
+
+int64_t sys_mmap(const Args& a) {
+  const uint64_t prot = a[2], flags = a[3];
+  const bool shared = flags & abi::MAP_SHARED, priv = flags & abi::MAP_PRIVATE;
+  if (!(flags & abi::MAP_ANONYMOUS) || shared == priv || (prot & ~uint64_t{7})) return result(Errno::EINVAL);
+  return result(current()->as->mmap(a[0], a[1], static_cast<uint32_t>(prot), shared ? vm::Shared : 0,
+                                     flags & abi::MAP_FIXED));
+}
+
+int64_t sys_mprotect(const Args& a) {
+  return result(current()->as->mprotect(a[0], a[1], static_cast<uint32_t>(a[2])));
+}
+
+int64_t sys_munmap(const Args& a) { return result(current()->as->munmap(a[0], a[1])); }
+int64_t sys_brk(const Args& a) { return result(current()->as->brk(a[0])); }
+
+int64_t sys_rt_sigaction(const Args& a) {
+  const int sig = static_cast<int>(a[0]);
+  if (sig <= 0 || sig > abi::kNumSignals || sig == abi::SIGKILL || a[3] != sizeof(uint64_t))
+    return result(Errno::EINVAL);
+  Process& p = *current();
+  abi::KernelSigaction fresh;
+  if (a[1]) {
+    if (auto r = copy_from_user(&fresh, a[1], sizeof fresh); r.is_error()) return result(r.error());
+    if (fresh.handler > abi::SIG_IGN && !(fresh.flags & abi::SA_RESTORER)) return result(Errno::EINVAL);
+  }
+  if (a[2])
+    if (auto r = copy_to_user(a[2], &p.actions[sig], sizeof p.actions[sig]); r.is_error()) return result(r.error());
+  if (a[1]) p.actions[sig] = fresh;
+  return 0;
+}
+
+int64_t sys_kill(const Args& a) {
+  Process* target = find_process(static_cast<int>(a[0]));
+  if (!target || target->state == ProcState::Zombie) return result(Errno::ESRCH);
+  const int sig = static_cast<int>(a[1]);
+  if (sig < 0 || sig > abi::kNumSignals) return result(Errno::EINVAL);
+  if (sig) send_signal(*target, sig);
+  return 0;
+}
+
+int64_t sys_execve(TrapFrame&, const Args& a) {
+  char path[64];
+  if (auto r = string_from_user(path, a[0], sizeof path); r.is_error()) return result(r.error());
+  constexpr unsigned kMaxArgs = 16;
+  static char strings[kMaxArgs][128];
+  const char* argv[kMaxArgs + 1] = {};
+  unsigned argc = 0;
+  for (; a[1]; ++argc) {
+    uint64_t ptr;
+    if (auto r = copy_from_user(&ptr, a[1] + argc * 8, 8); r.is_error()) return result(r.error());
+    if (!ptr) break;
+    if (argc == kMaxArgs) return result(Errno::E2BIG);
+    if (auto r = string_from_user(strings[argc], ptr, sizeof strings[argc]); r.is_error()) return result(r.error());
+    argv[argc] = strings[argc];
+  }
+  argv[argc] = nullptr;
+  if (auto r = exec_program(*current(), path, argv); r.is_error()) return result(r.error());
+  return static_cast<int64_t>(current()->frame()->rax);  // the new image's rax (0)
+}
+
+int64_t sys_wait4(const Args& a) {
+  return result(do_wait(static_cast<int>(a[0]), a[1], static_cast<int>(a[2])));
+}
+
+int64_t sys_clock_gettime(const Args& a) {
+  const uint64_t ns = tsc_to_ns(cpu::rdtsc() - g_boot_tsc);
+  abi::Timespec ts{static_cast<int64_t>(ns / 1000000000), static_cast<int64_t>(ns % 1000000000)};
+  return result(copy_to_user(a[1], &ts, sizeof ts));
+}
+
+int64_t sys_pvk_counters(const Args& a) {
+  const MmuCounters& c = g_mmu_counters;
+  abi::PvkCounters out{c.pte_writes, c.lazy_sections, c.tlb_flush_one, c.tlb_flush_all, c.root_loads,
+                       c.pt_pages_alloc, c.pt_pages_release, c.hypercalls, c.multicalls, c.mmu_update_entries,
+                       c.mmuext_ops, c.ptwr_traps, g_mm_stats.page_faults, g_mm_stats.cow_copies,
+                       g_mm_stats.zero_page_maps, frames().free_count(), g_platform->tsc_khz, nullptr};
+  return result(copy_to_user(a[0], &out, sizeof out));
+}
+
+int64_t sys_pvk_shutdown(const Args& a) {
+  if (current()->pid != 1) return result(Errno::EPERM);
+  do_exit(abi::wait_exited(static_cast<int>(a[0])));
+}
+
+}  // namespace
+
+extern "C" void syscall_dispatch(TrapFrame* f) {
+  const Args a = {f->rdi, f->rsi, f->rdx, f->r10, f->r8, f->r9};
+  int64_t ret;
+  switch (f->rax) {
+    case abi::SYS_read: ret = sys_read(a); break;
+    case abi::SYS_write: ret = sys_write(a); break;
+    case abi::SYS_close: ret = sys_close(a); break;
+    case abi::SYS_mmap: ret = sys_mmap(a); break;
+    case abi::SYS_mprotect: ret = sys_mprotect(a); break;
+    case abi::SYS_munmap: ret = sys_munmap(a); break;
+    case abi::SYS_brk: ret = sys_brk(a); break;
+    case abi::SYS_rt_sigaction: ret = sys_rt_sigaction(a); break;
+    case abi::SYS_rt_sigreturn: ret = do_sigreturn(*f); break;
+    case abi::SYS_pipe: ret = sys_pipe(a); break;
+    case abi::SYS_sched_yield: schedule(), ret = 0; break;
+    case abi::SYS_dup2: ret = sys_dup2(a); break;
+    case abi::SYS_getpid: ret = current()->pid; break;
+    case abi::SYS_getppid: ret = current()->ppid; break;
+    case abi::SYS_fork: ret = result(do_fork()); break;
+    case abi::SYS_execve: ret = sys_execve(*f, a); break;
+    case abi::SYS_exit:
+    case abi::SYS_exit_group: do_exit(abi::wait_exited(static_cast<int>(a[0])));
+    case abi::SYS_wait4: ret = sys_wait4(a); break;
+    case abi::SYS_kill: ret = sys_kill(a); break;
+    case abi::SYS_clock_gettime: ret = sys_clock_gettime(a); break;
+    case abi::SYS_pvk_counters: ret = sys_pvk_counters(a); break;
+    case abi::SYS_pvk_shutdown: ret = sys_pvk_shutdown(a); break;
+    default: ret = result(Errno::ENOSYS); break;
+  }
+  f->rax = static_cast<uint64_t>(ret);
+  prepare_return_to_user(*f);
+}
+
+}  // namespace pvk

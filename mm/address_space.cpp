@@ -1,0 +1,324 @@
+#include "mm/address_space.h"
+
+#include "guest/layout.h"
+#include "guest/lib/kstring.h"
+#include "guest/proc/abi.h"
+#include "mm/frame_allocator.h"
+#include "mm/frame_refs.h"
+#include "mm/kernel_space.h"
+#include "mm/mmu_batch.h"
+#include "mm/physmap.h"
+
+namespace pvk {
+
+MmStats g_mm_stats;
+
+namespace {
+
+constexpr unsigned kMaxSpaces = 96;
+constexpr unsigned kRootCacheSize = 16;
+
+AddressSpace g_spaces[kMaxSpaces];
+MmPolicy g_policy;
+Pfn g_zero_page{};
+Pfn g_root_cache[kRootCacheSize];
+unsigned g_cached_roots = 0;
+
+// Finish a batch, keeping the first error.
+ErrorOr<void> finish(MmuBatch& batch, ErrorOr<void> r) {
+  auto f = batch.finish();
+  return r.is_error() ? r : f;
+}
+
+void drop_frame(void*, VirtAddr, Pte old) {
+  const Pfn pfn = g_mmu.pte_pfn(old);
+  if (frame_refs().dec(pfn) == 0) frames().must_free(pfn);
+}
+
+ErrorOr<Pfn> new_root() {
+  if (g_policy.pgd_cache && g_cached_roots) return g_root_cache[--g_cached_roots];
+  const Pfn root = TRY(frames().try_alloc());
+  memset(phys_to_virt(root), 0, kPageSize);
+  if (auto r = g_mmu.alloc_pt_page(root, Level::L4); r.is_error()) {
+    frames().must_free(root);
+    return r.error();
+  }
+  // Share the kernel half: its L3 tables exist from boot and never change,
+  // so copying the L4 entries once is enough.
+  const Pte* kernel = phys_to_virt<const Pte>(kernel_root());
+  Pte* l4 = phys_to_virt<Pte>(root);
+  for (unsigned i = index_at(VirtAddr{PVK_PHYSMAP_BASE}, Level::L4); i < kEntriesPerTable; ++i) {
+    if (!kernel[i].present()) continue;
+    if (auto r = g_mmu.set_p4d(&l4[i], kernel[i]); r.is_error()) {
+      must(g_mmu.release_pt_page(root, Level::L4), "release root");
+      frames().must_free(root);
+      return r.error();
+    }
+  }
+  return root;
+}
+
+ErrorOr<void> release_root(Pfn root) {
+  if (g_policy.pgd_cache && g_cached_roots < kRootCacheSize) {
+    // Under Xen the cached root stays pinned: reuse skips revalidation.
+    g_root_cache[g_cached_roots++] = root;
+    return {};
+  }
+  TRY(g_mmu.release_pt_page(root, Level::L4));
+  return frames().try_free(root);
+}
+
+uint64_t pages_of(uint64_t len) { return align_up(len, kPageSize) >> kPageShift; }
+
+}  // namespace
+
+void set_mm_policy(const MmPolicy& policy) { g_policy = policy; }
+
+ErrorOr<void> init_user_mm() {
+  g_zero_page = TRY(frames().try_alloc());
+  memset(phys_to_virt(g_zero_page), 0, kPageSize);
+  frame_refs().set(g_zero_page, 1);  // the kernel's own reference: never freed
+  return {};
+}
+
+ErrorOr<void> drain_root_cache() {
+  while (g_cached_roots) {
+    const Pfn root = g_root_cache[--g_cached_roots];
+    TRY(g_mmu.release_pt_page(root, Level::L4));
+    TRY(frames().try_free(root));
+  }
+  return {};
+}
+
+PteFlags leaf_flags(uint32_t prot) {
+  uint64_t bits = pte_bit::Present;
+  if (prot) bits |= pte_bit::User;  // PROT_NONE: present but kernel-only
+  if (prot & vm::Write) bits |= pte_bit::Write;
+  if (!(prot & vm::Exec)) bits |= pte_bit::Nx;
+  return PteFlags{bits};
+}
+
+ErrorOr<AddressSpace*> AddressSpace::try_create() {
+  for (AddressSpace& as : g_spaces) {
+    if (as.in_use_) continue;
+    const Pfn root = TRY(new_root());
+    as = AddressSpace{};
+    as.root_ = root;
+    as.in_use_ = true;
+    return &as;
+  }
+  return Errno::ENOMEM;
+}
+
+ErrorOr<AddressSpace*> AddressSpace::try_fork() {
+  AddressSpace* child = TRY(try_create());
+  memcpy(child->vmas_, vmas_, sizeof vmas_);
+  child->count_ = count_;
+  child->brk_base_ = brk_base_;
+  child->brk_end_ = brk_end_;
+  MmuBatch batch(root_);
+  ErrorOr<void> r;
+  for (unsigned i = 0; i < count_ && !r.is_error(); ++i) {
+    const Vma& v = vmas_[i];
+    r = g_mmu.range.fork_range(root_, child->root_, VirtAddr{v.start}, v.pages(),
+                               (v.flags & vm::Shared) ? ForkMode::Share : ForkMode::CopyOnWrite, batch);
+  }
+  r = finish(batch, r);
+  if (r.is_error()) {
+    must(child->destroy(), "destroy half-forked space");
+    return r.error();
+  }
+  return child;
+}
+
+ErrorOr<void> AddressSpace::destroy() {
+  MmuBatch batch(root_);
+  ErrorOr<void> r;
+  for (unsigned i = 0; i < count_ && !r.is_error(); ++i)
+    r = g_mmu.range.unmap(root_, VirtAddr{vmas_[i].start}, vmas_[i].pages(), UnmapVisitor{&drop_frame, nullptr},
+                          batch);
+  if (!r.is_error()) r = g_mmu.range.release_user_tables(root_, batch);
+  TRY(finish(batch, r));
+  count_ = 0;
+  in_use_ = false;
+  return release_root(root_);
+}
+
+const Vma* AddressSpace::find(uint64_t va) const {
+  for (unsigned i = 0; i < count_; ++i)
+    if (va >= vmas_[i].start && va < vmas_[i].end) return &vmas_[i];
+  return nullptr;
+}
+
+ErrorOr<void> AddressSpace::add_vma(const Vma& v) {
+  if (count_ == kMaxVmas) return Errno::ENOMEM;
+  unsigned i = count_;
+  while (i > 0 && vmas_[i - 1].start > v.start) {
+    vmas_[i] = vmas_[i - 1];
+    --i;
+  }
+  vmas_[i] = v;
+  ++count_;
+  return {};
+}
+
+ErrorOr<void> AddressSpace::carve(uint64_t start, uint64_t end) {
+  // Split any VMA straddling start or end so [start, end) is whole VMAs.
+  const uint64_t cuts[2] = {start, end};
+  for (uint64_t cut : cuts) {
+    for (unsigned i = 0; i < count_; ++i) {
+      Vma& v = vmas_[i];
+      if (cut > v.start && cut < v.end) {
+        Vma right = v;
+        right.start = cut;
+        v.end = cut;
+        TRY(add_vma(right));
+        break;
+      }
+    }
+  }
+  return {};
+}
+
+ErrorOr<void> AddressSpace::unmap_pages(uint64_t start, uint64_t end) {
+  MmuBatch batch(root_);
+  auto r = g_mmu.range.unmap(root_, VirtAddr{start}, (end - start) >> kPageShift, UnmapVisitor{&drop_frame, nullptr},
+                             batch);
+  return finish(batch, r);
+}
+
+ErrorOr<uint64_t> AddressSpace::mmap(uint64_t addr, uint64_t len, uint32_t prot, uint32_t flags, bool fixed) {
+  if (len == 0 || (addr & (kPageSize - 1)) || len > abi::kUserTop) return Errno::EINVAL;
+  const uint64_t size = pages_of(len) << kPageShift;
+  if (fixed) {
+    if (addr < kPageSize || addr + size > abi::kUserTop || addr + size < addr) return Errno::EINVAL;
+    TRY(munmap(addr, size));
+  } else {
+    // First gap at or above the mmap base that fits.
+    addr = abi::kUserMmapBase;
+    for (unsigned i = 0; i < count_; ++i) {
+      const Vma& v = vmas_[i];
+      if (v.end <= addr) continue;
+      if (v.start >= addr + size) break;
+      addr = v.end;
+    }
+    if (addr + size > abi::kUserStackTop - abi::kUserStackPages * kPageSize) return Errno::ENOMEM;
+  }
+  TRY(add_vma(Vma{addr, addr + size, prot, flags}));
+  return addr;
+}
+
+ErrorOr<void> AddressSpace::munmap(uint64_t addr, uint64_t len) {
+  if ((addr & (kPageSize - 1)) || len == 0) return Errno::EINVAL;
+  const uint64_t end = addr + (pages_of(len) << kPageShift);
+  if (end > abi::kUserTop || end < addr) return Errno::EINVAL;
+  TRY(carve(addr, end));
+  TRY(unmap_pages(addr, end));
+  unsigned out = 0;
+  for (unsigned i = 0; i < count_; ++i)
+    if (vmas_[i].end <= addr || vmas_[i].start >= end) vmas_[out++] = vmas_[i];
+  count_ = out;
+  return {};
+}
+
+ErrorOr<void> AddressSpace::mprotect(uint64_t addr, uint64_t len, uint32_t prot) {
+  if ((addr & (kPageSize - 1)) || (prot & ~(vm::Read | vm::Write | vm::Exec))) return Errno::EINVAL;
+  const uint64_t end = addr + (pages_of(len) << kPageShift);
+  if (end > abi::kUserTop || end < addr) return Errno::EINVAL;
+  if (len == 0) return {};
+  // Every page of the range must be mapped (Linux: ENOMEM otherwise).
+  for (uint64_t p = addr; p < end;) {
+    const Vma* v = find(p);
+    if (!v) return Errno::ENOMEM;
+    p = v->end;
+  }
+  TRY(carve(addr, end));
+  for (unsigned i = 0; i < count_; ++i)
+    if (vmas_[i].start >= addr && vmas_[i].end <= end) vmas_[i].prot = prot;
+  const PteFlags want = leaf_flags(prot);
+  const uint64_t managed = pte_bit::User | pte_bit::Write | pte_bit::Nx;
+  MmuBatch batch(root_);
+  auto r = g_mmu.range.protect(root_, VirtAddr{addr}, (end - addr) >> kPageShift, PteFlags{want.bits & managed},
+                               PteFlags{~want.bits & managed}, batch);
+  return finish(batch, r);
+}
+
+ErrorOr<uint64_t> AddressSpace::brk(uint64_t new_end) {
+  if (new_end == 0 || new_end < brk_base_) return brk_end_;
+  const uint64_t old_top = align_up(brk_end_, kPageSize), new_top = align_up(new_end, kPageSize);
+  if (new_top > old_top) {
+    for (uint64_t p = old_top; p < new_top; p += kPageSize)
+      if (find(p)) return brk_end_;  // would run into another mapping
+    Vma* heap = nullptr;
+    for (unsigned i = 0; i < count_; ++i)
+      if ((vmas_[i].flags & vm::Heap) && vmas_[i].end == old_top) heap = &vmas_[i];
+    if (heap)
+      heap->end = new_top;
+    else if (add_vma(Vma{old_top, new_top, vm::Read | vm::Write, vm::Heap}).is_error())
+      return brk_end_;
+  } else if (new_top < old_top) {
+    if (munmap(new_top, old_top - new_top).is_error()) return brk_end_;
+  }
+  brk_end_ = new_end;
+  return brk_end_;
+}
+
+ErrorOr<void> AddressSpace::map_frames(uint64_t addr, const Pfn* frames_in, uint64_t count, uint32_t prot) {
+  MmuBatch batch(root_);
+  auto r = g_mmu.range.map(root_, VirtAddr{addr}, count, FrameSource{frames_in, {}}, leaf_flags(prot), batch);
+  if (!r.is_error())
+    for (uint64_t i = 0; i < count; ++i) frame_refs().set(frames_in[i], 1);
+  return finish(batch, r);
+}
+
+FaultOutcome AddressSpace::handle_fault(uint64_t va, bool write) {
+  ++g_mm_stats.page_faults;
+  const Vma* v = find(va);
+  if (!v || !v->prot || (write && !(v->prot & vm::Write))) return FaultOutcome::BadAccess;
+  const VirtAddr page{align_down(va, kPageSize)};
+  const PteFlags flags = leaf_flags(v->prot);
+  auto pte = g_mmu.range.lookup(root_, page);
+
+  MmuBatch batch(root_);
+  ErrorOr<void> r;
+  if (pte.is_error()) {
+    if (!write && !(v->flags & vm::Shared) && g_policy.zero_page) {
+      frame_refs().inc(g_zero_page);
+      ++g_mm_stats.zero_page_maps;
+      r = g_mmu.range.remap(root_, page, g_zero_page, flags.without(pte_bit::Write).with(pte_bit::Cow), batch);
+    } else {
+      auto f = frames().try_alloc();
+      if (f.is_error()) {
+        must(batch.finish(), "fault batch");
+        return FaultOutcome::OutOfMemory;
+      }
+      memset(phys_to_virt(f.value()), 0, kPageSize);
+      frame_refs().set(f.value(), 1);
+      r = g_mmu.range.remap(root_, page, f.value(), flags, batch);
+    }
+  } else if (write && (pte.value().raw & pte_bit::Cow)) {
+    const Pfn old = g_mmu.pte_pfn(pte.value());
+    if (old != g_zero_page && frame_refs().get(old) == 1) {
+      r = g_mmu.range.remap(root_, page, old, flags, batch);  // the last sharer keeps it
+    } else {
+      auto f = frames().try_alloc();
+      if (f.is_error()) {
+        must(batch.finish(), "fault batch");
+        return FaultOutcome::OutOfMemory;
+      }
+      memcpy(phys_to_virt(f.value()), phys_to_virt(old), kPageSize);
+      frame_refs().set(f.value(), 1);
+      ++g_mm_stats.cow_copies;
+      r = g_mmu.range.remap(root_, page, f.value(), flags, batch);
+      if (!r.is_error() && frame_refs().dec(old) == 0) frames().must_free(old);
+    }
+  } else if (write && !(g_mmu.pte_flags(pte.value()).has(pte_bit::Write))) {
+    r = g_mmu.range.remap(root_, page, g_mmu.pte_pfn(pte.value()), flags, batch);
+  } else {
+    batch.invalidate(page);  // a stale translation: the entry already allows it
+  }
+  r = finish(batch, r);
+  return r.is_error() ? FaultOutcome::OutOfMemory : FaultOutcome::Handled;
+}
+
+}  // namespace pvk

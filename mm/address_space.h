@@ -1,0 +1,84 @@
+// A user address space: a root page table (whose kernel half is shared with
+// every other root) and the VMAs describing what the user half may hold.
+// Anonymous memory is demand-paged; fork shares frames copy-on-write; all
+// page-table work goes through the pvops range operations inside lazy-MMU
+// batches, so each backend decides how the writes travel.
+#pragma once
+#include "guest/lib/error_or.h"
+#include "pvops/mmu_ops.h"
+
+namespace pvk {
+
+namespace vm {
+inline constexpr uint32_t Read = 1, Write = 2, Exec = 4;  // = PROT_READ/WRITE/EXEC
+inline constexpr uint32_t Shared = 1, Heap = 2, Stack = 4;
+}  // namespace vm
+
+struct Vma {
+  uint64_t start;  // page aligned
+  uint64_t end;    // exclusive, page aligned
+  uint32_t prot;   // vm::Read | vm::Write | vm::Exec
+  uint32_t flags;  // vm::Shared, vm::Heap, vm::Stack
+  uint64_t pages() const { return (end - start) >> kPageShift; }
+};
+
+enum class FaultOutcome { Handled, BadAccess, OutOfMemory };
+
+// Boot-time policy switches (zero_page=, pgd_cache=).
+struct MmPolicy {
+  bool zero_page = true;
+  bool pgd_cache = true;
+};
+void set_mm_policy(const MmPolicy& policy);
+ErrorOr<void> init_user_mm();  // the zero page
+// Frees the cached roots (before a leak check).
+ErrorOr<void> drain_root_cache();
+
+struct MmStats {
+  uint64_t page_faults = 0;
+  uint64_t cow_copies = 0;
+  uint64_t zero_page_maps = 0;
+};
+extern MmStats g_mm_stats;
+
+class AddressSpace {
+ public:
+  static constexpr unsigned kMaxVmas = 64;
+
+  static ErrorOr<AddressSpace*> try_create();
+  ErrorOr<AddressSpace*> try_fork();
+  // Unmaps everything and gives the root back (to the cache if enabled).
+  ErrorOr<void> destroy();
+
+  // Anonymous mappings. mmap places the region itself unless fixed.
+  ErrorOr<uint64_t> mmap(uint64_t addr, uint64_t len, uint32_t prot, uint32_t flags, bool fixed);
+  ErrorOr<void> munmap(uint64_t addr, uint64_t len);
+  ErrorOr<void> mprotect(uint64_t addr, uint64_t len, uint32_t prot);
+  ErrorOr<uint64_t> brk(uint64_t new_end);
+  void set_brk_base(uint64_t base) { brk_base_ = brk_end_ = base; }
+
+  // Maps frames the caller filled (program loading); they become this
+  // space's (reference count 1 each).
+  ErrorOr<void> map_frames(uint64_t addr, const Pfn* frames, uint64_t count, uint32_t prot);
+
+  FaultOutcome handle_fault(uint64_t va, bool write);
+  // The VMA containing va with at least `prot` rights, or null.
+  const Vma* find(uint64_t va) const;
+  Pfn root() const { return root_; }
+
+ private:
+  ErrorOr<void> add_vma(const Vma& v);
+  ErrorOr<void> carve(uint64_t start, uint64_t end);  // split VMAs at both ends
+  ErrorOr<void> unmap_pages(uint64_t start, uint64_t end);
+
+  Pfn root_{};
+  Vma vmas_[kMaxVmas] = {};
+  unsigned count_ = 0;
+  uint64_t brk_base_ = 0;
+  uint64_t brk_end_ = 0;
+  bool in_use_ = false;
+};
+
+PteFlags leaf_flags(uint32_t prot);
+
+}  // namespace pvk

@@ -1,0 +1,18 @@
+#include "mm/frame_refs.h"
+
+#include "guest/lib/error_or.h"
+#include "guest/lib/kstring.h"
+
+namespace pvk {
+namespace {
+FrameRefs g_refs;
+}
+
+FrameRefs& frame_refs() { return g_refs; }
+
+void FrameRefs::init(uint16_t* counts, uint64_t max_pfn) {
+  counts_ = counts;
+  memset(counts, 0, max_pfn * sizeof(uint16_t));
+}
+
+}  // namespace pvk
