@@ -1,6 +1,7 @@
 // pvk-cli: the host command behind tools/pvk.
 //   run   boot the kernel once (native QEMU or Xen-in-QEMU) and judge the run
-//   test  run the CTest suite (host tests and boot tests)
+//   test  run the CTest suite (host tests and boot tests, native and Xen),
+//         in parallel unless the ctest arguments say otherwise
 // Exit status: 0 pass, 1 fail, 2 could not run at all.
 #include "pvk/platform.hpp"
 #include "pvk/run.hpp"
@@ -8,13 +9,16 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <unistd.h>
@@ -98,11 +102,26 @@ int do_run(const Paths& paths, const RunArgs& args) {
   return exit_fail;
 }
 
+// True if the ctest arguments (or CTEST_PARALLEL_LEVEL) already say how
+// many tests to run at once.
+bool parallelism_given(const std::vector<std::string>& extra) {
+  if (const char* env = std::getenv("CTEST_PARALLEL_LEVEL"); env && *env) return true;
+  return std::any_of(extra.begin(), extra.end(), [](const std::string& arg) {
+    return arg.starts_with("-j") || arg.starts_with("--parallel");
+  });
+}
+
 // Replaces this process with ctest so its status, output and terminal
-// handling are exactly ctest's own.
+// handling are exactly ctest's own. Boot tests spend their time in
+// single-threaded QEMU, so unless told otherwise ctest runs one test per CPU,
+// and at least two.
 int do_test(const Paths& paths, const std::vector<std::string>& extra) {
   std::vector<std::string> argv{PVK_CTEST_COMMAND, "--test-dir", paths.build_dir.string(),
                                 "--output-on-failure"};
+  if (!parallelism_given(extra)) {
+    const unsigned cpus = std::thread::hardware_concurrency();
+    argv.insert(argv.end(), {"--parallel", std::to_string(std::max(2u, cpus))});
+  }
   argv.insert(argv.end(), extra.begin(), extra.end());
   std::vector<char*> cargv;
   for (auto& arg : argv) cargv.push_back(arg.data());
@@ -142,7 +161,8 @@ int main(int argc, char** argv) {
   run->add_flag("-q,--quiet", run_args.quiet, "do not echo the console");
 
   std::vector<std::string> ctest_args;
-  CLI::App* test = app.add_subcommand("test", "run the test suite with ctest");
+  CLI::App* test = app.add_subcommand(
+      "test", "run the test suite with ctest (host, native and Xen boot tests; one test per CPU)");
   test->add_option("ctest-args", ctest_args, "extra ctest arguments, after --");
 
   CLI11_PARSE(app, argc, argv);
