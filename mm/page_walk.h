@@ -92,8 +92,17 @@ class PageWalk {
       }
       i += in_table;
       // The L1 stores above may still be queued, so emptiness is judged from
-      // the entries outside the range, which this call did not write.
-      if (none_outside(l1, first, first + static_cast<unsigned>(in_table))) {
+      // the entries outside the range, which this call did not write. An
+      // earlier call in the same lazy section may have, though: if they look
+      // occupied, push the queue out and look again (at most at the two
+      // partial tables at the ends of a range).
+      const unsigned end = first + static_cast<unsigned>(in_table);
+      bool empty = none_outside(l1, first, end);
+      if (!empty) {
+        TRY(g_mmu.flush_lazy_mmu());
+        empty = none_outside(l1, first, end);
+      }
+      if (empty) {
         TRY(P::store(l2_slot, Pte{}, Level::L2));
         // The CPU may cache the unhooked table's entry (paging-structure
         // caches) even when no leaf under it was present: invalidate an

@@ -87,7 +87,19 @@ void flush_tlb_all() {
 
 ErrorOr<void> load_root(Pfn root) {
   ++g_mmu_counters.root_loads;
-  TRY(ext_now(MMUEXT_NEW_BASEPTR, raw(xen::pfn_to_mfn(root))));
+  TRY(g_queue.flush());
+  // 64-bit PV user mode runs on its own base pointer. pvk gives it the same
+  // root: user pages are reachable, and kernel pages are too (Xen marks
+  // every guest mapping user-accessible), which a separate user-only root
+  // would prevent. Known gap, kept for now: one root per process.
+  mmuext_op_t ops[2] = {};
+  ops[0].cmd = MMUEXT_NEW_BASEPTR;
+  ops[0].arg1.mfn = raw(xen::pfn_to_mfn(root));
+  ops[1].cmd = MMUEXT_NEW_USER_BASEPTR;
+  ops[1].arg1.mfn = ops[0].arg1.mfn;
+  unsigned done = 0;
+  const long rc = xen::mmuext_op(ops, 2, &done);
+  if (rc < 0) return report_rc("mmuext_op(new baseptr)", rc, ops[0].cmd, ops[0].arg1.mfn);
   g_current_root = root;
   return {};
 }

@@ -29,7 +29,6 @@ constexpr uint64_t kTimeSliceNs = 10'000'000;
 // frame it and its descendants used came back.
 bool run_init(const char* program) {
   set_mm_policy({g_params.zero_page == Switch::On, g_params.pgd_cache == Switch::On});
-  must(init_user_mm(), "zero page");
   const uint64_t before = frames().free_count();
   g_platform->start_timer(kTimeSliceNs);
   auto status = start_init(program);
@@ -102,6 +101,7 @@ void kernel_main(Platform& platform, BootInfo& info) {
   if (auto r = init_frames(info); r.is_error()) panic("frame allocator: %s", errno_name(r.error()));
   if (auto r = build_kernel_space(info); r.is_error()) panic("kernel page tables: %s", errno_name(r.error()));
   if (platform.kernel_space_ready) platform.kernel_space_ready();
+  if (auto r = init_user_mm(); r.is_error()) panic("zero page: %s", errno_name(r.error()));
 
   const uint64_t baseline = frames().free_count();
   {

@@ -9,7 +9,7 @@ namespace pvk {
 
 struct Pipe {
   static constexpr uint32_t kSize = 4096;
-  uint8_t buf[kSize];
+  uint8_t buf[kSize] = {};
   uint32_t head = 0;  // next byte to read
   uint32_t count = 0;
   unsigned readers = 0;

@@ -3,6 +3,7 @@
 // info page (fault address, time, events), and the PV entry's C++ half.
 #include "guest/arch/cpu.h"
 #include "guest/arch/probe.h"
+#include "guest/arch/trap_frame.h"
 #include "guest/kernel/boot_info.h"
 #include "guest/layout.h"
 #include "guest/lib/kstring.h"
@@ -14,6 +15,9 @@ extern "C" {
 extern char boot_stack_top[];
 void xen_event_callback();
 void xen_failsafe_callback();
+void xen_syscall_callback();
+extern char xen_ret_to_user[];
+extern void* pvk_ret_to_user;
 #define PVK_TRAP_STUB(n) void xen_trap_##n();
 PVK_TRAP_STUB(0) PVK_TRAP_STUB(1) PVK_TRAP_STUB(3) PVK_TRAP_STUB(4) PVK_TRAP_STUB(5) PVK_TRAP_STUB(6)
 PVK_TRAP_STUB(7) PVK_TRAP_STUB(8) PVK_TRAP_STUB(10) PVK_TRAP_STUB(11) PVK_TRAP_STUB(12) PVK_TRAP_STUB(13)
@@ -72,16 +76,60 @@ void ring_write(const char* s, size_t n) {
 
 uint64_t fault_address() { return shinfo()->vcpu_info[0].arch.cr2; }
 
-// Events are not used yet beyond acknowledging them; timers and the console
-// input will hang off this.
+evtchn_port_t g_timer_port = 0;
+uint64_t g_timer_period_ns = 0;
+
+// Xen system time now, from the vcpu_time_info scale (seqlock-style reads).
+uint64_t system_time_ns() {
+  const vcpu_time_info& t = shinfo()->vcpu_info[0].time;
+  for (;;) {
+    const uint32_t version = __atomic_load_n(&t.version, __ATOMIC_ACQUIRE);
+    if (version & 1) continue;
+    uint64_t delta = cpu::rdtsc() - t.tsc_timestamp;
+    delta = t.tsc_shift >= 0 ? delta << t.tsc_shift : delta >> -t.tsc_shift;
+    const uint64_t ns = t.system_time + static_cast<uint64_t>((static_cast<unsigned __int128>(delta) * t.tsc_to_system_mul) >> 32);
+    if (__atomic_load_n(&t.version, __ATOMIC_ACQUIRE) == version) return ns;
+  }
+}
+
+void arm_timer() {
+  vcpu_set_singleshot_timer_t t{system_time_ns() + g_timer_period_ns, 0};
+  xen::vcpu_op(VCPUOP_set_singleshot_timer, 0, &t);
+}
+
+// The preemption tick: VIRQ_TIMER on an event channel, re-armed as a
+// one-shot at every tick.
+void start_timer(uint64_t period_ns) {
+  g_timer_period_ns = period_ns;
+  xen::vcpu_op(VCPUOP_stop_periodic_timer, 0, nullptr);
+  evtchn_bind_virq_t bind{VIRQ_TIMER, 0, 0};
+  if (xen::event_channel_op(EVTCHNOP_bind_virq, &bind) < 0) return;
+  g_timer_port = bind.port;
+  __atomic_and_fetch(&shinfo()->evtchn_mask[g_timer_port / 64], ~(xen_ulong_t{1} << (g_timer_port % 64)),
+                     __ATOMIC_ACQ_REL);
+  arm_timer();
+}
+
+void timer_ack() {}
+
+// Clears every pending event; true if the timer was among them.
 bool handle_event() {
   vcpu_info& v = shinfo()->vcpu_info[0];
   v.evtchn_upcall_pending = 0;
+  bool tick = false;
   const xen_ulong_t sel = __atomic_exchange_n(&v.evtchn_pending_sel, 0, __ATOMIC_ACQ_REL);
-  for (unsigned w = 0; w < sizeof(xen_ulong_t) * 8; ++w)
-    if (sel & (xen_ulong_t{1} << w)) __atomic_and_fetch(&shinfo()->evtchn_pending[w], shinfo()->evtchn_mask[w], __ATOMIC_ACQ_REL);
-  return false;
+  for (unsigned w = 0; w < sizeof(xen_ulong_t) * 8; ++w) {
+    if (!(sel & (xen_ulong_t{1} << w))) continue;
+    const xen_ulong_t fired = __atomic_exchange_n(&shinfo()->evtchn_pending[w], 0, __ATOMIC_ACQ_REL);
+    if (g_timer_period_ns && w == g_timer_port / 64 && (fired & (xen_ulong_t{1} << (g_timer_port % 64)))) tick = true;
+  }
+  if (tick) arm_timer();
+  return tick;
 }
+
+bool from_user(const TrapFrame& f) { return (f.cs & 3) == 3; }
+
+void set_kernel_stack(uint64_t top) { xen::stack_switch(FLAT_KERNEL_SS, top); }
 
 void map_shared_info() {
   const uint64_t pte = (g_si.shared_info_maddr & ~(kPageSize - 1)) | 0x3 /* present, writable */ | (uint64_t{1} << 63);
@@ -107,16 +155,29 @@ void install_traps() {
 #undef PVK_TRAP
       {0, 0, 0, 0},
   };
-  xen::set_trap_table(kTraps);
+  // Flag 4: mask events on entry, like an interrupt gate — the kernel is
+  // never interrupted; events wait for the return to user mode.
+  static trap_info traps[sizeof kTraps / sizeof kTraps[0]];
+  for (size_t i = 0; i < sizeof kTraps / sizeof kTraps[0]; ++i) {
+    traps[i] = kTraps[i];
+    if (traps[i].address) traps[i].flags |= 4;
+  }
+  xen::set_trap_table(traps);
   callback_register event{CALLBACKTYPE_event, CALLBACKF_mask_events, reinterpret_cast<xen_callback_t>(&xen_event_callback)};
   callback_register failsafe{CALLBACKTYPE_failsafe, CALLBACKF_mask_events,
                              reinterpret_cast<xen_callback_t>(&xen_failsafe_callback)};
+  callback_register syscall{CALLBACKTYPE_syscall, CALLBACKF_mask_events,
+                            reinterpret_cast<xen_callback_t>(&xen_syscall_callback)};
   xen::callback_op(CALLBACKOP_register, &event);
   xen::callback_op(CALLBACKOP_register, &failsafe);
+  xen::callback_op(CALLBACKOP_register, &syscall);
+  pvk_ret_to_user = xen_ret_to_user;
   xen::stack_switch(FLAT_KERNEL_SS, reinterpret_cast<uint64_t>(boot_stack_top));
 }
 
-Platform g_xen_platform{"xen", "domU", &ring_write, &shutdown, &fault_address, &handle_event, &map_shared_info, 0};
+Platform g_xen_platform{"xen",          "domU",       &ring_write,       &shutdown,  &fault_address,
+                        &handle_event, &map_shared_info, 0, FLAT_USER_CS, FLAT_USER_SS, &set_kernel_stack,
+                        &start_timer,  &timer_ack,    &from_user};
 
 Pfn boot_pfn(uint64_t va) { return Pfn{(va - PVK_KERNEL_VMA) >> kPageShift}; }
 uint64_t max(uint64_t a, uint64_t b) { return a > b ? a : b; }

@@ -8,6 +8,7 @@
 
 #define PV_EVENT_VECTOR 256
 #define PV_FAILSAFE_VECTOR 257
+#define PV_SYSCALL_TAG 258
 
 .macro PV_TRAP_NOERR vec
     .global xen_trap_\vec
@@ -64,11 +65,30 @@ xen_failsafe_callback:
     pushq $PV_FAILSAFE_VECTOR
     jmp xen_trap_common
 
+    /* System call from user mode: Xen switched to our kernel stack and
+     * built the same frame as for an event. */
+    .global xen_syscall_callback
+xen_syscall_callback:
+    popq %rcx
+    popq %r11
+    pushq $0
+    pushq $PV_SYSCALL_TAG
+    SAVE_REGS
+    mov %rsp, %rdi
+    call syscall_dispatch
+    jmp xen_ret_to_user
+
 xen_trap_common:
     SAVE_REGS
     mov %rsp, %rdi
     call trap_dispatch
+    /* fall through */
+
+    /* Back to whichever mode the frame at %rsp came from: the iret
+     * hypercall switches to user mode when the frame's CS has RPL 3. */
+    .global xen_ret_to_user
+xen_ret_to_user:
     RESTORE_REGS
     add $16, %rsp               /* vector, error code */
-    pushq $0                    /* iret flags: not in a syscall */
+    pushq $0                    /* iret flags: full restore */
     jmp hypercall_page + __HYPERVISOR_iret * 32
