@@ -1,0 +1,114 @@
+// proctest's harness: checks, details and the per-test process.
+//
+// Each sub-test runs in its own forked child (the "test process"), which
+// emits one record
+//   @pvk {"event":"test","name":...,"pass":true|false,"checks":N,
+//         "failed_checks":M[,"first_failure":"line L: expr (got X, want Y)"],...details}
+// and exits 0 (pass) or 1 (fail). If it dies or hangs instead, the runner
+// emits the record. Processes a test forks itself ("helpers") check with the
+// same macros and report through their exit status (helper_exit()).
+#pragma once
+#include "bench/libc/user.h"
+#include "guest/lib/format.h"
+
+namespace proctest {
+
+using namespace pvk::user;
+
+struct Options {
+  bool host = false;  // running on Linux (--host): pvk-only calls may say -ENOSYS
+};
+extern Options g_opt;
+
+// Failure bookkeeping of the current process.
+void check_failed(int line, const char* expr, bool has_values, int64_t got, int64_t want);
+int failures();
+
+// A detail of the test record ("key": value), at most 16 per test.
+void detail(const char* key, int64_t value);
+void detail_str(const char* key, const char* value);
+
+#define CHECK(cond)                                                      \
+  do {                                                                   \
+    if (!(cond)) ::proctest::check_failed(__LINE__, #cond, false, 0, 0); \
+    ::proctest::count_check();                                           \
+  } while (0)
+
+#define CHECK_EQ(got, want)                                                         \
+  do {                                                                              \
+    const int64_t _g = static_cast<int64_t>(got), _w = static_cast<int64_t>(want);  \
+    if (_g != _w) ::proctest::check_failed(__LINE__, #got " == " #want, true, _g, _w); \
+    ::proctest::count_check();                                                      \
+  } while (0)
+
+void count_check();
+
+// fork() for a helper process: in the child, the failure count starts at
+// zero and the process is marked as a helper (it must end in helper_exit()).
+int64_t fork_helper();
+// Ends a helper: exit status 0 if its checks passed, 1 otherwise.
+[[noreturn]] void helper_exit();
+
+// Runs fn(arg) in a helper and returns the raw wait status (or a negative
+// errno if fork/wait4 failed). For "this must die with SIGSEGV" checks.
+int wait_status_of(void (*fn)(void*), void* arg);
+// wait4(pid) (retrying nothing); returns the status, or INT32_MIN on error.
+int wait_for(int64_t pid);
+// Waits for a helper and checks it exited 0 (its own checks passed).
+#define CHECK_HELPER_OK(pid)                         \
+  do {                                               \
+    const int _st = ::proctest::wait_for(pid);       \
+    CHECK_EQ(_st, ::pvk::abi::wait_exited(0));       \
+  } while (0)
+
+// A wait status says "killed by sig" (Linux may add the core-dump bit 0x80).
+#define CHECK_KILLED_BY(status, sig) CHECK_EQ((status) & ~0x80, ::pvk::abi::wait_signaled(sig))
+
+// A store / load the compiler cannot drop or turn into a trap, for faults
+// that are the point of a test (a C++ null dereference may be "optimised").
+inline void poke(uint64_t addr, uint64_t value = 1) {
+  asm volatile("movq %1, (%0)" : : "r"(addr), "r"(value) : "memory");
+}
+inline uint64_t peek(uint64_t addr) {
+  uint64_t v;
+  asm volatile("movq (%1), %0" : "=r"(v) : "r"(addr) : "memory");
+  return v;
+}
+
+inline uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) & ~(a - 1); }
+
+// A deterministic 64-bit pattern for (tag, index).
+inline uint64_t pattern(uint64_t tag, uint64_t i) {
+  return (tag << 56) ^ ((i + 1) * 0x9E3779B97F4A7C15ull) ^ (i << 8);
+}
+
+// Pipes for handshakes between a test and its helpers.
+void send_byte(int fd, char c);
+char recv_byte(int fd);  // 0 on EOF or error
+
+// Registered tests.
+struct Test {
+  const char* name;
+  void (*fn)();
+  bool hidden = false;  // only run when named (the harness's own checks)
+};
+extern const Test kTests[];
+extern const unsigned kTestCount;
+
+// The tests, one per file group.
+void test_fork_cow();
+void test_fork_tree();
+void test_fork_exec();
+void test_mprotect_segv();
+void test_sigfpe();
+void test_unhandled_signals();
+void test_kill_handler();
+void test_pipes();
+void test_zero_page();
+void test_mmap_shared();
+void test_munmap();
+void test_efault();
+void test_bad_args();
+void test_misc();
+
+}  // namespace proctest
