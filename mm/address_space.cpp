@@ -180,6 +180,19 @@ ErrorOr<void> AddressSpace::carve(uint64_t start, uint64_t end) {
   return {};
 }
 
+void AddressSpace::merge_neighbours() {
+  unsigned out = 0;
+  for (unsigned i = 0; i < count_; ++i) {
+    if (out && vmas_[out - 1].end == vmas_[i].start && vmas_[out - 1].prot == vmas_[i].prot &&
+        vmas_[out - 1].flags == vmas_[i].flags) {
+      vmas_[out - 1].end = vmas_[i].end;
+      continue;
+    }
+    vmas_[out++] = vmas_[i];
+  }
+  count_ = out;
+}
+
 ErrorOr<void> AddressSpace::unmap_pages(uint64_t start, uint64_t end) {
   MmuBatch batch(root_);
   auto r = g_mmu.range.unmap(root_, VirtAddr{start}, (end - start) >> kPageShift, UnmapVisitor{&drop_frame, nullptr},
@@ -205,6 +218,7 @@ ErrorOr<uint64_t> AddressSpace::mmap(uint64_t addr, uint64_t len, uint32_t prot,
     if (addr + size > abi::kUserStackTop - abi::kUserStackPages * kPageSize) return Errno::ENOMEM;
   }
   TRY(add_vma(Vma{addr, addr + size, prot, flags}));
+  merge_neighbours();
   return addr;
 }
 
@@ -237,6 +251,7 @@ ErrorOr<void> AddressSpace::mprotect(uint64_t addr, uint64_t len, uint32_t prot)
     if (vmas_[i].start >= addr && vmas_[i].end <= end) vmas_[i].prot = prot;
   const PteFlags want = leaf_flags(prot);
   const uint64_t managed = pte_bit::User | pte_bit::Write | pte_bit::Nx;
+  merge_neighbours();
   MmuBatch batch(root_);
   auto r = g_mmu.range.protect(root_, VirtAddr{addr}, (end - addr) >> kPageShift, PteFlags{want.bits & managed},
                                PteFlags{~want.bits & managed}, batch);

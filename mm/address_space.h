@@ -65,10 +65,13 @@ class AddressSpace {
   // The VMA containing va with at least `prot` rights, or null.
   const Vma* find(uint64_t va) const;
   Pfn root() const { return root_; }
+  unsigned vma_count() const { return count_; }
+  const Vma& vma(unsigned i) const { return vmas_[i]; }
 
  private:
   ErrorOr<void> add_vma(const Vma& v);
   ErrorOr<void> carve(uint64_t start, uint64_t end);  // split VMAs at both ends
+  void merge_neighbours();  // join touching VMAs with equal rights and kind
   ErrorOr<void> unmap_pages(uint64_t start, uint64_t end);
 
   Pfn root_{};

@@ -5,6 +5,8 @@
 #include "hypercalls/hypercall.h"
 #include "hypercalls/mmu_sink.h"
 #include "hypercalls/p2m.h"
+#include "guest/lib/kstring.h"
+#include "mm/frame_allocator.h"
 #include "mm/physmap.h"
 #include "pvops/pte_attrs.h"
 
@@ -85,18 +87,33 @@ void flush_tlb_all() {
   tlb_op(MMUEXT_TLB_FLUSH_LOCAL, 0);
 }
 
+// Root -> user root pairs. Few roots live at once (processes plus the
+// root cache), so a small table searched linearly is enough.
+struct RootPair {
+  Pfn root;
+  Pfn user;
+};
+constexpr unsigned kMaxRootPairs = 256;
+RootPair g_pairs[kMaxRootPairs];
+unsigned g_pair_count = 0;
+
+RootPair* pair_of(Pfn root) {
+  for (unsigned i = 0; i < g_pair_count; ++i)
+    if (g_pairs[i].root == root) return &g_pairs[i];
+  return nullptr;
+}
+
+
 ErrorOr<void> load_root(Pfn root) {
   ++g_mmu_counters.root_loads;
   TRY(g_queue.flush());
-  // 64-bit PV user mode runs on its own base pointer. pvk gives it the same
-  // root: user pages are reachable, and kernel pages are too (Xen marks
-  // every guest mapping user-accessible), which a separate user-only root
-  // would prevent. Known gap, kept for now: one root per process.
+  const RootPair* pair = pair_of(root);
+  if (!pair) panic("xen: root 0x%lx has no user root", raw(root));
   mmuext_op_t ops[2] = {};
   ops[0].cmd = MMUEXT_NEW_BASEPTR;
   ops[0].arg1.mfn = raw(xen::pfn_to_mfn(root));
   ops[1].cmd = MMUEXT_NEW_USER_BASEPTR;
-  ops[1].arg1.mfn = ops[0].arg1.mfn;
+  ops[1].arg1.mfn = raw(xen::pfn_to_mfn(pair->user));
   unsigned done = 0;
   const long rc = xen::mmuext_op(ops, 2, &done);
   if (rc < 0) return report_rc("mmuext_op(new baseptr)", rc, ops[0].cmd, ops[0].arg1.mfn);
@@ -164,27 +181,74 @@ void mark_page_table(Pfn first, uint64_t count, bool is_table) {
   }
 }
 
-ErrorOr<void> prepare_table(Pfn pfn, Level level) {
+// Read-only everywhere, then pinned: Xen validates a root once, and every
+// later change arrives as a checked update.
+ErrorOr<void> pin_new_root(Pfn pfn) {
   mark_page_table(pfn, 1, true);
   if (auto r = remap_accessor(pfn, pte_flags::KernelRo); r.is_error()) {
     mark_page_table(pfn, 1, false);
     return r;
   }
-  if (level == Level::L4) {
-    // Roots are pinned from birth: Xen validates them once, and every later
-    // change arrives as a checked update.
-    if (auto r = ext_now(MMUEXT_PIN_L4_TABLE, raw(xen::pfn_to_mfn(pfn))); r.is_error()) {
+  if (auto r = ext_now(MMUEXT_PIN_L4_TABLE, raw(xen::pfn_to_mfn(pfn))); r.is_error()) {
+    mark_page_table(pfn, 1, false);
+    must(remap_accessor(pfn, pte_flags::KernelRw), "restore accessor");
+    return r;
+  }
+  return {};
+}
+
+void unpin_root(Pfn pfn) {
+  if (ext_now(MMUEXT_UNPIN_TABLE, raw(xen::pfn_to_mfn(pfn))).is_error()) return;
+  mark_page_table(pfn, 1, false);
+  must(remap_accessor(pfn, pte_flags::KernelRw), "restore accessor");
+}
+
+ErrorOr<void> mirror_user_l4(Pte* slot, Pte v) {
+  const unsigned index = static_cast<unsigned>((reinterpret_cast<uint64_t>(slot) & (kPageSize - 1)) / sizeof(Pte));
+  if (index >= kEntriesPerTable / 2) return {};  // kernel half: never in a user root
+  const RootPair* pair = pair_of(virt_to_pfn(slot));
+  if (!pair) return {};
+  return update_now(xen::machine_address(phys_to_virt<Pte>(pair->user) + index) | MMU_NORMAL_PT_UPDATE, v.raw);
+}
+
+ErrorOr<void> prepare_table(Pfn pfn, Level level) {
+  if (level != Level::L4) {
+    mark_page_table(pfn, 1, true);
+    if (auto r = remap_accessor(pfn, pte_flags::KernelRo); r.is_error()) {
       mark_page_table(pfn, 1, false);
-      must(remap_accessor(pfn, pte_flags::KernelRw), "restore accessor");
       return r;
     }
+    ++g_mmu_counters.pt_pages_alloc;
+    return {};
   }
-  ++g_mmu_counters.pt_pages_alloc;
+  if (g_pair_count == kMaxRootPairs) return Errno::ENOMEM;
+  const Pfn user = TRY(frames().try_alloc());
+  memset(phys_to_virt(user), 0, kPageSize);
+  if (auto r = pin_new_root(user); r.is_error()) {
+    frames().must_free(user);
+    return r;
+  }
+  if (auto r = pin_new_root(pfn); r.is_error()) {
+    unpin_root(user);
+    frames().must_free(user);
+    return r;
+  }
+  g_pairs[g_pair_count++] = {pfn, user};
+  g_mmu_counters.pt_pages_alloc += 2;
   return {};
 }
 
 ErrorOr<void> retire_table(Pfn pfn, Level level) {
-  if (level == Level::L4) TRY(ext_now(MMUEXT_UNPIN_TABLE, raw(xen::pfn_to_mfn(pfn))));
+  if (level == Level::L4) {
+    TRY(ext_now(MMUEXT_UNPIN_TABLE, raw(xen::pfn_to_mfn(pfn))));
+    if (RootPair* pair = pair_of(pfn)) {
+      const Pfn user = pair->user;
+      *pair = g_pairs[--g_pair_count];
+      unpin_root(user);
+      frames().must_free(user);
+      ++g_mmu_counters.pt_pages_release;
+    }
+  }
   // Queued updates may still name this table; they must land first.
   TRY(flush_lazy());
   mark_page_table(pfn, 1, false);

@@ -34,6 +34,12 @@ Errno report_rc(const char* op, long rc, uint64_t a, uint64_t b);
 bool is_page_table(Pfn pfn);
 void mark_page_table(Pfn first, uint64_t count, bool is_table);
 
+// 64-bit PV user mode runs on its own root, which must not map the kernel
+// (Xen makes every guest mapping user-accessible). Each root gets a
+// companion user root sharing its user-half L3 tables; stores to the user
+// half of a root's L4 are mirrored there.
+ErrorOr<void> mirror_user_l4(Pte* slot, Pte v);
+
 ErrorOr<void> prepare_table(Pfn pfn, Level level);
 ErrorOr<void> retire_table(Pfn pfn, Level level);
 
