@@ -25,12 +25,21 @@
 
 #undef EPERM
 #undef ENOENT
+#undef ESRCH
+#undef EINTR
 #undef EIO
+#undef E2BIG
+#undef ENOEXEC
+#undef EBADF
+#undef ECHILD
+#undef EAGAIN
 #undef ENOMEM
 #undef EFAULT
 #undef EBUSY
 #undef EEXIST
 #undef EINVAL
+#undef EMFILE
+#undef EPIPE
 #undef ENOSYS
 
 #include "guest/lib/error_or.h"
