@@ -30,18 +30,20 @@ void detail_str(const char* key, const char* value);
 
 #define CHECK(cond)                                                      \
   do {                                                                   \
+    ::proctest::count_check(__LINE__);                                   \
     if (!(cond)) ::proctest::check_failed(__LINE__, #cond, false, 0, 0); \
-    ::proctest::count_check();                                           \
   } while (0)
 
 #define CHECK_EQ(got, want)                                                         \
   do {                                                                              \
     const int64_t _g = static_cast<int64_t>(got), _w = static_cast<int64_t>(want);  \
+    ::proctest::count_check(__LINE__);                                              \
     if (_g != _w) ::proctest::check_failed(__LINE__, #got " == " #want, true, _g, _w); \
-    ::proctest::count_check();                                                      \
   } while (0)
 
-void count_check();
+// Counts a check and notes its line where the runner can read it if the
+// test process dies ("last_check_line" in the runner's record).
+void count_check(int line);
 
 // fork() for a helper process: in the child, the failure count starts at
 // zero and the process is marked as a helper (it must end in helper_exit()).
@@ -54,6 +56,13 @@ int64_t fork_helper();
 int wait_status_of(void (*fn)(void*), void* arg);
 // wait4(pid) (retrying nothing); returns the status, or INT32_MIN on error.
 int wait_for(int64_t pid);
+// wait_for, but if pid has not exited after `seconds` (polling WNOHANG), it
+// is killed with SIGKILL and a failed check says so; returns the status.
+// For waits that depend on a signal reaching a process, so a kernel that
+// misses it fails the check instead of hanging the test.
+int wait_or_kill(int64_t pid, uint64_t seconds, int line);
+#define WAIT_OR_KILL(pid, seconds) ::proctest::wait_or_kill(pid, seconds, __LINE__)
+
 // Waits for a helper and checks it exited 0 (its own checks passed).
 #define CHECK_HELPER_OK(pid)                         \
   do {                                               \

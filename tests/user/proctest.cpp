@@ -59,7 +59,14 @@ unsigned g_detail_count = 0;
 
 }  // namespace
 
-void count_check() { ++g_checks; }
+// A MAP_SHARED page the runner maps before forking a test: [0] is the line
+// of the latest check any process of the test started.
+volatile uint64_t* g_progress;
+
+void count_check(int line) {
+  ++g_checks;
+  if (g_progress) g_progress[0] = static_cast<uint64_t>(line);
+}
 int failures() { return g_failures; }
 
 void check_failed(int line, const char* expr, bool has_values, int64_t got, int64_t want) {
@@ -108,6 +115,25 @@ int wait_for(int64_t pid) {
     return INT32_MIN;
   }
   return status;
+}
+
+int wait_or_kill(int64_t pid, uint64_t seconds, int line) {
+  const uint64_t t0 = now_ns();
+  int status = 0;
+  for (;;) {
+    const int64_t r = wait4(pid, &status, WNOHANG);
+    if (r == pid) return status;
+    if (r != 0) {
+      check_failed(line, "wait4(pid, WNOHANG) failed", true, r, pid);
+      return INT32_MIN;
+    }
+    if (now_ns() - t0 > seconds * 1000000000ull) break;
+    sched_yield();
+  }
+  check_failed(line, "the process did not exit in time (killed with SIGKILL)", true, static_cast<int64_t>(seconds),
+               0);
+  kill(pid, SIGKILL);
+  return wait_for(pid);
 }
 
 int wait_status_of(void (*fn)(void*), void* arg) {
@@ -177,6 +203,7 @@ unsigned reap_orphans() {
 bool run_test(const Test& t) {
   printf("proctest: %s ...\n", t.name);
   const uint64_t t0 = now_ns();
+  if (g_progress) g_progress[0] = 0;
   int64_t pid = fork();
   if (pid == 0) run_in_test_process(t);
   if (pid < 0) {
@@ -218,10 +245,13 @@ bool run_test(const Test& t) {
       rec.boolean("crashed", true);
     if (WIFSIGNALED(status)) rec.i64("signal", WTERMSIG(status));
     if (exited) rec.i64("exit_code", code);
+    if (g_progress && g_progress[0]) rec.u64("last_check_line", g_progress[0]);
   }
   const bool pass = exited && code == 0 && !timed_out;
   const char* how = timed_out ? " (timed out, killed)" : WIFSIGNALED(status) ? " (killed by a signal)" : "";
   printf("proctest: [%s] %s%s, %lu ms\n", pass ? "ok" : "FAIL", t.name, how, ms);
+  if (!pass && g_progress && g_progress[0])
+    printf("proctest: %s: the last check started was at line %lu\n", t.name, g_progress[0]);
   reap_orphans();
   return pass;
 }
@@ -232,6 +262,29 @@ __attribute__((noinline)) void pretouch_stack() {
   volatile char area[64 * 1024];
   for (size_t i = 0; i < sizeof area; i += kPage) area[i] = 0;
   area[sizeof area - 1] = 0;
+}
+
+constexpr int kWarmUpProcesses = 40;
+
+// Forks n children that all block on one pipe until it closes, then reaps them.
+void warm_up(int n) {
+  int p[2];
+  if (pipe(p) != 0) return;
+  int started = 0;
+  for (; started < n; ++started) {
+    int64_t pid = fork();
+    if (pid < 0) break;
+    if (pid == 0) {
+      close(p[1]);
+      char c;
+      read(p[0], &c, 1);  // until EOF
+      exit_group(0);
+    }
+  }
+  close(p[0]);
+  close(p[1]);
+  int st;
+  while (started > 0 && wait4(-1, &st, 0) > 0) --started;
 }
 
 bool selected(const Test& t, int argc, char** argv) {
@@ -269,19 +322,18 @@ int main(int argc, char** argv, char** envp) {
   }
   printf("proctest: pid %ld, ppid %ld%s\n", getpid(), getppid(), g_opt.host ? ", on the host (Linux)" : "");
 
+  g_progress = static_cast<volatile uint64_t*>(map_anon(kPage, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS));
+  if (g_progress) g_progress[0] = 0;  // populated before any fork
+
   PvkCounters c;
   const bool have_counters = read_counters(&c) == 0;
   const uint64_t free_at_entry = c.free_frames;
 
-  // Warm up what the first fork and the runner's own stack allocate once
-  // (kernel caches such as pgd_cache=on), then take the baseline.
+  // Warm up what the runner's stack and the kernel's bounded caches hold
+  // once used (pgd_cache=on keeps freed roots): as many processes alive at
+  // once as the busiest test has (fork_tree: 31), then take the baseline.
   pretouch_stack();
-  if (int64_t pid = fork(); pid == 0) {
-    exit_group(0);
-  } else if (pid > 0) {
-    int st;
-    wait4(pid, &st, 0);
-  }
+  warm_up(kWarmUpProcesses);
   read_counters(&c);
   const uint64_t free_start = c.free_frames;
 
@@ -297,9 +349,11 @@ int main(int argc, char** argv, char** envp) {
   // Leak check: every test process has exited and been reaped; orphans that
   // are still running get a moment to finish.
   unsigned orphans = reap_orphans();
+  bool orphans_running = false;
   for (int i = 0; i < 100; ++i) {
     int st;
     int64_t r = wait4(-1, &st, WNOHANG);
+    orphans_running = r == 0;
     if (r == -ECHILD) break;
     if (r > 0) ++orphans;
     sched_yield();
@@ -313,6 +367,8 @@ int main(int argc, char** argv, char** envp) {
     r.u64("free_frames_entry", free_at_entry).u64("free_frames_start", free_start).u64("free_frames_end", free_end);
     r.i64("leaked_frames", static_cast<int64_t>(free_start) - static_cast<int64_t>(free_end));
     r.u64("orphans_reaped", orphans);
+    // A test's helper that outlived it (and holds frames) is the test's bug.
+    if (orphans_running) r.boolean("orphans_running", true);
     if (pass)
       ++passed;
     else

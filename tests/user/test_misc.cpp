@@ -64,7 +64,7 @@ void test_efault() {
       pvk::format(what, sizeof what, "%s with a %s pointer", call, b.what);
       check_failed(line, what, true, r, -EFAULT);
     }
-    count_check();
+    count_check(line);
     efaults += ok;
   };
 
