@@ -218,8 +218,38 @@ ErrorOr<uint64_t> AddressSpace::mmap(uint64_t addr, uint64_t len, uint32_t prot,
     if (addr + size > abi::kUserStackTop - abi::kUserStackPages * kPageSize) return Errno::ENOMEM;
   }
   TRY(add_vma(Vma{addr, addr + size, prot, flags}));
+  if (flags & vm::Shared) {
+    // Shared anonymous memory has no backing object to fault pages in from:
+    // every sharer must see the same frames, so they exist from the start.
+    if (auto r = populate_shared(addr, size, prot); r.is_error()) {
+      must(munmap(addr, size), "undo shared mmap");
+      return r.error();
+    }
+  }
   merge_neighbours();
   return addr;
+}
+
+ErrorOr<void> AddressSpace::populate_shared(uint64_t addr, uint64_t size, uint32_t prot) {
+  Pfn batch[64];
+  for (uint64_t va = addr; va < addr + size;) {
+    unsigned n = 0;
+    for (; n < 64 && va + n * kPageSize < addr + size; ++n) {
+      auto f = frames().try_alloc();
+      if (f.is_error()) {
+        while (n--) frames().must_free(batch[n]);
+        return f.error();
+      }
+      batch[n] = f.value();
+      memset(phys_to_virt(batch[n]), 0, kPageSize);
+    }
+    if (auto r = map_frames(va, batch, n, prot); r.is_error()) {
+      while (n--) frames().must_free(batch[n]);
+      return r.error();
+    }
+    va += n * kPageSize;
+  }
+  return {};
 }
 
 ErrorOr<void> AddressSpace::munmap(uint64_t addr, uint64_t len) {

@@ -72,6 +72,7 @@ class AddressSpace {
   ErrorOr<void> add_vma(const Vma& v);
   ErrorOr<void> carve(uint64_t start, uint64_t end);  // split VMAs at both ends
   void merge_neighbours();  // join touching VMAs with equal rights and kind
+  ErrorOr<void> populate_shared(uint64_t addr, uint64_t size, uint32_t prot);
   ErrorOr<void> unmap_pages(uint64_t start, uint64_t end);
 
   Pfn root_{};

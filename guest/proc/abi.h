@@ -56,6 +56,8 @@ inline constexpr uint64_t MAP_FAILED = ~uint64_t{0};
 enum Signal : int { SIGKILL = 9, SIGSEGV = 11, SIGFPE = 8, SIGPIPE = 13, SIGTERM = 15, SIGCHLD = 17, SIGUSR1 = 10 };
 inline constexpr int kNumSignals = 64;
 inline constexpr uint64_t SA_RESTORER = 0x04000000;
+inline constexpr uint64_t SA_NODEFER = 0x40000000;  // the signal is not blocked while its handler runs
+inline constexpr uint64_t SA_RESETHAND = 0x80000000;  // the handler is reset to SIG_DFL on delivery
 inline constexpr uint64_t SIG_DFL = 0, SIG_IGN = 1;
 struct KernelSigaction {
   uint64_t handler;   // void (*)(int), or SIG_DFL / SIG_IGN

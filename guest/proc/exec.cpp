@@ -68,38 +68,45 @@ ErrorOr<void> load_segment(AddressSpace& as, const uint8_t* image, size_t image_
   return {};
 }
 
-// argc, argv[], NULL, envp NULL, auxv AT_NULL, then the strings — in the
-// top page of the stack, filled through the physmap before it is mapped.
-ErrorOr<uint64_t> build_stack(AddressSpace& as, const char* const* argv) {
+// argc, argv[], NULL, envp[], NULL, auxv AT_NULL, then the strings — in
+// the top page of the stack, filled through the physmap before it is mapped.
+ErrorOr<uint64_t> build_stack(AddressSpace& as, const char* const* argv, const char* const* envp) {
   const uint64_t top = abi::kUserStackTop;
   TRY(as.mmap(top - abi::kUserStackPages * kPageSize, abi::kUserStackPages * kPageSize, vm::Read | vm::Write,
               vm::Stack, /*fixed=*/true));
   const Pfn page = TRY(frames().try_alloc());
   uint8_t* mem = phys_to_virt<uint8_t>(page);
   memset(mem, 0, kPageSize);
-  constexpr unsigned kMaxArgs = 32;
-  uint64_t ptrs[kMaxArgs];
-  unsigned argc = 0;
+  constexpr unsigned kMaxStrings = 64;
+  uint64_t ptrs[kMaxStrings];
+  unsigned count[2] = {0, 0};
   uint64_t strings = kPageSize;  // offset within the page, growing down
-  for (; argv && argv[argc]; ++argc) {
-    const size_t len = strlen(argv[argc]) + 1;
-    if (argc == kMaxArgs || strings < len + 512) {
-      frames().must_free(page);
-      return Errno::E2BIG;
+  const char* const* lists[2] = {argv, envp};
+  unsigned n = 0;
+  for (unsigned l = 0; l < 2; ++l) {
+    for (unsigned i = 0; lists[l] && lists[l][i]; ++i, ++n, ++count[l]) {
+      const size_t len = strlen(lists[l][i]) + 1;
+      if (n == kMaxStrings || strings < len + 8 * (kMaxStrings + 8)) {
+        frames().must_free(page);
+        return Errno::E2BIG;
+      }
+      strings -= len;
+      memcpy(mem + strings, lists[l][i], len);
+      ptrs[n] = top - kPageSize + strings;
     }
-    strings -= len;
-    memcpy(mem + strings, argv[argc], len);
-    ptrs[argc] = top - kPageSize + strings;
   }
-  uint64_t sp = align_down(strings, 16) - 8 * (argc + 5);
+  const unsigned argc = count[0], envc = count[1];
+  uint64_t sp = align_down(strings, 16) - 8 * (argc + envc + 5);
   sp = align_down(sp, 16);
   auto* words = reinterpret_cast<uint64_t*>(mem + sp);
-  words[0] = argc;
-  for (unsigned i = 0; i < argc; ++i) words[1 + i] = ptrs[i];
-  words[1 + argc] = 0;      // argv terminator
-  words[2 + argc] = 0;      // empty environment
-  words[3 + argc] = AT_NULL;  // auxv
-  words[4 + argc] = 0;
+  unsigned w = 0;
+  words[w++] = argc;
+  for (unsigned i = 0; i < argc; ++i) words[w++] = ptrs[i];
+  words[w++] = 0;  // argv terminator
+  for (unsigned i = 0; i < envc; ++i) words[w++] = ptrs[argc + i];
+  words[w++] = 0;        // envp terminator
+  words[w++] = AT_NULL;  // auxv
+  words[w++] = 0;
   if (auto r = as.map_frames(top - kPageSize, &page, 1, vm::Read | vm::Write); r.is_error()) {
     frames().must_free(page);
     return r.error();
@@ -107,7 +114,8 @@ ErrorOr<uint64_t> build_stack(AddressSpace& as, const char* const* argv) {
   return top - kPageSize + sp;
 }
 
-ErrorOr<uint64_t> load(AddressSpace& as, const PvkEmbeddedProgram& prog, const char* const* argv) {
+ErrorOr<uint64_t> load(AddressSpace& as, const PvkEmbeddedProgram& prog, const char* const* argv,
+                       const char* const* envp) {
   const size_t size = static_cast<size_t>(prog.end - prog.start);
   if (size < sizeof(Elf64_Ehdr)) return Errno::ENOEXEC;
   Elf64_Ehdr eh;
@@ -126,16 +134,16 @@ ErrorOr<uint64_t> load(AddressSpace& as, const PvkEmbeddedProgram& prog, const c
     if (end > heap) heap = end;
   }
   as.set_brk_base(heap);
-  return build_stack(as, argv);
+  return build_stack(as, argv, envp);
 }
 
 }  // namespace
 
-ErrorOr<void> exec_program(Process& p, const char* name, const char* const* argv) {
+ErrorOr<void> exec_program(Process& p, const char* name, const char* const* argv, const char* const* envp) {
   const PvkEmbeddedProgram* prog = find_program(name);
   if (!prog) return Errno::ENOENT;
   AddressSpace* as = TRY(AddressSpace::try_create());
-  auto sp = load(*as, *prog, argv);
+  auto sp = load(*as, *prog, argv, envp);
   if (sp.is_error()) {
     must(as->destroy(), "destroy failed exec space");
     return sp.error();

@@ -7,7 +7,7 @@ namespace pvk {
 struct Process;
 
 // Replaces p's address space with the named program and sets its user
-// frame to the entry point, argv on the stack. On error p is unchanged.
-ErrorOr<void> exec_program(Process& p, const char* name, const char* const* argv);
+// frame to the entry point, argv and envp on the stack. On error p is unchanged.
+ErrorOr<void> exec_program(Process& p, const char* name, const char* const* argv, const char* const* envp);
 
 }  // namespace pvk

@@ -95,7 +95,7 @@ ErrorOr<uint64_t> file_read(File* f, uint64_t user_buf, uint64_t len) {
       Pipe* p = f->pipe;
       while (!p->count) {
         if (!p->writers) return uint64_t{0};
-        if (signal_pending_fatal(*current())) return Errno::EINTR;
+        if (signal_interrupts(*current())) return Errno::EINTR;
         sleep_on(p);
       }
       uint64_t done = 0;
@@ -139,7 +139,7 @@ ErrorOr<uint64_t> file_write(File* f, uint64_t user_buf, uint64_t len) {
           return partial(done, Errno::EPIPE);
         }
         if (p->count == Pipe::kSize) {
-          if (signal_pending_fatal(*current())) return partial(done, Errno::EINTR);
+          if (signal_interrupts(*current())) return partial(done, Errno::EINTR);
           wake_all(p);
           sleep_on(p);
           continue;

@@ -122,12 +122,27 @@ void on_timer_tick(bool from_user) {
   if (from_user && g_current && g_current->state == ProcState::Runnable) schedule();
 }
 
-bool signal_pending_fatal(const Process& p) { return p.pending & sig_bit(abi::SIGKILL); }
+namespace {
+// Would delivering sig do anything (run a handler or kill)?
+bool acts(const Process& p, int sig) {
+  if (sig == abi::SIGKILL) return true;
+  if (p.blocked & sig_bit(sig)) return false;
+  const uint64_t h = p.actions[sig].handler;
+  return h != abi::SIG_IGN && !(h == abi::SIG_DFL && default_ignored(sig));
+}
+}  // namespace
+
+bool signal_interrupts(const Process& p) {
+  for (uint64_t pending = p.pending; pending; pending &= pending - 1)
+    if (acts(p, __builtin_ctzll(pending) + 1)) return true;
+  return false;
+}
 
 void send_signal(Process& p, int sig) {
   if (sig <= 0 || sig > abi::kNumSignals) return;
   p.pending |= sig_bit(sig);
-  if (sig == abi::SIGKILL && p.state == ProcState::Blocked) p.state = ProcState::Runnable, p.wait_on = nullptr;
+  // A blocked call returns EINTR so the signal is seen on the way out.
+  if (p.state == ProcState::Blocked && acts(p, sig)) p.state = ProcState::Runnable, p.wait_on = nullptr;
 }
 
 void raise_fault_signal(int sig) {
@@ -158,13 +173,16 @@ void prepare_return_to_user(TrapFrame& f) {
     }
     if (a.handler == abi::SIG_IGN) continue;
     SigFrame sf{f, p.blocked};
+    const abi::KernelSigaction action = a;
+    if (a.flags & abi::SA_RESETHAND) p.actions[sig].handler = abi::SIG_DFL;
     const uint64_t frame_at = align_down(f.rsp - 128 - sizeof(SigFrame), 16) - 8;  // skip the red zone
-    const uint64_t restorer = a.restorer;
+    const uint64_t restorer = action.restorer;
     if (copy_to_user(frame_at + 8, &sf, sizeof sf).is_error() || copy_to_user(frame_at, &restorer, 8).is_error())
       do_exit(abi::wait_signaled(abi::SIGSEGV));
-    p.blocked |= a.mask | sig_bit(sig);
+    p.blocked |= action.mask | ((action.flags & abi::SA_NODEFER) ? 0 : sig_bit(sig));
+    p.blocked &= ~sig_bit(abi::SIGKILL);
     f.rsp = frame_at;
-    f.rip = a.handler;
+    f.rip = action.handler;
     f.rdi = static_cast<uint64_t>(sig);
     f.rax = 0;
     break;  // one handler at a time; the rest wait for its sigreturn
@@ -249,18 +267,19 @@ ErrorOr<int> do_wait(int pid, uint64_t user_status, int options) {
     }
     if (!have_child) return Errno::ECHILD;
     if (options & abi::WNOHANG) return 0;
-    if (signal_pending_fatal(self)) return Errno::EINTR;
+    if (signal_interrupts(self)) return Errno::EINTR;
     sleep_on(&self);
   }
 }
 
 ErrorOr<int> start_init(const char* program) {
+  const char* envp[] = {nullptr};
   Process* p = alloc_process();
   if (!p) return Errno::EAGAIN;
   for (int fd = 0; fd < 3; ++fd) p->fds[fd] = console_file();
   const char* argv[] = {program, nullptr};
   g_current = p;  // exec works on the current process
-  if (auto r = exec_program(*p, program, argv); r.is_error()) {
+  if (auto r = exec_program(*p, program, argv, envp); r.is_error()) {
     release_resources(*p);
     p->state = ProcState::Free;
     g_current = nullptr;

@@ -48,7 +48,8 @@ ErrorOr<int> start_init(const char* program);  // pid 1; returns when init exits
 ErrorOr<int> do_fork();
 [[noreturn]] void do_exit(int wait_status);
 Process* find_process(int pid);
-bool signal_pending_fatal(const Process& p);
+// A signal is waiting that should cut a blocking call short (EINTR).
+bool signal_interrupts(const Process& p);
 
 // Called on every way back to user mode: deliver signals, maybe reschedule.
 void prepare_return_to_user(TrapFrame& f);

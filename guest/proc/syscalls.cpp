@@ -122,23 +122,31 @@ int64_t sys_kill(const Args& a) {
   return 0;
 }
 
+// Copies a NULL-terminated array of user strings into kernel storage.
+ErrorOr<unsigned> strings_from_user(uint64_t user_array, char (*store)[128], unsigned cap, const char** out) {
+  unsigned n = 0;
+  for (; user_array; ++n) {
+    uint64_t ptr;
+    TRY(copy_from_user(&ptr, user_array + n * 8, 8));
+    if (!ptr) break;
+    if (n == cap) return Errno::E2BIG;
+    TRY(string_from_user(store[n], ptr, sizeof store[n]));
+    out[n] = store[n];
+  }
+  out[n] = nullptr;
+  return n;
+}
+
 int64_t sys_execve(TrapFrame&, const Args& a) {
   char path[64];
   if (auto r = string_from_user(path, a[0], sizeof path); r.is_error()) return result(r.error());
   constexpr unsigned kMaxArgs = 16;
-  static char strings[kMaxArgs][128];
-  const char* argv[kMaxArgs + 1] = {};
-  unsigned argc = 0;
-  for (; a[1]; ++argc) {
-    uint64_t ptr;
-    if (auto r = copy_from_user(&ptr, a[1] + argc * 8, 8); r.is_error()) return result(r.error());
-    if (!ptr) break;
-    if (argc == kMaxArgs) return result(Errno::E2BIG);
-    if (auto r = string_from_user(strings[argc], ptr, sizeof strings[argc]); r.is_error()) return result(r.error());
-    argv[argc] = strings[argc];
-  }
-  argv[argc] = nullptr;
-  if (auto r = exec_program(*current(), path, argv); r.is_error()) return result(r.error());
+  static char arg_store[kMaxArgs][128], env_store[kMaxArgs][128];
+  const char* argv[kMaxArgs + 1];
+  const char* envp[kMaxArgs + 1];
+  if (auto r = strings_from_user(a[1], arg_store, kMaxArgs, argv); r.is_error()) return result(r.error());
+  if (auto r = strings_from_user(a[2], env_store, kMaxArgs, envp); r.is_error()) return result(r.error());
+  if (auto r = exec_program(*current(), path, argv, envp); r.is_error()) return result(r.error());
   return static_cast<int64_t>(current()->frame()->rax);  // the new image's rax (0)
 }
 
@@ -147,6 +155,8 @@ int64_t sys_wait4(const Args& a) {
 }
 
 int64_t sys_clock_gettime(const Args& a) {
+  constexpr uint64_t kLastClock = 7;  // CLOCK_REALTIME..CLOCK_BOOTTIME: all read the boot-relative TSC
+  if (a[0] > kLastClock) return result(Errno::EINVAL);
   const uint64_t ns = tsc_to_ns(cpu::rdtsc() - g_boot_tsc);
   abi::Timespec ts{static_cast<int64_t>(ns / 1000000000), static_cast<int64_t>(ns % 1000000000)};
   return result(copy_to_user(a[1], &ts, sizeof ts));
