@@ -131,10 +131,11 @@ extern "C" void pvk_sigreturn_restorer();
 int64_t sigaction(int sig, void (*handler)(int), uint64_t extra_flags = 0, uint64_t mask = 0);
 int64_t sigaction(int sig, uint64_t handler_or_sig_dfl_ign, uint64_t extra_flags = 0, uint64_t mask = 0);
 
-// Linux's SA_NODEFER (not in abi.h yet): the signal is not blocked while
-// its handler runs. Needed by a handler that leaves with longjmp, which never
-// reaches rt_sigreturn to unblock it (there is no sigprocmask).
-inline constexpr uint64_t SA_NODEFER = 0x40000000;
+// Linux's SA_NODEFER (abi.h's SA_NODEFER once it has it): the signal is not
+// blocked while its handler runs. Needed by a handler that leaves with
+// longjmp, which never reaches rt_sigreturn to unblock it (there is no
+// sigprocmask). Named apart so it cannot clash with abi.h's.
+inline constexpr uint64_t kSaNodefer = 0x40000000;
 
 // setjmp/longjmp over callee-saved registers, %rsp and %rip (asm.S), so a
 // SIGSEGV/SIGFPE handler can escape a faulting instruction. Locals changed

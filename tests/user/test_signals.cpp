@@ -79,7 +79,7 @@ void test_mprotect_segv() {
 
   // Escaping the fault: the handler longjmps out, three times (SA_NODEFER:
   // see test_sigfpe).
-  CHECK_EQ(sigaction(SIGSEGV, escape_handler, SA_NODEFER), 0);
+  CHECK_EQ(sigaction(SIGSEGV, escape_handler, kSaNodefer), 0);
   CHECK_EQ(mprotect(region + kWords, kPage, PROT_READ), 0);
   volatile int escaped = 0;
   for (int i = 0; i < 3; ++i) {
@@ -121,7 +121,7 @@ void fpe_handler(int sig) {
 // on Linux): a handler that longjmps never reaches rt_sigreturn, so without
 // it SIGFPE would stay blocked and the next division would kill.
 void test_sigfpe() {
-  CHECK_EQ(sigaction(SIGFPE, fpe_handler, SA_NODEFER), 0);
+  CHECK_EQ(sigaction(SIGFPE, fpe_handler, kSaNodefer), 0);
   constexpr int kRounds = 5;
   volatile int escaped = 0;
   for (int i = 0; i < kRounds; ++i) {
