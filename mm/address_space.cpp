@@ -91,8 +91,8 @@ ErrorOr<void> drain_root_cache() {
 }
 
 PteFlags leaf_flags(uint32_t prot) {
-  uint64_t bits = pte_bit::Present;
-  if (prot) bits |= pte_bit::User;  // PROT_NONE: present but kernel-only
+  // PROT_NONE: not present, frame kept (ProtNone), so every access faults.
+  uint64_t bits = pte_bit::User | (prot ? pte_bit::Present : pte_bit::ProtNone);
   if (prot & vm::Write) bits |= pte_bit::Write;
   if (!(prot & vm::Exec)) bits |= pte_bit::Nx;
   return PteFlags{bits};
@@ -280,7 +280,7 @@ ErrorOr<void> AddressSpace::mprotect(uint64_t addr, uint64_t len, uint32_t prot)
   for (unsigned i = 0; i < count_; ++i)
     if (vmas_[i].start >= addr && vmas_[i].end <= end) vmas_[i].prot = prot;
   const PteFlags want = leaf_flags(prot);
-  const uint64_t managed = pte_bit::User | pte_bit::Write | pte_bit::Nx;
+  const uint64_t managed = pte_bit::Present | pte_bit::ProtNone | pte_bit::Write | pte_bit::Nx;
   merge_neighbours();
   MmuBatch batch(root_);
   auto r = g_mmu.range.protect(root_, VirtAddr{addr}, (end - addr) >> kPageShift, PteFlags{want.bits & managed},

@@ -23,7 +23,7 @@ class PageWalk {
       const VirtAddr v = va + i * kPageSize;
       Pte* l1 = TRY(table_for(root, v, Alloc::Yes));
       for (unsigned idx = index_at(v, Level::L1); idx < kEntriesPerTable && i < pages; ++idx, ++i) {
-        if (present(l1[idx])) return Errno::EEXIST;
+        if (mapped(l1[idx])) return Errno::EEXIST;
         // A not-present entry is never cached in the TLB: no flush needed.
         TRY(P::store(&l1[idx], P::make(src.at(i), flags), Level::L1));
       }
@@ -45,7 +45,7 @@ class PageWalk {
       }
       Pte* l1 = table.value();
       for (unsigned idx = first; idx < kEntriesPerTable && i < pages; ++idx, ++i) {
-        if (!present(l1[idx])) continue;
+        if (!mapped(l1[idx])) continue;
         const Pte old = P::modify_prot_start(&l1[idx]);
         Pte updated{(old.raw | set.bits) & ~clear.bits};
         // A shared (copy-on-write) frame stays read-only whatever the new
@@ -85,7 +85,7 @@ class PageWalk {
         if (old.none()) continue;
         TRY(P::store(&l1[idx], Pte{}, Level::L1));
         const VirtAddr at = va + (i + (idx - first)) * kPageSize;
-        if (present(old)) {
+        if (mapped(old)) {
           batch.invalidate(at);
           if (visit.fn) visit.fn(visit.ctx, at, old);
         }
@@ -118,7 +118,7 @@ class PageWalk {
   static ErrorOr<Pte> lookup(Pfn root, VirtAddr va) {
     Pte* l1 = TRY(table_for(root, va, Alloc::No));
     const Pte e = l1[index_at(va, Level::L1)];
-    if (!present(e)) return Errno::ENOENT;
+    if (!mapped(e)) return Errno::ENOENT;
     return e;
   }
 
@@ -130,7 +130,7 @@ class PageWalk {
   static ErrorOr<void> remap(Pfn root, VirtAddr va, Pfn pfn, PteFlags flags, MmuBatch& batch) {
     Pte* l1 = TRY(table_for(root, va, Alloc::Yes));
     Pte* slot = &l1[index_at(va, Level::L1)];
-    const bool was_present = present(*slot);
+    const bool was_present = mapped(*slot);
     TRY(P::store(slot, P::make(pfn, flags), Level::L1));
     if (was_present) batch.invalidate(va);
     return {};
@@ -152,7 +152,7 @@ class PageWalk {
       Pte* dst = nullptr;  // the child's table, created on the first present leaf
       for (unsigned idx = first; idx < first + in_table; ++idx) {
         Pte e = src[idx];
-        if (!present(e)) continue;
+        if (!mapped(e)) continue;
         if (!dst) dst = TRY(table_for(child, v, Alloc::Yes));
         if (mode == ForkMode::CopyOnWrite && (e.raw & pte_bit::Write)) {
           // Write-protect the parent's leaf: the hot loop of fork after
@@ -192,6 +192,16 @@ class PageWalk {
   static uint64_t min(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
   // pte=attrs reads flag bits inline; pte=flags asks the backend each time.
+  // A leaf that holds a frame: present, or made inaccessible by PROT_NONE
+  // (not present, frame kept, marked ProtNone — Xen PV cannot express
+  // "kernel-only" for user pages, so inaccessible must mean not present).
+  static bool mapped(Pte e) {
+    if constexpr (Access == PteAccess::Flags)
+      return g_mmu.pte_flags(e).bits & (pte_bit::Present | pte_bit::ProtNone);
+    else
+      return e.raw & (pte_bit::Present | pte_bit::ProtNone);
+  }
+
   static bool present(Pte e) {
     if constexpr (Access == PteAccess::Flags)
       return g_mmu.pte_flags(e).has(pte_bit::Present);

@@ -34,6 +34,8 @@ inline constexpr uint64_t Soft0 = uint64_t{1} << 9;  // available to software
 // mm's copy-on-write marker: the frame is shared; a write fault copies it
 // (or takes it over if it is the last reference). Never writable while set.
 inline constexpr uint64_t Cow = Soft0;
+// mm's PROT_NONE marker: the leaf is not present but still owns its frame.
+inline constexpr uint64_t ProtNone = uint64_t{1} << 10;
 inline constexpr uint64_t Nx = uint64_t{1} << 63;
 inline constexpr uint64_t FrameMask = 0x000ffffffffff000ull;
 inline constexpr uint64_t FlagMask = ~FrameMask;
