@@ -52,6 +52,21 @@ ErrorOr<Pfn> FrameAllocator::try_alloc() {
   return Errno::ENOMEM;  // unreachable while free_count_ is right
 }
 
+ErrorOr<Pfn> FrameAllocator::try_alloc_run(uint64_t count) {
+  if (!count) return Errno::EINVAL;
+  uint64_t run = 0;
+  for (uint64_t p = 0; p < max_pfn_; ++p) {
+    run = (bits_[p / 64] & bit(p)) ? run + 1 : 0;
+    if (run == count) {
+      const uint64_t first = p + 1 - count;
+      for (uint64_t q = first; q <= p; ++q) bits_[q / 64] &= ~bit(q);
+      free_count_ -= count;
+      return Pfn{first};
+    }
+  }
+  return Errno::ENOMEM;
+}
+
 ErrorOr<void> FrameAllocator::try_free(Pfn pfn) {
   uint64_t p = raw(pfn);
   if (p >= max_pfn_) return Errno::EINVAL;

@@ -29,6 +29,8 @@ class FrameAllocator {
   void reserve_range(Pfn first, uint64_t count);
 
   ErrorOr<Pfn> try_alloc();
+  // `count` physically contiguous frames (boot-time tables); ENOMEM if no run.
+  ErrorOr<Pfn> try_alloc_run(uint64_t count);
   Pfn must_alloc() { return must(try_alloc(), "frame allocation"); }
   // EINVAL for a frame outside the allocator or one that is already free
   // (a double free): the caller reports it, nothing is corrupted.

@@ -15,7 +15,6 @@ namespace {
 
 Pfn g_kernel_root{};
 Pfn g_frame_bitmap{};
-uint64_t g_refs_offset = 0;  // byte offset of the reference counts in the carve-out
 
 bool overlaps(MemRange a, uint64_t first, uint64_t count) {
   return raw(a.first) < first + count && first < raw(a.first) + a.count;
@@ -35,15 +34,16 @@ ErrorOr<void> init_frames(const BootInfo& info) {
   for (unsigned i = 0; i < info.ram_ranges; ++i)
     if (raw(info.ram[i].first) + info.ram[i].count > max_pfn) max_pfn = raw(info.ram[i].first) + info.ram[i].count;
   if (!max_pfn) return Errno::ENOMEM;
-  // One carve-out holds the allocator's bitmap and the frame reference counts.
-  const uint64_t bitmap_bytes = align_up(FrameAllocator::words_for(max_pfn) * 8, 64);
-  const uint64_t bitmap_pages = align_up(bitmap_bytes + max_pfn * sizeof(uint16_t), kPageSize) >> kPageShift;
+  // Only the bitmap comes first (it must sit where the early map reaches);
+  // the reference counts follow once the physmap covers all of RAM.
+  const uint64_t bitmap_pages = align_up(FrameAllocator::words_for(max_pfn) * 8, kPageSize) >> kPageShift;
 
   // The bitmap goes in the first RAM run that avoids every reserved range.
   uint64_t bitmap_first = 0;
   bool placed = false;
   for (unsigned i = 0; i < info.ram_ranges && !placed; ++i) {
-    for (uint64_t cand = raw(info.ram[i].first); cand + bitmap_pages <= raw(info.ram[i].first) + info.ram[i].count;) {
+    for (uint64_t cand = raw(info.ram[i].first);
+         cand + bitmap_pages <= raw(info.ram[i].first) + info.ram[i].count && cand + bitmap_pages <= info.early_physmap_pfns;) {
       bool clash = false;
       for (unsigned r = 0; r < info.reserved_ranges; ++r) {
         if (overlaps(info.reserved[r], cand, bitmap_pages)) {
@@ -67,8 +67,6 @@ ErrorOr<void> init_frames(const BootInfo& info) {
   for (unsigned i = 0; i < info.ram_ranges; ++i) TRY(fa.add_free_range(info.ram[i].first, info.ram[i].count));
   for (unsigned r = 0; r < info.reserved_ranges; ++r) fa.reserve_range(info.reserved[r].first, info.reserved[r].count);
   fa.reserve_range(Pfn{bitmap_first}, bitmap_pages);
-  frame_refs().init(reinterpret_cast<uint16_t*>(phys_to_virt<uint8_t>(Pfn{bitmap_first}) + bitmap_bytes), max_pfn);
-  g_refs_offset = bitmap_bytes;
   return {};
 }
 
@@ -149,7 +147,7 @@ ErrorOr<Pfn> build_kernel_space(const BootInfo& info) {
   TRY(g_mmu.load_root(root));
   g_physmap_offset = PVK_PHYSMAP_BASE;
   frames().relocate(phys_to_virt<uint64_t>(g_frame_bitmap));
-  frame_refs().relocate(reinterpret_cast<uint16_t*>(phys_to_virt<uint8_t>(g_frame_bitmap) + g_refs_offset));
+
   g_kernel_root = root;
   if (info.release_boot_root) TRY(g_mmu.release_pt_page(info.boot_root, Level::L4));
 
@@ -162,6 +160,12 @@ ErrorOr<Pfn> build_kernel_space(const BootInfo& info) {
     if (part.count) r = map_physmap(root, info, raw(part.first), part.count, batch);
   }
   TRY(finish_batch(batch, r));
+
+  // Reference counts for every frame, in a physically contiguous run (so
+  // the physmap gives one contiguous array), held for good.
+  const uint64_t ref_pages = align_up(frames().max_pfn() * sizeof(uint16_t), kPageSize) >> kPageShift;
+  const Pfn refs = TRY(frames().try_alloc_run(ref_pages));
+  frame_refs().init(phys_to_virt<uint16_t>(refs), frames().max_pfn());
   return root;
 }
 
