@@ -27,11 +27,12 @@ constexpr uint64_t kTimeSliceNs = 10'000'000;
 
 // init=: run the program as pid 1; the boot passes if it exits 0 and every
 // frame it and its descendants used came back.
-bool run_init(const char* program) {
+bool run_init(const char* const* argv) {
+  const char* program = argv[0];
   set_mm_policy({g_params.zero_page == Switch::On, g_params.pgd_cache == Switch::On});
   const uint64_t before = frames().free_count();
   g_platform->start_timer(kTimeSliceNs);
-  auto status = start_init(program);
+  auto status = start_init(argv);
   if (status.is_error()) {
     char line[128];
     format(line, sizeof line, "pvk: boot parameter 'init': cannot start '%s' (%s)", program, errno_name(status.error()));
@@ -119,7 +120,24 @@ void kernel_main(Platform& platform, BootInfo& info) {
 
   bool pass = true;
   if (g_params.selftest[0]) pass = run_selftests(g_params.selftest, /*dry_run=*/false);
-  if (g_params.init[0]) pass &= run_init(g_params.init);
+  if (g_params.init[0]) {
+    const char* argv[] = {g_params.init, nullptr};
+    pass &= run_init(argv);
+  } else if (g_params.bench[0]) {
+    // bench=A,B:k=v,... runs the benchmark driver with one argument per item.
+    static char items[sizeof g_params.bench];
+    memcpy(items, g_params.bench, sizeof items);
+    constexpr unsigned kMaxItems = 32;
+    const char* argv[kMaxItems + 2] = {"bench"};
+    unsigned argc = 1;
+    for (char* p = items; *p && argc <= kMaxItems;) {
+      argv[argc++] = p;
+      while (*p && *p != ',') ++p;
+      if (*p) *p++ = 0;
+    }
+    argv[argc] = nullptr;
+    pass &= run_init(argv);
+  }
 
   const uint64_t after = frames().free_count();
   Record("frames").u64("free_frames_before", baseline).u64("free_frames_after", after).boolean("leak", after != baseline);

@@ -272,14 +272,13 @@ ErrorOr<int> do_wait(int pid, uint64_t user_status, int options) {
   }
 }
 
-ErrorOr<int> start_init(const char* program) {
+ErrorOr<int> start_init(const char* const* argv) {
   const char* envp[] = {nullptr};
   Process* p = alloc_process();
   if (!p) return Errno::EAGAIN;
   for (int fd = 0; fd < 3; ++fd) p->fds[fd] = console_file();
-  const char* argv[] = {program, nullptr};
   g_current = p;  // exec works on the current process
-  if (auto r = exec_program(*p, program, argv, envp); r.is_error()) {
+  if (auto r = exec_program(*p, argv[0], argv, envp); r.is_error()) {
     release_resources(*p);
     p->state = ProcState::Free;
     g_current = nullptr;

@@ -44,7 +44,8 @@ void schedule();                     // run someone else if anyone is runnable
 void on_timer_tick(bool from_user);
 
 // Lifecycle.
-ErrorOr<int> start_init(const char* program);  // pid 1; returns when init exits with its code
+// Runs argv[0] as pid 1; returns its wait status when it exits.
+ErrorOr<int> start_init(const char* const* argv);
 ErrorOr<int> do_fork();
 [[noreturn]] void do_exit(int wait_status);
 Process* find_process(int pid);
