@@ -1,5 +1,7 @@
 // pvk-cli: the host command behind tools/pvk.
-//   run   boot the kernel once (native QEMU or Xen-in-QEMU) and judge the run
+//   run   boot the kernel once (native QEMU, Xen-in-QEMU as dom0, a domU made
+//         by xl on this Xen host or in a nested one, or through libvirt) and
+//         judge the run
 //   test  run the CTest suite (host tests and boot tests, native and Xen),
 //         in parallel unless the ctest arguments say otherwise
 // Exit status: 0 pass, 1 fail, 2 could not run at all.
@@ -59,6 +61,8 @@ struct RunArgs {
   fs::path kernel;  // empty: <build>/guest/pvk.elf
   fs::path xen_gz{pvk::default_xen_gz};
   bool quiet = false;
+  std::string via = "qemu";
+  std::string libvirt_uri;
 };
 
 int do_run(const Paths& paths, const RunArgs& args) {
@@ -73,7 +77,14 @@ int do_run(const Paths& paths, const RunArgs& args) {
   options.gdb = args.gdb;
   options.xen_gz = args.xen_gz;
   options.xen_cache_dir = paths.build_dir / "cache" / "xen-4.17";
+  options.dom0_cache_dir = paths.build_dir / "cache" / "xen-domu";
+  options.tools_dir = paths.source_dir / "tools";
+  options.via = args.via == "libvirt" ? pvk::Via::libvirt : pvk::Via::direct;
+  options.libvirt_uri = args.libvirt_uri;
   options.cancel = &cancelled;
+  options.note = [](std::string_view line) { fmt::print(stderr, "pvk: {}\n", line); };
+  if (options.via == pvk::Via::libvirt && args.gdb)
+    throw std::runtime_error("--gdb is for --via qemu (add a gdbstub to the domain XML instead)");
 
   if (args.gdb) {
     const char* what = options.platform == pvk::Platform::xen
@@ -96,6 +107,14 @@ int do_run(const Paths& paths, const RunArgs& args) {
     if (!args.quiet)
       fmt::print(stderr, "pvk: PASS ({}, {:.1f} s)\n", args.platform, result.elapsed.count() / 1000.0);
     return exit_pass;
+  }
+  // What was kept back (the nested dom0's console, libvirt's logs) may
+  // explain the failure.
+  if (!result.hidden_lines.empty()) {
+    fmt::print(stderr, "pvk: --- {} ---\n",
+               options.via == pvk::Via::libvirt ? "libvirt and QEMU logs" : "dom0 console (nested Xen host)");
+    for (const auto& line : result.hidden_lines) fmt::print(stderr, "{}\n", line);
+    fmt::print(stderr, "pvk: ---\n");
   }
   fmt::print(stderr, "pvk: FAIL: {}\n", result.reason);
   for (const auto& line : result.xen_trouble) fmt::print(stderr, "pvk:   {}\n", line);
@@ -149,11 +168,20 @@ int main(int argc, char** argv) {
   RunArgs run_args;
   CLI::App* run = app.add_subcommand("run", "boot the kernel once and report pass/fail");
   run->add_option("--platform", run_args.platform, "where to boot")
-      ->check(CLI::IsMember({"native", "xen"}))
+      ->check(CLI::IsMember({"native", "xen", "xl", "xen-domu"}))
+      ->capture_default_str()
+      ->description(
+          "where to boot: native (QEMU), xen (Xen in QEMU, pvk as dom0), xl (this machine is a Xen host's "
+          "dom0: pvk as a domU made by xl), xen-domu (a nested Xen host: Xen and a Linux dom0 in QEMU, "
+          "which runs the xl platform)");
+  run->add_option("--via", run_args.via, "how the machine is made: qemu (started by pvk) or libvirt (native only)")
+      ->check(CLI::IsMember({"qemu", "libvirt"}))
       ->capture_default_str();
+  run->add_option("--libvirt-uri", run_args.libvirt_uri,
+                  "libvirt connection for --via libvirt (default: start a private libvirtd for the run)");
   run->add_option("--append", run_args.params, "kernel command line, e.g. \"mmu=native selftest=mm\"");
   run->add_option("--timeout", run_args.timeout_s,
-                  "seconds before the run counts as hung; 0 = none (default 60 native, 300 xen)")
+                  "seconds before the run counts as hung; 0 = none (default 60 native, 300 xen and xl, 420 xen-domu)")
       ->check(CLI::NonNegativeNumber);
   run->add_flag("--gdb", run_args.gdb, "start paused with a gdb stub on :1234");
   run->add_option("--kernel", run_args.kernel, "kernel image (default <build>/guest/pvk.elf)");

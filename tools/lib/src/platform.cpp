@@ -8,6 +8,8 @@ std::string_view platform_name(Platform platform) {
   switch (platform) {
     case Platform::native: return "native";
     case Platform::xen: return "xen";
+    case Platform::xl: return "xl";
+    case Platform::xen_domu: return "xen-domu";
   }
   throw std::invalid_argument("unknown platform");
 }
@@ -15,11 +17,20 @@ std::string_view platform_name(Platform platform) {
 std::optional<Platform> parse_platform(std::string_view name) {
   if (name == "native") return Platform::native;
   if (name == "xen") return Platform::xen;
+  if (name == "xl") return Platform::xl;
+  if (name == "xen-domu") return Platform::xen_domu;
   return std::nullopt;
 }
 
 std::chrono::seconds default_timeout(Platform platform) {
-  return platform == Platform::xen ? std::chrono::seconds{300} : std::chrono::seconds{60};
+  switch (platform) {
+    case Platform::native: return std::chrono::seconds{60};
+    case Platform::xen: return std::chrono::seconds{300};
+    case Platform::xl: return std::chrono::seconds{300};
+    // Xen and a Linux dom0 boot first (about 20 s alone, on an idle machine).
+    case Platform::xen_domu: return std::chrono::seconds{420};
+  }
+  return std::chrono::seconds{300};
 }
 
 std::vector<std::string> qemu_argv(Platform platform, const QemuConfig& config) {

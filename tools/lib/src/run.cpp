@@ -1,40 +1,87 @@
 #include "pvk/run.hpp"
 
+#include "pvk/libvirt.hpp"
 #include "pvk/native.hpp"
 #include "pvk/process.hpp"
 #include "pvk/record.hpp"
 #include "pvk/verdict.hpp"
+#include "pvk/xen_domu.hpp"
+#include "pvk/xl.hpp"
 
 #include <fmt/format.h>
 
 #include <stdexcept>
+#include <system_error>
+
+#include <unistd.h>
 
 namespace pvk {
+namespace {
 
-RunResult run_kernel(const RunOptions& options, const ConsoleEcho& echo) {
-  if (!std::filesystem::is_regular_file(options.kernel))
-    throw std::runtime_error(fmt::format("kernel image {} not found (build target pvk_kernel)",
-                                         options.kernel.string()));
+namespace fs = std::filesystem;
 
+// Where the console lines of a run go: the echo, RunResult::lines and, for
+// pvk's own lines, the record parser.
+class Console {
+ public:
+  Console(RunResult& result, const ConsoleEcho& echo) : result_(result), echo_(echo) {}
+
+  // A line of pvk's console (records are parsed) or of the platform's own
+  // output that is shown with it (Xen, the xl driver).
+  void shown(std::string_view line) {
+    if (echo_) echo_(line);
+    result_.lines.emplace_back(line);
+    ConsoleLine parsed = parse_console_line(line);
+    if (parsed.kind == ConsoleLine::Kind::record) result_.records.push_back(std::move(parsed.record));
+    if (parsed.kind == ConsoleLine::Kind::malformed) result_.protocol_errors.push_back(std::move(parsed.error));
+  }
+  // Kept for the failure report only.
+  void hidden(std::string_view line) { result_.hidden_lines.emplace_back(line); }
+
+ private:
+  RunResult& result_;
+  const ConsoleEcho& echo_;
+};
+
+// The domU's share of the run's time when the xl driver has its own deadline:
+// it needs `margin` to boot dom0 (xen-domu) and to report after destroying
+// the domain.
+std::chrono::seconds domain_timeout(std::chrono::seconds run_timeout, std::chrono::seconds margin) {
+  if (run_timeout.count() == 0) return std::chrono::hours{24};
+  return std::max(std::chrono::seconds{10}, run_timeout - margin);
+}
+
+void judge(RunResult& result, const ProcessResult& exit, std::chrono::seconds timeout, bool stopped_by_platform) {
+  result.exit_code = exit.exit_code;
+  result.term_signal = exit.term_signal;
+  result.timed_out = exit.timed_out;
+  result.elapsed = exit.elapsed;
+  result.done = find_done_record(result.records);
+  const Verdict verdict =
+      decide({result.records, result.protocol_errors, result.timed_out, timeout, result.platform_exit});
+  result.pass = verdict.pass;
+  result.reason = verdict.reason;
+  // Only `cancel` stops a run the platform did not end; say so rather than
+  // blame the kernel for the exit that followed.
+  if (exit.stopped && !stopped_by_platform && !verdict.pass) result.reason = "run cancelled before the kernel finished";
+}
+
+// pvk in QEMU, natively or as Xen's dom0.
+RunResult run_qemu(const RunOptions& options, const ConsoleEcho& echo, std::chrono::seconds timeout) {
   QemuConfig qemu{options.qemu, options.kernel, options.params, options.gdb, {}};
   if (options.platform == Platform::xen) qemu.xen_image = xen_image(options.xen_gz, options.xen_cache_dir);
 
-  const std::chrono::seconds timeout = options.timeout.value_or(default_timeout(options.platform));
   ProcessOptions process;
   process.argv = qemu_argv(options.platform, qemu);
   process.timeout = timeout;
   process.cancel = options.cancel;
 
   RunResult result;
+  Console console(result, echo);
   std::optional<XenShutdown> xen_shutdown;
   XenTroubleLog xen_trouble;
   auto on_line = [&](std::string_view line) {
-    if (echo) echo(line);
-    result.lines.emplace_back(line);
-    ConsoleLine parsed = parse_console_line(line);
-    if (parsed.kind == ConsoleLine::Kind::record) result.records.push_back(std::move(parsed.record));
-    if (parsed.kind == ConsoleLine::Kind::malformed) result.protocol_errors.push_back(std::move(parsed.error));
-
+    console.shown(line);
     if (options.platform == Platform::xen) {
       xen_trouble.observe(line);
       // Xen only halts the CPU when dom0 powers off, and waits 5 s before
@@ -44,24 +91,179 @@ RunResult run_kernel(const RunOptions& options, const ConsoleEcho& echo) {
     return LineAction::keep_going;
   };
   const ProcessResult exit = run_process(process, on_line);
-
-  result.exit_code = exit.exit_code;
-  result.term_signal = exit.term_signal;
-  result.timed_out = exit.timed_out;
-  result.elapsed = exit.elapsed;
-  result.platform_exit =
-      options.platform == Platform::xen ? xen_exit(exit, xen_shutdown) : native_exit(exit);
-  result.done = find_done_record(result.records);
+  result.platform_exit = options.platform == Platform::xen ? xen_exit(exit, xen_shutdown) : native_exit(exit);
   result.xen_trouble = xen_trouble.lines();
-
-  const Verdict verdict = decide({result.records, result.protocol_errors, result.timed_out, timeout,
-                                  result.platform_exit});
-  result.pass = verdict.pass;
-  result.reason = verdict.reason;
-  // Only `cancel` stops a run without a Xen shutdown; say so rather than
-  // blame the kernel for the QEMU exit that followed.
-  if (exit.stopped && !xen_shutdown && !verdict.pass) result.reason = "run cancelled before the kernel finished";
+  judge(result, exit, timeout, xen_shutdown.has_value());
   return result;
+}
+
+// The xl driver's tagged output, wherever it runs; returns true once its
+// result line is in.
+struct XlOutput {
+  std::optional<XlResult> result;
+  void observe(std::string_view line, Console& console, std::vector<std::string>& trouble) {
+    if (auto text = xl_console_text(line)) {
+      console.shown(*text);
+      return;
+    }
+    console.shown(line);
+    if (is_xl_trouble(line)) trouble.emplace_back(line);
+    if (auto r = parse_xl_result(line)) result = r;
+  }
+};
+
+// If the driver gave the domain up at its own deadline, the run timed out.
+void note_driver_timeout(RunResult& result, const XlOutput& xl, std::chrono::seconds& timeout,
+                         std::chrono::seconds domain) {
+  if (xl.result && xl.result->shutdown == "timeout") {
+    result.timed_out = true;
+    timeout = domain;
+  }
+}
+
+fs::path driver_path(const RunOptions& options) {
+  const fs::path driver = options.tools_dir / xl_driver_path;
+  if (!fs::is_regular_file(driver))
+    throw std::runtime_error(fmt::format("xl driver {} not found (set the source directory)", driver.string()));
+  return driver;
+}
+
+// On a Xen host: the driver itself, as a child process.
+RunResult run_xl(const RunOptions& options, const ConsoleEcho& echo, std::chrono::seconds timeout) {
+  const std::chrono::seconds domain = domain_timeout(timeout, std::chrono::seconds{20});
+  ProcessOptions process;
+  process.argv = xl_driver_argv(driver_path(options), options.kernel, options.params, domain);
+  process.timeout = timeout;
+  process.cancel = options.cancel;
+  process.kill_grace = std::chrono::seconds{10};  // the driver destroys the domain on SIGTERM
+
+  RunResult result;
+  Console console(result, echo);
+  XlOutput xl;
+  const ProcessResult exit = run_process(process, [&](std::string_view line) {
+    xl.observe(line, console, result.xen_trouble);
+    return LineAction::keep_going;
+  });
+  result.platform_exit = xl_exit(xl.result, exit);
+  judge(result, exit, timeout, false);
+  std::chrono::seconds judged = timeout;
+  note_driver_timeout(result, xl, judged, domain);
+  if (result.timed_out && !exit.timed_out) {
+    const Verdict v = decide({result.records, result.protocol_errors, true, judged, result.platform_exit});
+    result.pass = v.pass;
+    result.reason = v.reason;
+  }
+  return result;
+}
+
+// Removes a file when the run is over, whatever happens.
+struct TempFile {
+  fs::path path;
+  ~TempFile() {
+    std::error_code ec;
+    fs::remove(path, ec);
+  }
+};
+
+// Xen in QEMU with a Linux dom0 that runs the xl driver.
+RunResult run_xen_domu(const RunOptions& options, const ConsoleEcho& echo, std::chrono::seconds timeout) {
+  const Dom0Image dom0 = dom0_image(options.tools_dir, options.dom0_cache_dir, options.note);
+  const std::chrono::seconds domain = domain_timeout(timeout, std::chrono::seconds{90});
+  static int runs = 0;
+  TempFile initrd{options.dom0_cache_dir / fmt::format("run-{}-{}.initrd", ::getpid(), ++runs)};
+  write_run_initrd(dom0, options.kernel, options.params, domain, initrd.path);
+
+  QemuConfig qemu{options.qemu, options.kernel, options.params, options.gdb, {}};
+  qemu.xen_image = xen_image(options.xen_gz, options.xen_cache_dir);
+  ProcessOptions process;
+  process.argv = xen_domu_argv(qemu, dom0, initrd.path);
+  process.timeout = timeout;
+  process.cancel = options.cancel;
+
+  RunResult result;
+  Console console(result, echo);
+  XlOutput xl;
+  XenTroubleLog xen_trouble;
+  std::optional<std::string> dom0_error;
+  std::optional<XenShutdown> xen_shutdown;
+  bool dom0_done = false;
+  const ProcessResult exit = run_process(process, [&](std::string_view line) {
+    if (line.starts_with("(XEN)")) {
+      console.shown(line);
+      xen_trouble.observe(line);
+      // dom0 itself died: nothing more will come.
+      if (auto s = parse_xen_shutdown(line); s && *s != XenShutdown::poweroff) {
+        xen_shutdown = s;
+        return LineAction::stop;
+      }
+      return LineAction::keep_going;
+    }
+    if (line.starts_with(xl_console_tag) || line.starts_with(xl_driver_tag)) {
+      xl.observe(line, console, result.xen_trouble);
+      return LineAction::keep_going;
+    }
+    if (line.starts_with(dom0_tag)) {
+      console.shown(line);
+      if (line.substr(dom0_tag.size()).starts_with("error")) {
+        dom0_error = std::string(line.substr(dom0_tag.size()));
+        return LineAction::stop;
+      }
+      // dom0 powers off next; its report is all we wait for.
+      if (line.substr(dom0_tag.size()).starts_with("pvk-xl exit")) {
+        dom0_done = true;
+        return LineAction::stop;
+      }
+      return LineAction::keep_going;
+    }
+    console.hidden(line);
+    return LineAction::keep_going;
+  });
+
+  for (const auto& line : xen_trouble.lines()) result.xen_trouble.push_back(line);
+  if (xl.result) {
+    result.platform_exit = xl_exit(xl.result, exit);
+  } else if (dom0_error) {
+    result.platform_exit = {ExitVerdict::none, fmt::format("the nested dom0 failed: {}", *dom0_error)};
+    result.xen_trouble.push_back(*dom0_error);
+  } else if (xen_shutdown) {
+    result.platform_exit = {ExitVerdict::none, "the nested dom0 crashed or rebooted before the xl driver reported"};
+  } else {
+    result.platform_exit = {ExitVerdict::none,
+                            exit.timed_out ? "the xl driver in the nested dom0 never reported"
+                                           : "QEMU exited before the xl driver in the nested dom0 reported"};
+  }
+  judge(result, exit, timeout, dom0_done || dom0_error || xen_shutdown);
+  std::chrono::seconds judged = timeout;
+  note_driver_timeout(result, xl, judged, domain);
+  if (result.timed_out && !exit.timed_out) {
+    const Verdict v = decide({result.records, result.protocol_errors, true, judged, result.platform_exit});
+    result.pass = v.pass;
+    result.reason = v.reason;
+  }
+  return result;
+}
+
+}  // namespace
+
+RunResult run_kernel(const RunOptions& options, const ConsoleEcho& echo) {
+  if (!fs::is_regular_file(options.kernel))
+    throw std::runtime_error(fmt::format("kernel image {} not found (build target pvk_kernel)",
+                                         options.kernel.string()));
+  const std::chrono::seconds timeout = options.timeout.value_or(default_timeout(options.platform));
+  if (options.via == Via::libvirt) {
+    if (options.platform != Platform::native)
+      throw std::runtime_error(fmt::format("--via libvirt runs the native platform only (got {}); for Xen see "
+                                           "tools/libvirt/pvk-xen.xml and the README",
+                                           platform_name(options.platform)));
+    return run_libvirt_native(options, echo, timeout);
+  }
+  switch (options.platform) {
+    case Platform::native:
+    case Platform::xen: return run_qemu(options, echo, timeout);
+    case Platform::xl: return run_xl(options, echo, timeout);
+    case Platform::xen_domu: return run_xen_domu(options, echo, timeout);
+  }
+  throw std::runtime_error("unknown platform");
 }
 
 }  // namespace pvk

@@ -13,7 +13,13 @@ namespace pvk {
 enum class Platform {
   native,  // plain QEMU machine, kernel entered through its PVH note
   xen,     // Xen 4.17 in QEMU, kernel as the initial PV domain (dom0)
+  xl,      // this machine is a Xen host's dom0: the kernel as a domU, made by `xl`
+  xen_domu,  // Xen 4.17 in QEMU with a Linux dom0 that runs the xl platform
 };
+
+// How the machine is made: QEMU (or xl) started by us, or a domain defined
+// through libvirt (native only, for now).
+enum class Via { direct, libvirt };
 
 std::string_view platform_name(Platform platform);
 std::optional<Platform> parse_platform(std::string_view name);

@@ -28,6 +28,15 @@ struct RunOptions {
   std::filesystem::path xen_gz{default_xen_gz};
   std::filesystem::path xen_cache_dir;  // where the decompressed Xen is kept
   const std::atomic<bool>* cancel = nullptr;  // see ProcessOptions::cancel
+  Via via = Via::direct;
+  // The source tree's tools/: the xl driver (xl, xen-domu), the dom0 image
+  // builder (xen-domu), the libvirt templates and private libvirtd (libvirt).
+  std::filesystem::path tools_dir;
+  std::filesystem::path dom0_cache_dir;  // xen-domu: where the dom0 image is kept
+  // libvirt: the connection URI; empty starts a private libvirtd for the run.
+  std::string libvirt_uri;
+  // Progress notes that are not console output (e.g. building the dom0 image).
+  std::function<void(std::string_view)> note;
 };
 
 struct RunResult {
@@ -39,6 +48,9 @@ struct RunResult {
   bool timed_out = false;
   std::vector<std::string> xen_trouble;  // Xen lines that indicate trouble
   std::vector<std::string> lines;        // all console output, in order
+  // Output that is not shown unless the run fails: dom0's console under
+  // xen-domu, libvirtd's and QEMU's logs under libvirt.
+  std::vector<std::string> hidden_lines;
   PlatformExit platform_exit;
   std::chrono::milliseconds elapsed{0};
   bool pass = false;
