@@ -1,57 +1,16 @@
-/* Memory probes that survive a fault: each faulting instruction has an
+/* Memory probes that survive a fault: the faulting instruction has an
  * .extable entry naming where to resume, and the fault handler jumps there
  * instead of reporting a crash. Used by selftests to prove a mapping is
- * read-only or gone, and later for copies from user memory (EFAULT).
+ * read-only or gone, and by wrpt to catch a page-table store Xen refused.
  *
  *   bool probe_read_u8(const void* p, uint8_t* out)
  *   bool probe_write_u8(void* p, uint8_t v)
  *   bool probe_read_u64(const void* p, uint64_t* out)
  *   bool probe_write_u64(void* p, uint64_t v)  */
+#include "guest/arch/extable.inc"
 
     .text
-    .global probe_read_u8
-probe_read_u8:
-1:  movb (%rdi), %al
-    movb %al, (%rsi)
-    mov $1, %eax
-    ret
-2:  xor %eax, %eax
-    ret
-    .pushsection .extable, "a"
-    .quad 1b, 2b
-    .popsection
-
-    .global probe_write_u8
-probe_write_u8:
-1:  movb %sil, (%rdi)
-    mov $1, %eax
-    ret
-2:  xor %eax, %eax
-    ret
-    .pushsection .extable, "a"
-    .quad 1b, 2b
-    .popsection
-
-    .global probe_read_u64
-probe_read_u64:
-1:  movq (%rdi), %rax
-    movq %rax, (%rsi)
-    mov $1, %eax
-    ret
-2:  xor %eax, %eax
-    ret
-    .pushsection .extable, "a"
-    .quad 1b, 2b
-    .popsection
-
-    /* bool probe_write_u64(void* p, uint64_t v) */
-    .global probe_write_u64
-probe_write_u64:
-1:  movq %rsi, (%rdi)
-    mov $1, %eax
-    ret
-2:  xor %eax, %eax
-    ret
-    .pushsection .extable, "a"
-    .quad 1b, 2b
-    .popsection
+    FAULT_FN probe_read_u8, "", "movb (%rdi), %al", "movb %al, (%rsi)"
+    FAULT_FN probe_write_u8, "", "movb %sil, (%rdi)", ""
+    FAULT_FN probe_read_u64, "", "movq (%rdi), %rax", "movq %rax, (%rsi)"
+    FAULT_FN probe_write_u64, "", "movq %rsi, (%rdi)", ""
