@@ -51,16 +51,24 @@ std::chrono::seconds domain_timeout(std::chrono::seconds run_timeout, std::chron
   return std::max(std::chrono::seconds{10}, run_timeout - margin);
 }
 
-void judge(RunResult& result, const ProcessResult& exit, std::chrono::seconds timeout, bool stopped_by_platform) {
+// `gave_up_after`: the xl driver destroyed the domain at its own deadline,
+// which is a timeout too. `with_platform_reason`: a failure the platform
+// reports (xl: the domain crashed) is added to the reason.
+void judge(RunResult& result, const ProcessResult& exit, std::chrono::seconds timeout, bool stopped_by_platform,
+           std::optional<std::chrono::seconds> gave_up_after = std::nullopt, bool with_platform_reason = false) {
   result.exit_code = exit.exit_code;
   result.term_signal = exit.term_signal;
-  result.timed_out = exit.timed_out;
+  result.timed_out = exit.timed_out || gave_up_after.has_value();
   result.elapsed = exit.elapsed;
   result.done = find_done_record(result.records);
+  const std::chrono::seconds judged = exit.timed_out ? timeout : gave_up_after.value_or(timeout);
   const Verdict verdict =
-      decide({result.records, result.protocol_errors, result.timed_out, timeout, result.platform_exit});
+      decide({result.records, result.protocol_errors, result.timed_out, judged, result.platform_exit});
   result.pass = verdict.pass;
   result.reason = verdict.reason;
+  if (with_platform_reason && !verdict.pass && result.platform_exit.verdict == ExitVerdict::fail &&
+      result.reason.find(result.platform_exit.description) == std::string::npos)
+    result.reason += "; " + result.platform_exit.description;
   // Only `cancel` stops a run the platform did not end; say so rather than
   // blame the kernel for the exit that followed.
   if (exit.stopped && !stopped_by_platform && !verdict.pass) result.reason = "run cancelled before the kernel finished";
@@ -112,13 +120,10 @@ struct XlOutput {
   }
 };
 
-// If the driver gave the domain up at its own deadline, the run timed out.
-void note_driver_timeout(RunResult& result, const XlOutput& xl, std::chrono::seconds& timeout,
-                         std::chrono::seconds domain) {
-  if (xl.result && xl.result->shutdown == "timeout") {
-    result.timed_out = true;
-    timeout = domain;
-  }
+// The driver's deadline, if it destroyed the domain when that ran out.
+std::optional<std::chrono::seconds> driver_gave_up(const XlOutput& xl, std::chrono::seconds domain) {
+  if (xl.result && xl.result->shutdown == "timeout") return domain;
+  return std::nullopt;
 }
 
 fs::path driver_path(const RunOptions& options) {
@@ -145,14 +150,7 @@ RunResult run_xl(const RunOptions& options, const ConsoleEcho& echo, std::chrono
     return LineAction::keep_going;
   });
   result.platform_exit = xl_exit(xl.result, exit);
-  judge(result, exit, timeout, false);
-  std::chrono::seconds judged = timeout;
-  note_driver_timeout(result, xl, judged, domain);
-  if (result.timed_out && !exit.timed_out) {
-    const Verdict v = decide({result.records, result.protocol_errors, true, judged, result.platform_exit});
-    result.pass = v.pass;
-    result.reason = v.reason;
-  }
+  judge(result, exit, timeout, false, driver_gave_up(xl, domain), true);
   return result;
 }
 
@@ -232,14 +230,7 @@ RunResult run_xen_domu(const RunOptions& options, const ConsoleEcho& echo, std::
                             exit.timed_out ? "the xl driver in the nested dom0 never reported"
                                            : "QEMU exited before the xl driver in the nested dom0 reported"};
   }
-  judge(result, exit, timeout, dom0_done || dom0_error || xen_shutdown);
-  std::chrono::seconds judged = timeout;
-  note_driver_timeout(result, xl, judged, domain);
-  if (result.timed_out && !exit.timed_out) {
-    const Verdict v = decide({result.records, result.protocol_errors, true, judged, result.platform_exit});
-    result.pass = v.pass;
-    result.reason = v.reason;
-  }
+  judge(result, exit, timeout, dom0_done || dom0_error || xen_shutdown, driver_gave_up(xl, domain), true);
   return result;
 }
 
