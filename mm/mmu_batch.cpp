@@ -27,9 +27,13 @@ void MmuBatch::invalidate(VirtAddr va) {
 }
 
 ErrorOr<void> MmuBatch::release_table(Pfn pfn, Level level) {
-  if (table_count_ == kMaxPendingTables) TRY(drain());
+  // A failed drain still makes room (it drops what it processed), so the
+  // new table is queued either way and the error is passed on.
+  ErrorOr<void> drained;
+  if (table_count_ == kMaxPendingTables) drained = drain();
+  if (table_count_ == kMaxPendingTables) return drained.is_error() ? drained : ErrorOr<void>(Errno::ENOMEM);
   tables_[table_count_++] = {pfn, level};
-  return {};
+  return drained;
 }
 
 ErrorOr<void> MmuBatch::drain() {
@@ -43,14 +47,21 @@ ErrorOr<void> MmuBatch::drain() {
   flush_all_ = false;
   page_count_ = 0;
   TRY(g_mmu.flush_lazy_mmu());
-  // Released from the back, each dropped from the list once done, so an
-  // error part-way never makes a retry release a table twice.
-  while (table_count_) {
-    const PendingTable t = tables_[table_count_ - 1];
-    TRY(g_mmu.release_pt_page(t.pfn, t.level));
-    --table_count_;
-    TRY(frames().try_free(t.pfn));
+  // In order. A table whose release fails is dropped from the list (it is
+  // reported, and freeing it would hand out a frame Xen still types as a
+  // table); the ones after it stay pending for the next drain, and none is
+  // ever released twice.
+  for (unsigned i = 0; i < table_count_;) {
+    const PendingTable t = tables_[i++];
+    auto released = g_mmu.release_pt_page(t.pfn, t.level);
+    if (!released.is_error()) released = frames().try_free(t.pfn);
+    if (released.is_error()) {
+      for (unsigned k = i; k < table_count_; ++k) tables_[k - i] = tables_[k];
+      table_count_ -= i;
+      return released;
+    }
   }
+  table_count_ = 0;
   return {};
 }
 

@@ -17,45 +17,33 @@ template <MmuPolicy P, PteAccess Access>
 class PageWalk {
  public:
   static ErrorOr<void> map(Pfn root, VirtAddr va, uint64_t pages, FrameSource src, PteFlags flags,
-                           MmuBatch& batch) {
-    uint64_t i = 0;
-    while (i < pages) {
-      const VirtAddr v = va + i * kPageSize;
-      Pte* l1 = TRY(table_for(root, v, Alloc::Yes));
-      for (unsigned idx = index_at(v, Level::L1); idx < kEntriesPerTable && i < pages; ++idx, ++i) {
-        if (mapped(l1[idx])) return Errno::EEXIST;
+                           MmuBatch&) {
+    return each_table(root, va, pages, Alloc::Yes, [&](Pte* l1, unsigned first, unsigned count, uint64_t i) -> ErrorOr<void> {
+      for (unsigned k = 0; k < count; ++k) {
+        if (mapped(l1[first + k])) return Errno::EEXIST;
         // A not-present entry is never cached in the TLB: no flush needed.
-        TRY(P::store(&l1[idx], P::make(src.at(i), flags), Level::L1));
+        TRY(P::store(&l1[first + k], P::make(src.at(i + k), flags), Level::L1));
       }
-    }
-    (void)batch;
-    return {};
+      return {};
+    });
   }
 
   static ErrorOr<void> protect(Pfn root, VirtAddr va, uint64_t pages, PteFlags set, PteFlags clear,
                                MmuBatch& batch) {
-    uint64_t i = 0;
-    while (i < pages) {
-      const VirtAddr v = va + i * kPageSize;
-      auto table = table_for(root, v, Alloc::No);
-      const unsigned first = index_at(v, Level::L1);
-      if (table.is_error()) {  // no L1 table here: nothing to protect in it
-        i += kEntriesPerTable - first;
-        continue;
-      }
-      Pte* l1 = table.value();
-      for (unsigned idx = first; idx < kEntriesPerTable && i < pages; ++idx, ++i) {
-        if (!mapped(l1[idx])) continue;
-        const Pte old = P::modify_prot_start(&l1[idx]);
+    return each_table(root, va, pages, Alloc::No, [&](Pte* l1, unsigned first, unsigned count, uint64_t i) -> ErrorOr<void> {
+      for (unsigned k = 0; k < count; ++k) {
+        Pte* slot = &l1[first + k];
+        if (!mapped(*slot)) continue;
+        const Pte old = P::modify_prot_start(slot);
         Pte updated{(old.raw | set.bits) & ~clear.bits};
         // A shared (copy-on-write) frame stays read-only whatever the new
         // protection: the write fault will give this mapping its own copy.
         if (updated.raw & pte_bit::Cow) updated.raw &= ~pte_bit::Write;
-        TRY(P::modify_prot_commit(&l1[idx], old, updated));
-        batch.invalidate(va + i * kPageSize);
+        TRY(P::modify_prot_commit(slot, old, updated));
+        batch.invalidate(va + (i + k) * kPageSize);
       }
-    }
-    return {};
+      return {};
+    });
   }
 
   static ErrorOr<void> unmap(Pfn root, VirtAddr va, uint64_t pages, UnmapVisitor visit, MmuBatch& batch) {
@@ -138,36 +126,26 @@ class PageWalk {
 
   static ErrorOr<void> fork_range(Pfn parent, Pfn child, VirtAddr va, uint64_t pages, ForkMode mode,
                                   MmuBatch& batch) {
-    uint64_t i = 0;
-    while (i < pages) {
-      const VirtAddr v = va + i * kPageSize;
-      const unsigned first = index_at(v, Level::L1);
-      const uint64_t in_table = min(pages - i, uint64_t{kEntriesPerTable - first});
-      auto from = table_for(parent, v, Alloc::No);
-      if (from.is_error()) {  // nothing mapped in this stretch of the parent
-        i += in_table;
-        continue;
-      }
-      Pte* src = from.value();
-      Pte* dst = nullptr;  // the child's table, created on the first present leaf
-      for (unsigned idx = first; idx < first + in_table; ++idx) {
-        Pte e = src[idx];
+    return each_table(parent, va, pages, Alloc::No, [&](Pte* src, unsigned first, unsigned count, uint64_t i) -> ErrorOr<void> {
+      Pte* dst = nullptr;  // the child's table, created on the first mapped leaf
+      for (unsigned k = 0; k < count; ++k) {
+        Pte e = src[first + k];
         if (!mapped(e)) continue;
-        if (!dst) dst = TRY(table_for(child, v, Alloc::Yes));
+        const VirtAddr at = va + (i + k) * kPageSize;
+        if (!dst) dst = TRY(table_for(child, at, Alloc::Yes));
         if (mode == ForkMode::CopyOnWrite && (e.raw & pte_bit::Write)) {
           // Write-protect the parent's leaf: the hot loop of fork after
           // dirtying memory, and the one batching exists to speed up.
-          const Pte old = P::modify_prot_start(&src[idx]);
+          const Pte old = P::modify_prot_start(&src[first + k]);
           e = Pte{(old.raw & ~pte_bit::Write) | pte_bit::Cow};
-          TRY(P::modify_prot_commit(&src[idx], old, e));
-          batch.invalidate(va + (i + (idx - first)) * kPageSize);
+          TRY(P::modify_prot_commit(&src[first + k], old, e));
+          batch.invalidate(at);
         }
         frame_refs().inc(P::pfn_of(e));
-        TRY(P::store(&dst[idx], e, Level::L1));
+        TRY(P::store(&dst[first + k], e, Level::L1));
       }
-      i += in_table;
-    }
-    return {};
+      return {};
+    });
   }
 
   static ErrorOr<void> release_user_tables(Pfn root, MmuBatch& batch) {
@@ -190,6 +168,26 @@ class PageWalk {
   enum class Alloc { No, Yes };
 
   static uint64_t min(uint64_t a, uint64_t b) { return a < b ? a : b; }
+
+  // Splits [va, va + pages) at L1-table boundaries and calls
+  // fn(l1_table, first_index, count, pages_done_before) for each stretch;
+  // with Alloc::No, stretches without an L1 table are skipped. The lambda is
+  // inlined: still one indirect call per range, none per entry.
+  template <typename Fn>
+  static ErrorOr<void> each_table(Pfn root, VirtAddr va, uint64_t pages, Alloc alloc, Fn&& fn) {
+    for (uint64_t i = 0; i < pages;) {
+      const VirtAddr v = va + i * kPageSize;
+      const unsigned first = index_at(v, Level::L1);
+      const unsigned count = static_cast<unsigned>(min(pages - i, uint64_t{kEntriesPerTable - first}));
+      auto table = table_for(root, v, alloc);
+      if (!table.is_error())
+        TRY(fn(table.value(), first, count, i));
+      else if (alloc == Alloc::Yes)
+        return table.error();
+      i += count;
+    }
+    return {};
+  }
 
   // pte=attrs reads flag bits inline; pte=flags asks the backend each time.
   // A leaf that holds a frame: present, or made inaccessible by PROT_NONE
