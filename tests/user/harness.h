@@ -119,5 +119,6 @@ void test_munmap();
 void test_efault();
 void test_bad_args();
 void test_misc();
+void test_kernel_isolation();
 
 }  // namespace proctest

@@ -32,6 +32,7 @@ const Test kTests[] = {
     {"efault", test_efault},
     {"bad_args", test_bad_args},
     {"misc", test_misc},
+    {"kernel_isolation", test_kernel_isolation},
     // The harness's own checks: each must be reported as a failure.
     {"_fail", [] { CHECK_EQ(1 + 1, 3); }, true},
     {"_crash", [] { poke(0); }, true},
