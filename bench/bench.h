@@ -1,0 +1,160 @@
+// The benchmark driver's framework: benchmark definitions, one parameter
+// set's run (reps, timings, counter deltas, extra fields, failure) and the
+// helpers the benchmarks share. See bench/README.md for the records.
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bench/libc/user.h"
+
+namespace bench {
+
+using namespace pvk::user;
+
+inline constexpr unsigned kMaxParams = 4;
+inline constexpr unsigned kMaxReps = 64;
+inline constexpr unsigned kMaxExtras = 24;
+
+class Run;
+
+struct ParamDef {
+  const char* key;
+  const char* defaults;  // "1+64+4096": one record per value
+};
+
+struct BenchDef {
+  const char* name;
+  const char* suite;  // "seed000" ...
+  void (*run)(Run&);
+  ParamDef params[kMaxParams];  // unused slots: key == nullptr
+  const char* smoke;            // options of the `smoke` suite, e.g. "reps=1:iters=10"
+};
+
+// True when SYS_pvk_counters works (pvk); false on Linux (-ENOSYS).
+extern bool g_have_counters;
+// argv[0] of the driver (to find kbworker next to it on Linux).
+extern const char* g_argv0;
+
+inline uint64_t rdtsc() {
+  uint32_t lo, hi;
+  asm volatile("lfence\n\trdtsc" : "=a"(lo), "=d"(hi) : : "memory");
+  return (static_cast<uint64_t>(hi) << 32) | lo;
+}
+
+// A store / load the compiler keeps exactly as written.
+inline void poke(volatile void* addr, uint64_t value) {
+  asm volatile("movq %1, (%0)" : : "r"(addr), "r"(value) : "memory");
+}
+inline uint64_t peek(const volatile void* addr) {
+  uint64_t v;
+  asm volatile("movq (%1), %0" : "=r"(v) : "r"(addr) : "memory");
+  return v;
+}
+
+// A deterministic 64-bit pattern for (tag, index).
+inline uint64_t pattern(uint64_t tag, uint64_t i) {
+  return (tag << 56) ^ ((i + 1) * 0x9E3779B97F4A7C15ull) ^ (i << 8);
+}
+
+// In-place ascending sort of n values (heapsort: no recursion, no memory).
+void sort_u64(uint64_t* v, size_t n);
+
+// Values of one quantity over the reps.
+struct Series {
+  uint64_t v[kMaxReps];
+  unsigned n = 0;
+  void add(uint64_t x) {
+    if (n < kMaxReps) v[n++] = x;
+  }
+  // Index of the median value (the lower middle one for an even count).
+  unsigned median_index() const;
+  uint64_t median() const { return n ? v[median_index()] : 0; }
+  uint64_t min() const;
+  uint64_t max() const;
+};
+
+// The 15 counters of PvkCounters that benchmarks report as deltas.
+inline constexpr unsigned kNumCounters = 15;
+extern const char* const kCounterNames[kNumCounters];
+struct Counters {
+  uint64_t v[kNumCounters] = {};
+  uint64_t free_frames = 0;
+};
+// Reads the kernel's counters (all zero on Linux).
+Counters read_all_counters();
+Counters delta(const Counters& after, const Counters& before);
+
+// One parameter set of one benchmark.
+class Run {
+ public:
+  const BenchDef* def = nullptr;
+  uint64_t value[kMaxParams] = {};
+  unsigned reps = 5;
+  bool reps_explicit = false;
+  uint64_t ops = 1;  // operations per rep (the benchmark sets it)
+
+  // A parameter's value for this set (the key must be one of def->params).
+  uint64_t p(const char* key) const;
+  // Replaces a parameter's value in the record (e.g. an automatic default).
+  void set_p(const char* key, uint64_t v);
+
+  // Brackets one rep's timed region: counters, rdtsc, CLOCK_MONOTONIC.
+  void start();
+  void stop();
+  // Brackets a second timed quantity of the same rep (fork_dirty's exit).
+  void start2();
+  void stop2();
+
+  // Marks the set failed (first message kept); returns false so callers can
+  // `return r.fail(...)`-style bail out.
+  bool fail(const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+  bool failed() const { return failed_; }
+  const char* error() const { return error_; }
+
+  // An extra integer field of the record (after the standard ones).
+  void extra(const char* key, uint64_t value);
+
+  // Results.
+  Series ns, cycles;
+  Counters deltas[kMaxReps];
+  Series ns2, cycles2;
+  Counters deltas2[kMaxReps];
+  struct Extra {
+    const char* key;
+    uint64_t value;
+  };
+  Extra extras[kMaxExtras];
+  unsigned n_extras = 0;
+
+ private:
+  Counters c0_, c0b_;
+  uint64_t t0_ = 0, tsc0_ = 0, t0b_ = 0, tsc0b_ = 0;
+  bool failed_ = false;
+  char error_[120] = {};
+};
+
+// Waits for pid; returns its status, or fails r and returns -1.
+int wait_child(Run& r, int64_t pid);
+// fork() that fails r on error.
+int64_t fork_or_fail(Run& r);
+
+// mmap of n pages (private anonymous RW) or fail r.
+uint64_t* map_pages_or_fail(Run& r, uint64_t pages);
+
+// The benchmarks (one function per name).
+void run_getpid(Run&);
+void run_getppid(Run&);
+void run_segv(Run&);
+void run_divzero(Run&);
+void run_forkwait(Run&);
+void run_lat_pipe(Run&);
+void run_ctx(Run&);
+void run_fault_zero_read(Run&);
+void run_fault_zero_cow(Run&);
+void run_fault_write(Run&);
+void run_memset_present(Run&);
+void run_mprotect(Run&);
+void run_kernbench(Run&);
+void run_fork_dirty(Run&);
+
+}  // namespace bench

@@ -1,0 +1,185 @@
+// The framework of bench.h: series, counters, one parameter set's run.
+#include <stddef.h>
+
+#include "bench/bench.h"
+#include "guest/lib/error_or.h"  // pvk::panic
+#include "guest/lib/format.h"
+
+namespace bench {
+
+bool g_have_counters = false;
+const char* g_argv0 = "bench";
+
+void sort_u64(uint64_t* v, size_t n) {
+  if (n < 2) return;
+  auto sift = [v](size_t root, size_t end) {
+    for (;;) {
+      size_t child = 2 * root + 1;
+      if (child >= end) return;
+      if (child + 1 < end && v[child] < v[child + 1]) ++child;
+      if (v[root] >= v[child]) return;
+      uint64_t t = v[root];
+      v[root] = v[child];
+      v[child] = t;
+      root = child;
+    }
+  };
+  for (size_t i = n / 2; i-- > 0;) sift(i, n);
+  for (size_t end = n - 1; end > 0; --end) {
+    uint64_t t = v[0];
+    v[0] = v[end];
+    v[end] = t;
+    sift(0, end);
+  }
+}
+
+unsigned Series::median_index() const {
+  if (n == 0) return 0;
+  // Rank of each value: the index whose value is the (n-1)/2-th smallest
+  // (ties broken by index), found without disturbing v.
+  const unsigned want = (n - 1) / 2;
+  for (unsigned i = 0; i < n; ++i) {
+    unsigned below = 0;
+    for (unsigned j = 0; j < n; ++j)
+      if (v[j] < v[i] || (v[j] == v[i] && j < i)) ++below;
+    if (below == want) return i;
+  }
+  return 0;
+}
+
+uint64_t Series::min() const {
+  uint64_t m = n ? v[0] : 0;
+  for (unsigned i = 1; i < n; ++i)
+    if (v[i] < m) m = v[i];
+  return m;
+}
+
+uint64_t Series::max() const {
+  uint64_t m = 0;
+  for (unsigned i = 0; i < n; ++i)
+    if (v[i] > m) m = v[i];
+  return m;
+}
+
+const char* const kCounterNames[kNumCounters] = {
+    "pte_writes", "lazy_sections", "tlb_flush_one", "tlb_flush_all",      "root_loads",
+    "pt_pages_alloc", "pt_pages_release", "hypercalls", "multicalls",     "mmu_update_entries",
+    "mmuext_ops", "ptwr_traps", "page_faults", "cow_copies", "zero_page_maps"};
+
+Counters read_all_counters() {
+  Counters out;
+  if (!g_have_counters) return out;
+  PvkCounters c;
+  if (read_counters(&c) != 0) return out;
+  const uint64_t src[kNumCounters] = {c.pte_writes,       c.lazy_sections, c.tlb_flush_one,    c.tlb_flush_all,
+                                      c.root_loads,       c.pt_pages_alloc, c.pt_pages_release, c.hypercalls,
+                                      c.multicalls,       c.mmu_update_entries, c.mmuext_ops,   c.ptwr_traps,
+                                      c.page_faults,      c.cow_copies,     c.zero_page_maps};
+  for (unsigned i = 0; i < kNumCounters; ++i) out.v[i] = src[i];
+  out.free_frames = c.free_frames;
+  return out;
+}
+
+Counters delta(const Counters& after, const Counters& before) {
+  Counters d;
+  for (unsigned i = 0; i < kNumCounters; ++i) d.v[i] = after.v[i] - before.v[i];
+  d.free_frames = after.free_frames;
+  return d;
+}
+
+uint64_t Run::p(const char* key) const {
+  for (unsigned i = 0; i < kMaxParams && def->params[i].key; ++i)
+    if (strcmp(def->params[i].key, key) == 0) return value[i];
+  pvk::panic("bench %s: no parameter '%s'", def->name, key);
+}
+
+void Run::set_p(const char* key, uint64_t v) {
+  for (unsigned i = 0; i < kMaxParams && def->params[i].key; ++i)
+    if (strcmp(def->params[i].key, key) == 0) value[i] = v;
+}
+
+void Run::start() {
+  c0_ = read_all_counters();
+  tsc0_ = rdtsc();
+  t0_ = now_ns();
+}
+
+void Run::stop() {
+  const uint64_t t1 = now_ns();
+  const uint64_t tsc1 = rdtsc();
+  const Counters c1 = read_all_counters();
+  if (ns.n < kMaxReps) deltas[ns.n] = delta(c1, c0_);
+  ns.add(t1 - t0_);
+  cycles.add(tsc1 - tsc0_);
+}
+
+void Run::start2() {
+  c0b_ = read_all_counters();
+  tsc0b_ = rdtsc();
+  t0b_ = now_ns();
+}
+
+void Run::stop2() {
+  const uint64_t t1 = now_ns();
+  const uint64_t tsc1 = rdtsc();
+  const Counters c1 = read_all_counters();
+  if (ns2.n < kMaxReps) deltas2[ns2.n] = delta(c1, c0b_);
+  ns2.add(t1 - t0b_);
+  cycles2.add(tsc1 - tsc0b_);
+}
+
+bool Run::fail(const char* fmt, ...) {
+  if (!failed_) {
+    va_list ap;
+    va_start(ap, fmt);
+    pvk::vformat(error_, sizeof error_, fmt, ap);
+    va_end(ap);
+    failed_ = true;
+  }
+  char line[200];
+  va_list ap;
+  va_start(ap, fmt);
+  pvk::vformat(line, sizeof line, fmt, ap);
+  va_end(ap);
+  printf("bench: %s: FAIL %s\n", def->name, line);
+  return false;
+}
+
+void Run::extra(const char* key, uint64_t v) {
+  for (unsigned i = 0; i < n_extras; ++i)
+    if (strcmp(extras[i].key, key) == 0) {
+      extras[i].value = v;
+      return;
+    }
+  if (n_extras < kMaxExtras) extras[n_extras++] = {key, v};
+}
+
+int wait_child(Run& r, int64_t pid) {
+  int status = 0;
+  int64_t got;
+  do {
+    got = wait4(pid, &status, 0);
+  } while (got == -EINTR);
+  if (got != pid) {
+    r.fail("wait4(%ld) returned %ld", pid, got);
+    return -1;
+  }
+  return status;
+}
+
+int64_t fork_or_fail(Run& r) {
+  const int64_t pid = fork();
+  if (pid < 0) r.fail("fork returned %ld", pid);
+  return pid;
+}
+
+uint64_t* map_pages_or_fail(Run& r, uint64_t pages) {
+  const int64_t a = mmap(nullptr, pages * kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS);
+  if (is_err(a)) {
+    r.fail("mmap of %lu pages returned %ld", pages, a);
+    return nullptr;
+  }
+  return reinterpret_cast<uint64_t*>(a);
+}
+
+}  // namespace bench
