@@ -12,7 +12,7 @@ std::vector<std::string> native_argv(const QemuConfig& config) {
       config.qemu,
       "-accel", "tcg",
       "-cpu", "max",
-      "-m", "512M",
+      "-m", config.memory.empty() ? "512M" : config.memory,
       "-smp", "1",
       "-display", "none",
       "-monitor", "none",
@@ -22,6 +22,7 @@ std::vector<std::string> native_argv(const QemuConfig& config) {
       "-kernel", config.kernel.string(),
       "-append", config.params,
   };
+  if (!config.icount.empty()) argv.insert(argv.end(), {"-icount", config.icount});
   if (config.gdb) argv.insert(argv.end(), {"-s", "-S"});
   return argv;
 }

@@ -74,9 +74,22 @@ void judge(RunResult& result, const ProcessResult& exit, std::chrono::seconds ti
   if (exit.stopped && !stopped_by_platform && !verdict.pass) result.reason = "run cancelled before the kernel finished";
 }
 
+// The QEMU machine RunOptions describe (xen_image is filled in by the caller).
+QemuConfig qemu_config(const RunOptions& options) {
+  QemuConfig qemu;
+  qemu.qemu = options.qemu;
+  qemu.kernel = options.kernel;
+  qemu.params = options.params;
+  qemu.gdb = options.gdb;
+  qemu.memory = options.memory;
+  qemu.dom0_memory = options.dom0_memory;
+  qemu.icount = options.icount;
+  return qemu;
+}
+
 // pvk in QEMU, natively or as Xen's dom0.
 RunResult run_qemu(const RunOptions& options, const ConsoleEcho& echo, std::chrono::seconds timeout) {
-  QemuConfig qemu{options.qemu, options.kernel, options.params, options.gdb, {}};
+  QemuConfig qemu = qemu_config(options);
   if (options.platform == Platform::xen) qemu.xen_image = xen_image(options.xen_gz, options.xen_cache_dir);
 
   ProcessOptions process;
@@ -171,7 +184,7 @@ RunResult run_xen_domu(const RunOptions& options, const ConsoleEcho& echo, std::
   TempFile initrd{options.dom0_cache_dir / fmt::format("run-{}-{}.initrd", ::getpid(), ++runs)};
   write_run_initrd(dom0, options.kernel, options.params, domain, initrd.path);
 
-  QemuConfig qemu{options.qemu, options.kernel, options.params, options.gdb, {}};
+  QemuConfig qemu = qemu_config(options);
   qemu.xen_image = xen_image(options.xen_gz, options.xen_cache_dir);
   ProcessOptions process;
   process.argv = xen_domu_argv(qemu, dom0, initrd.path);

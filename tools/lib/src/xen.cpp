@@ -33,6 +33,16 @@ std::string escape_commas(std::string_view text) {
   return out;
 }
 
+// xen_command_line, with dom0's fixed size replaced when one is given.
+std::string hypervisor_command_line(const std::string& dom0_memory) {
+  std::string line(xen_command_line);
+  if (dom0_memory.empty()) return line;
+  constexpr std::string_view fixed = "dom0_mem=256M,max:256M";
+  const auto at = line.find(fixed);
+  if (at == std::string::npos) throw std::logic_error("xen_command_line has no dom0_mem=256M,max:256M");
+  return line.replace(at, fixed.size(), fmt::format("dom0_mem={0},max:{0}", dom0_memory));
+}
+
 }  // namespace
 
 std::vector<std::string> xen_argv(const QemuConfig& config) {
@@ -50,16 +60,17 @@ std::vector<std::string> xen_argv(const QemuConfig& config) {
       config.qemu,
       "-accel", "tcg",
       "-cpu", "max,-smap",
-      "-m", "1024",
+      "-m", config.memory.empty() ? "1024" : config.memory,
       "-smp", "1",
       "-display", "none",
       "-monitor", "none",
       "-serial", "stdio",
       "-no-reboot",
       "-kernel", config.xen_image.string(),
-      "-append", std::string(xen_command_line),
+      "-append", hypervisor_command_line(config.dom0_memory),
       "-initrd", module,
   };
+  if (!config.icount.empty()) argv.insert(argv.end(), {"-icount", config.icount});
   if (config.gdb) argv.insert(argv.end(), {"-s", "-S"});
   return argv;
 }

@@ -34,6 +34,9 @@ struct QemuConfig {
   std::string params;               // kernel command line
   bool gdb = false;                 // -s -S: wait for gdb on :1234
   std::filesystem::path xen_image;  // xen only: the decompressed hypervisor
+  std::string memory;               // -m; empty: 512M native, 1024 xen
+  std::string dom0_memory;          // xen only: dom0_mem=; empty: 256M
+  std::string icount;               // -icount argument; empty: none
 };
 
 std::vector<std::string> native_argv(const QemuConfig& config);

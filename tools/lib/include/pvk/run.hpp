@@ -37,6 +37,11 @@ struct RunOptions {
   std::string libvirt_uri;
   // Progress notes that are not console output (e.g. building the dom0 image).
   std::function<void(std::string_view)> note;
+  // native and xen: QEMU's -m (empty: 512M native, 1024 xen), Xen's dom0_mem
+  // (empty: 256M) and the argument of -icount (empty: no -icount).
+  std::string memory;
+  std::string dom0_memory;
+  std::string icount;
 };
 
 struct RunResult {
