@@ -335,8 +335,12 @@ ErrorOr<void> FakePolicy::retire_table(Pfn pfn, Level level) {
       break;
     }
   }
+  // A root keeps the kernel half it shares with every other root (as under
+  // Xen, an L4 may be unpinned with those entries still in it); only its
+  // user half must have been emptied.
   const Pte* t = phys_to_virt<Pte>(pfn);
-  for (unsigned i = 0; i < kEntriesPerTable; ++i) {
+  const unsigned checked = level == Level::L4 ? kEntriesPerTable / 2 : kEntriesPerTable;
+  for (unsigned i = 0; i < checked; ++i) {
     if (!t[i].none()) {
       f.violation(what + ": entry " + std::to_string(i) + " is not empty (" + hex(t[i].raw) + ")");
       break;

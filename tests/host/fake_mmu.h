@@ -14,6 +14,9 @@
 // which proves the walk never depends on reading back an L1 entry it wrote in
 // the same section; upper levels are always immediate (the MmuPolicy rule).
 //
+// A retired table must be empty; a retired root (L4) only in its user half,
+// since every root shares the kernel half's entries.
+//
 // Problems the fake detects are collected in violations() rather than
 // failing on the spot, so a test can also assert that one happened;
 // FakeMmuTest::TearDown fails the test if any are left.
@@ -36,9 +39,12 @@ namespace pvk::test {
 // arena, inside the guard reservation.
 inline constexpr uint64_t kMfnOffset = 0x100000;
 // make_table() marks its entries with this software-available bit (ignored
-// by the MMU), so the fake can tell a table entry built by make_table() from
-// a leaf built by make(), and check each level got the right one.
-inline constexpr uint64_t kTableMarker = uint64_t{1} << 10;
+// by the MMU in table entries), so the fake can tell a table entry built by
+// make_table() from a leaf built by make(), and check each level got the
+// right one. It must be a bit mm never puts in a leaf: bits 9 and 10 are its
+// Cow and ProtNone markers, so one of the high available bits.
+inline constexpr uint64_t kTableMarker = uint64_t{1} << 52;
+static_assert((kTableMarker & (pte_bit::FrameMask | pte_bit::Cow | pte_bit::ProtNone | pte_bit::Nx)) == 0);
 
 enum class Ev : uint8_t {
   Store,         // an entry store (commit of a protect included); deferred ones are queued

@@ -7,7 +7,18 @@
 // in here first, then the macros are dropped; <errno.h> has an include guard,
 // so nothing included later defines them again, and Errno::ENOMEM means the
 // kernel's enumerator everywhere in the tests.
+//
+// The user ABI (guest/proc/abi.h) has the same problem on a larger scale: it
+// spells its constants like the C library's macros (SYS_read, SIGKILL,
+// WIFEXITED, PROT_READ, MAP_SHARED, EPERM, ...). It includes nothing but
+// <stdint.h>, so it is parsed here before any other header: its names are
+// declared by the time the C library defines the macros. Tests use only its
+// plain names (abi::kUserTop, ...); the macro-named ones stay unusable in
+// test code.
 #pragma once
+#if __has_include("guest/proc/abi.h")
+#include "guest/proc/abi.h"
+#endif
 #include <errno.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

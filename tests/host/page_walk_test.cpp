@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "guest/layout.h"
+#include "mm/frame_refs.h"
 #include "mm/physmap.h"
 #include "mmu_fixture.h"
 
@@ -626,6 +627,118 @@ TEST_P(PageWalkTest, FailedLeafStoreStopsTheMap) {
   fake().fault = nullptr;
   expect_mapped(kUserBase, 2, {nullptr, kLeafPfn}, pte_flags::KernelRw);
   for (uint64_t i = 2; i < 10; ++i) expect_unmapped(page(kUserBase, i));
+}
+
+// ---- remap, fork_range, release_user_tables (address spaces' range ops) ----
+
+TEST_P(PageWalkTest, RemapCreatesTablesAndInvalidatesOnlyAReplacedEntry) {
+  ASSERT_EQ(error_of(g_mmu.load_root(root_)), Errno::Ok);
+  const PteFlags flags = pte_flags::UserRw;
+  {
+    MmuBatch batch(root_);
+    EXPECT_EQ(error_of(g_mmu.range.remap(root_, kUserBase, Pfn{0x4100}, flags, batch)), Errno::Ok);
+    EXPECT_EQ(error_of(batch.finish()), Errno::Ok);
+  }
+  EXPECT_EQ(prepared_at(Level::L1), 1u);
+  EXPECT_EQ(flushes(), 0u) << "nothing was there to be cached";
+  fake().clear_events();
+  {
+    MmuBatch batch(root_);
+    EXPECT_EQ(error_of(g_mmu.range.remap(root_, kUserBase, Pfn{0x4200}, pte_flags::UserRo, batch)), Errno::Ok);
+    EXPECT_EQ(error_of(batch.finish()), Errno::Ok);
+  }
+  EXPECT_THAT(flushed_vas(), ElementsAreArray({raw(kUserBase)}));
+  expect_mapped(kUserBase, 1, {nullptr, Pfn{0x4200}}, pte_flags::UserRo);
+  EXPECT_EQ(fake().count(Ev::ProtStart), 0u) << "a plain store, not a protection change";
+}
+
+TEST_P(PageWalkTest, ForkRangeCopiesMappedLeavesAndTakesFrameReferences) {
+  // Leaves need real frames here: fork_range counts references to them.
+  std::vector<Pfn> pfns;
+  for (int i = 0; i < 6; ++i) pfns.push_back(frames().must_alloc());
+  const VirtAddr base = kUserBase;  // crosses an L1 table after 5 pages
+  const PteFlags rw = pte_flags::UserRw, ro = pte_flags::UserRo, none{pte_bit::User | pte_bit::ProtNone};
+  ASSERT_EQ(error_of(map(base, 2, {pfns.data(), {}}, rw)), Errno::Ok);
+  ASSERT_EQ(error_of(map(page(base, 2), 1, {&pfns[2], {}}, ro)), Errno::Ok);
+  ASSERT_EQ(error_of(map(page(base, 3), 1, {&pfns[3], {}}, none)), Errno::Ok);
+  ASSERT_EQ(error_of(map(page(base, 6), 2, {&pfns[4], {}}, rw)), Errno::Ok);  // pages 4, 5 left empty
+  for (ForkMode mode : {ForkMode::CopyOnWrite, ForkMode::Share}) {
+    SCOPED_TRACE(mode == ForkMode::CopyOnWrite ? "CopyOnWrite" : "Share");
+    const Pfn child = fake().new_root();
+    std::vector<Pte> before;
+    for (uint64_t i = 0; i < 8; ++i) before.push_back(*fake().slot(root_, page(base, i), Level::L1));
+    for (Pfn p : pfns) frame_refs().set(p, 1);
+    {
+      MmuBatch batch(root_);
+      EXPECT_EQ(error_of(g_mmu.range.fork_range(root_, child, base, 8, mode, batch)), Errno::Ok);
+      EXPECT_EQ(error_of(batch.finish()), Errno::Ok);
+    }
+    for (uint64_t i = 0; i < 8; ++i) {
+      SCOPED_TRACE(i);
+      const Pte parent_e = *fake().slot(root_, page(base, i), Level::L1);
+      Pte* child_slot = fake().slot(child, page(base, i), Level::L1);
+      if (i == 4 || i == 5) {
+        EXPECT_TRUE(parent_e.none());
+        EXPECT_TRUE(!child_slot || child_slot->none());
+        continue;
+      }
+      ASSERT_NE(child_slot, nullptr);
+      EXPECT_EQ(*child_slot, parent_e);
+      EXPECT_EQ(frame_refs().get(entry_pfn(parent_e)), 2u);
+      const bool was_writable = before[i].raw & pte_bit::Write;
+      if (mode == ForkMode::CopyOnWrite && was_writable)
+        EXPECT_EQ(parent_e.raw, (before[i].raw & ~pte_bit::Write) | pte_bit::Cow);
+      else
+        EXPECT_EQ(parent_e, before[i]);
+    }
+    // Tear the child down by hand (no frames to free: the test owns them).
+    {
+      MmuBatch batch(child);
+      EXPECT_EQ(error_of(g_mmu.range.unmap(child, base, 8, {}, batch)), Errno::Ok);
+      EXPECT_EQ(error_of(g_mmu.range.release_user_tables(child, batch)), Errno::Ok);
+      EXPECT_EQ(error_of(batch.finish()), Errno::Ok);
+    }
+    EXPECT_EQ(error_of(g_mmu.release_pt_page(child, Level::L4)), Errno::Ok);
+    frames().must_free(child);
+    // Back to writable for the next mode.
+    ASSERT_EQ(error_of(protect(base, 8, {}, PteFlags{pte_bit::Cow})), Errno::Ok);
+    ASSERT_EQ(error_of(protect(base, 2, rw, {})), Errno::Ok);
+    ASSERT_EQ(error_of(protect(page(base, 6), 2, rw, {})), Errno::Ok);
+  }
+  ASSERT_EQ(error_of(unmap(base, 8)), Errno::Ok);
+  for (Pfn p : pfns) frames().must_free(p);
+}
+
+TEST_P(PageWalkTest, ReleaseUserTablesFreesTheUserHalfOnlyOnceItIsEmpty) {
+  // A kernel-half table, which must survive.
+  ASSERT_EQ(error_of(g_mmu.range.populate(root_, kKernelBase, Level::L3)), Errno::Ok);
+  const VirtAddr far{600 * kGiB};  // another L4 entry
+  ASSERT_EQ(error_of(map(kUserBase, 1, {nullptr, kLeafPfn}, pte_flags::UserRw)), Errno::Ok);
+  ASSERT_EQ(error_of(map(far, 1, {nullptr, kLeafPfn}, pte_flags::UserRw)), Errno::Ok);
+  const size_t tables = fake().table_count();
+  fake().clear_events();
+  {
+    MmuBatch batch(root_);
+    EXPECT_EQ(error_of(g_mmu.range.release_user_tables(root_, batch)), Errno::EBUSY) << "a leaf is still mapped";
+    EXPECT_EQ(error_of(batch.finish()), Errno::Ok);
+  }
+  EXPECT_EQ(fake().table_count(), tables);
+  expect_mapped(kUserBase, 1, {nullptr, kLeafPfn}, pte_flags::UserRw);
+
+  ASSERT_EQ(error_of(unmap(kUserBase, 1)), Errno::Ok);
+  ASSERT_EQ(error_of(unmap(far, 1)), Errno::Ok);
+  fake().clear_events();
+  {
+    MmuBatch batch(root_);
+    EXPECT_EQ(error_of(g_mmu.range.release_user_tables(root_, batch)), Errno::Ok);
+    EXPECT_EQ(error_of(batch.finish()), Errno::Ok);
+  }
+  EXPECT_EQ(frames_of(Ev::RetireTable, Level::L3).size(), 2u);
+  EXPECT_EQ(fake().count(Ev::RetireTable), 2u);
+  const Pte* l4 = fake().table(root_);
+  for (unsigned i = 0; i < kEntriesPerTable / 2; ++i) EXPECT_TRUE(l4[i].none()) << i;
+  EXPECT_TRUE(l4[index_at(kKernelBase, Level::L4)].present()) << "the kernel half is not the user's";
+  EXPECT_EQ(fake().table_count(Level::L3), 1u);
 }
 
 // ---- the fake itself: deferral must really defer, or the deferred modes prove nothing ----
