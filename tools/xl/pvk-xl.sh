@@ -6,6 +6,7 @@
 # one source serves both.
 #
 #   pvk-xl [--name NAME] [--memory MIB] [--timeout S] [--xl XL] KERNEL [CMDLINE]
+#   (--xl, or $PVK_XL: the xl to run; default xl from PATH)
 #
 # Output, one line each:
 #   [pvk] TEXT          a line of the domU's console (records included)
@@ -26,7 +27,7 @@ set -u
 name="pvk-$$"
 memory=256
 timeout=240
-xl=xl
+xl="${PVK_XL:-xl}"  # PVK_XL: another xl (the host tests use a stand-in)
 while [ $# -gt 0 ]; do
   case "$1" in
     --name) name="$2"; shift 2 ;;
@@ -79,8 +80,15 @@ quote() { printf '"%s"' "$(printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g')"; }
 
 say "xl create $name: kernel=$kernel memory=${memory}M extra=\"$cmdline\""
 
-# A watchdog destroys the domain when the time is up.
-( sleep "$timeout" && : >"$dir/timed-out" && "$xl" destroy "$name" >/dev/null 2>&1 ) &
+# A watchdog destroys the domain when the time is up. It sleeps a second at
+# a time, so killing it leaves nothing behind for long, and it holds none of
+# our output open (a reader waits for every writer to close).
+(
+  i=0
+  while [ "$i" -lt "$timeout" ]; do sleep 1; i=$((i + 1)); done
+  : >"$dir/timed-out"
+  "$xl" destroy "$name"
+) </dev/null >/dev/null 2>&1 &
 watchdog=$!
 
 cr="$(printf '\r')"
