@@ -1,0 +1,171 @@
+// Process-model boot tests: the user-mode suite tests/user/proctest run as
+// init ("init=proctest"), natively and under Xen on every backend, and with
+// each mm switch turned away from its default (zero_page=off, pgd_cache=off,
+// pte=flags). The fork, COW, signal, pipe and mm semantics are proctest's
+// own checks, one record per sub-test; this file checks that every sub-test
+// ran and passed, that the kernel saw init exit 0 with no frame leaked, and
+// that the switch under test took effect. One suite, parameterised by
+// (platform, backend, switch): a configuration is a row of data.
+#include "../boot_support.hpp"
+
+#include <array>
+#include <ostream>
+#include <string_view>
+#include <vector>
+
+namespace pvk::boot_test {
+namespace {
+
+// proctest's sub-tests (tests/user/proctest.cpp, kTests, plus the runner's
+// own "leak"), each of which must report {"event":"test","name":...,"pass":true}.
+constexpr std::array<std::string_view, 16> kSubTests = {
+    "fork_cow", "fork_tree", "fork_exec",  "mprotect_segv", "sigfpe", "unhandled_signals",
+    "kill_handler", "pipes", "zero_page",  "mmap_shared", "munmap", "efault",
+    "bad_args",     "misc",  "kernel_isolation", "leak",
+};
+
+// One boot-parameter switch moved off its default, or none.
+enum class Switch { none, zero_page_off, pgd_cache_off, pte_flags };
+
+struct SwitchInfo {
+  Switch sw;
+  const char* param;  // on the command line
+  const char* name;   // in the test name
+};
+constexpr SwitchInfo kSwitches[] = {
+    {Switch::none, "", ""},
+    {Switch::zero_page_off, "zero_page=off", "_zero_page_off"},
+    {Switch::pgd_cache_off, "pgd_cache=off", "_pgd_cache_off"},
+    {Switch::pte_flags, "pte=flags", "_pte_flags"},
+};
+const SwitchInfo& info(Switch sw) {
+  for (const SwitchInfo& s : kSwitches)
+    if (s.sw == sw) return s;
+  return kSwitches[0];
+}
+
+struct ProcCase {
+  Platform platform;
+  std::string mmu;
+  Switch sw = Switch::none;
+
+  std::string params() const {
+    std::string p = "mmu=" + mmu + " init=proctest";
+    if (*info(sw).param) p += std::string(" ") + info(sw).param;
+    return p;
+  }
+  bool zero_page() const { return sw != Switch::zero_page_off; }
+  const char* pte() const { return sw == Switch::pte_flags ? "flags" : "attrs"; }
+};
+
+void PrintTo(const ProcCase& c, std::ostream* out) { *out << platform_name(c.platform) << ": " << c.params(); }
+
+// Each backend with its defaults, and `with_switches` also with every switch.
+std::vector<ProcCase> cases(Platform platform, std::initializer_list<const char*> backends,
+                            const char* with_switches) {
+  std::vector<ProcCase> out;
+  for (const char* mmu : backends) out.push_back({platform, mmu, Switch::none});
+  for (const SwitchInfo& s : kSwitches)
+    if (s.sw != Switch::none) out.push_back({platform, with_switches, s.sw});
+  return out;
+}
+
+// Every expected sub-test reported exactly once, with pass true; no record
+// of any test says pass false.
+::testing::AssertionResult every_sub_test_passed(const RunResult& r) {
+  for (std::string_view name : kSubTests) {
+    unsigned seen = 0;
+    for (const json& rec : r.records) {
+      if (rec.value("event", "") != "test" || rec.value("name", "") != name) continue;
+      ++seen;
+      if (rec.value("pass", false) != true) return ::testing::AssertionFailure() << "sub-test failed: " << rec.dump();
+    }
+    if (seen != 1)
+      return ::testing::AssertionFailure() << "sub-test \"" << name << "\" reported " << seen
+                                           << " times (want once)";
+  }
+  for (const json& rec : r.records)
+    if (rec.value("event", "") == "test" && rec.value("pass", false) != true)
+      return ::testing::AssertionFailure() << "sub-test failed: " << rec.dump();
+  return ::testing::AssertionSuccess();
+}
+
+// {"event":"user_tests","passed":N,"failed":0,...} with N covering every sub-test.
+::testing::AssertionResult suite_summary_clean(const RunResult& r) {
+  const auto at = find_record(r, "user_tests");
+  if (!at) return ::testing::AssertionFailure() << "no {\"event\":\"user_tests\",...} record";
+  const json& rec = r.records[*at];
+  const auto passed = rec.find("passed"), failed = rec.find("failed");
+  if (passed == rec.end() || !passed->is_number_unsigned() || failed == rec.end() || !failed->is_number_unsigned())
+    return ::testing::AssertionFailure() << "user_tests without unsigned passed/failed: " << rec.dump();
+  if (failed->get<uint64_t>() != 0) return ::testing::AssertionFailure() << "failed sub-tests: " << rec.dump();
+  if (passed->get<uint64_t>() < kSubTests.size())
+    return ::testing::AssertionFailure() << "fewer than " << kSubTests.size() << " sub-tests passed: " << rec.dump();
+  return ::testing::AssertionSuccess();
+}
+
+// The kernel's view: init exited 0, and the free-frame count is back to
+// what it was before init started.
+::testing::AssertionResult init_exited_cleanly(const RunResult& r) {
+  const auto at = find_record(r, "init_exit", "program", "proctest");
+  if (!at) return ::testing::AssertionFailure() << "no {\"event\":\"init_exit\",\"program\":\"proctest\",...} record";
+  const json& rec = r.records[*at];
+  if (rec.value("exited", false) != true || rec.value("code", -1) != 0)
+    return ::testing::AssertionFailure() << "init did not exit 0: " << rec.dump();
+  const auto before = rec.find("free_frames_before"), after = rec.find("free_frames_after");
+  if (before == rec.end() || !before->is_number_unsigned() || after == rec.end() || !after->is_number_unsigned())
+    return ::testing::AssertionFailure() << "init_exit without unsigned free_frames_before/after: " << rec.dump();
+  if (*before != *after) return ::testing::AssertionFailure() << "frames leaked: " << rec.dump();
+  return ::testing::AssertionSuccess();
+}
+
+// zero_page=on maps the shared zero page on the read faults of the zero_page
+// sub-test (its "zero_page_maps" counter delta) and the whole run's
+// init_exit count; zero_page=off never does.
+::testing::AssertionResult zero_page_used_as_configured(const RunResult& r, bool on) {
+  const std::pair<std::optional<size_t>, const char*> sources[] = {
+      {find_record(r, "test", "name", "zero_page"), "the zero_page sub-test"},
+      {find_record(r, "init_exit"), "init_exit"},
+  };
+  for (const auto& [at, what] : sources) {
+    if (!at) return ::testing::AssertionFailure() << "no record from " << what;
+    const json& rec = r.records[*at];
+    const auto maps = rec.find("zero_page_maps");
+    if (maps == rec.end() || !maps->is_number_integer())
+      return ::testing::AssertionFailure() << what << " reports no zero_page_maps: " << rec.dump();
+    const int64_t n = maps->get<int64_t>();
+    if (on ? n <= 0 : n != 0)
+      return ::testing::AssertionFailure() << "zero_page=" << (on ? "on" : "off") << " but " << what
+                                           << " has zero_page_maps " << n << ": " << rec.dump();
+  }
+  return ::testing::AssertionSuccess();
+}
+
+class Proctest : public ::testing::TestWithParam<ProcCase> {};
+
+TEST_P(Proctest, EverySubTestPasses) {
+  const ProcCase& c = GetParam();
+  const RunResult r = boot(c.platform, c.params());
+  RecordProperty("boot_ms", static_cast<int>(r.elapsed.count()));
+  ASSERT_TRUE(r.pass) << transcript(r);
+  EXPECT_TRUE(booted_with(r, "mmu", c.mmu)) << transcript(r);
+  EXPECT_TRUE(booted_with(r, "pte", c.pte())) << transcript(r);
+  EXPECT_TRUE(suite_summary_clean(r)) << transcript(r);
+  EXPECT_TRUE(every_sub_test_passed(r)) << transcript(r);
+  EXPECT_TRUE(init_exited_cleanly(r)) << transcript(r);
+  EXPECT_TRUE(zero_page_used_as_configured(r, c.zero_page())) << transcript(r);
+}
+
+std::string case_name(const ::testing::TestParamInfo<ProcCase>& p) { return p.param.mmu + info(p.param.sw).name; }
+
+// Discovered by tests/boot/process/CMakeLists.txt, which labels them
+// boot;process;<platform>: the prefixes must not start with the parent's
+// "Native/" and "Xen/" filters.
+INSTANTIATE_TEST_SUITE_P(ProcessNative, Proctest, ::testing::ValuesIn(cases(Platform::native, {"native"}, "native")),
+                         case_name);
+INSTANTIATE_TEST_SUITE_P(ProcessXen, Proctest,
+                         ::testing::ValuesIn(cases(Platform::xen, {"batched", "direct", "wrpt"}, "batched")),
+                         case_name);
+
+}  // namespace
+}  // namespace pvk::boot_test
