@@ -1,0 +1,61 @@
+// What the harness knows about the benchmark suite (bench/README.md) and the
+// kernel's boot switches. Everything here is a small table; the harness works
+// with benchmarks, parameters, counters and switches it does not know (they
+// simply get no special treatment).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pvk::bench {
+
+struct BenchInfo {
+  std::string_view name;
+  std::string_view suite;                // "seed000" ...
+  std::vector<std::string_view> params;  // keys, besides reps (which every benchmark takes)
+  std::string_view what;                 // one line for the summary
+};
+
+// The driver's benchmarks (bench/driver.cpp kBenches), in its order.
+const std::vector<BenchInfo>& benchmarks();
+const BenchInfo* find_benchmark(std::string_view name);
+
+// The driver's suites: all, seed000..seed003, smoke.
+bool is_suite(std::string_view name);
+// The members of a suite (all and smoke: every benchmark).
+std::vector<std::string_view> suite_members(std::string_view suite);
+
+// The counters every pvk record carries (deltas over the median rep), in the
+// record's order.
+const std::vector<std::string_view>& counter_names();
+// The counters the Markdown tables show (the ones that explain a time).
+const std::vector<std::string_view>& key_counters();
+
+// One extra column of a benchmark's table: a record field shown next to the
+// time (fork_dirty's child exit, ctx's switch cost, ...).
+struct ExtraColumn {
+  enum class Kind {
+    time,     // ns, formatted like the times
+    number,   // shown as it is
+    counter,  // a counter delta of the median rep, shown per op like the others
+  };
+  std::string_view field;
+  std::string_view heading;
+  Kind kind;
+};
+std::vector<ExtraColumn> extra_columns(std::string_view bench);
+
+// A boot switch's value when the command line does not give it (the
+// kernel's BootParams defaults); nullopt for switches without a known default.
+// mmu= has none: its default depends on the platform, so the harness always
+// passes it.
+std::optional<std::string_view> switch_default(std::string_view key);
+
+// The backends a switch changes anything for (batch= only matters to the
+// batched queue); empty = every backend. Crossing a switch with a backend it
+// does not affect would only repeat the same configuration.
+std::vector<std::string_view> switch_backends(std::string_view key);
+
+}  // namespace pvk::bench

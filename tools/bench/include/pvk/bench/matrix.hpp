@@ -1,0 +1,119 @@
+// The benchmark matrix: which configurations boot (platform x backend x boot
+// switches), with which benchmark items, how many times, on what machine.
+//
+// A configuration is a platform plus a full kernel command line (bench=
+// aside): "xen mmu=wrpt pgd_cache=off". Its boots run the same items; a list
+// longer than bench= allows is split over several boots, and --reps N boots
+// every configuration N times.
+#pragma once
+
+#include "pvk/bench/items.hpp"
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace pvk::bench {
+
+using Switches = std::vector<std::pair<std::string, std::string>>;
+
+struct Config {
+  std::string platform;  // "native", "xen" (later "linux-native", "linux-xen")
+  Switches switches;     // mmu first, then the others by name
+
+  std::string cmdline() const;  // "mmu=batched pgd_cache=off"
+  std::string id() const;       // platform + command line: what identifies it
+  std::string label() const;    // short, for tables: "xen/batched pgd_cache=off"
+  // "platform" is the platform; anything else a switch given explicitly.
+  std::optional<std::string> get(std::string_view key) const;
+  // get(), or the switch's default (switch_default) when it is not given.
+  std::optional<std::string> effective(std::string_view key) const;
+  // Every dimension: platform and each switch.
+  std::vector<std::string> keys() const;
+};
+
+// Sorts the switches (mmu first, then by name); throws on a repeated key.
+Config make_config(std::string platform, Switches switches);
+// Parses Config::id() back.
+Config config_from_id(std::string_view id);
+
+struct Machine {
+  std::string memory;       // QEMU -m ("" = the runner's default)
+  std::string dom0_memory;  // Xen dom0_mem ("" = the runner's default)
+};
+
+// A platform the harness can boot. A later Linux platform (linux-native,
+// linux-xen) adds a row with no backends and a runner of its own.
+struct PlatformSpec {
+  std::string name;
+  std::vector<std::string> backends;  // values of mmu=, in table order
+  Machine standard;                   // the default benchmark list
+  Machine large;                      // --full's big items (~1.5 GB)
+  std::chrono::seconds timeout;       // one boot of the default list
+  double weight;                      // relative cost of a boot, for scheduling and the ETA
+};
+const std::vector<PlatformSpec>& platform_specs();
+const PlatformSpec* find_platform(std::string_view name);
+
+// --set key=v1,v2,...
+struct SetAxis {
+  std::string key;
+  std::vector<std::string> values;
+};
+SetAxis parse_set(std::string_view text);  // throws std::invalid_argument
+
+// A one-switch departure from each base configuration that the default
+// matrix adds, with only the benchmarks it is about (the seeds' before/after
+// pairs). Declared in one table; --set of the same key replaces it.
+struct Variation {
+  std::string key;
+  std::string value;
+  std::string suite;
+  std::string why;
+};
+const std::vector<Variation>& variations();
+
+// Benchmark lists. The default is representative and fits the 10-minute
+// budget on two cores; --full adds the large fork and mprotect sizes.
+std::vector<Item> default_items();
+std::vector<Item> large_items();
+
+struct MatrixOptions {
+  std::vector<std::string> platforms{"native", "xen"};
+  std::vector<std::string> mmus;  // empty: every backend of each platform
+  std::vector<SetAxis> sets;
+  std::vector<Item> items;  // empty: default_items() (+ large_items() with full)
+  bool full = false;
+  bool smoke = false;  // the smoke suite, first backend of each platform, no variations
+  bool with_variations = true;
+  int reps = 1;  // boots per configuration
+  std::optional<std::chrono::seconds> timeout;
+};
+
+struct Boot {
+  size_t config = 0;  // index into Plan::configs
+  int rep = 1;        // 1..reps
+  int part = 0;       // which of the configuration's boots within one rep
+  std::string group;  // which item group ("all", "large", "pgd_cache=off: seed000", ...)
+  std::string bench;  // the bench= value
+  std::string cmdline;
+  Machine machine;
+  std::chrono::seconds timeout{0};
+  double weight = 1;
+};
+
+struct Plan {
+  std::vector<Config> configs;
+  std::vector<Boot> boots;  // heaviest first
+  std::vector<std::string> notes;
+  std::string describe_boot(const Boot& boot) const;  // "xen/wrpt rep 1 (all)"
+};
+
+// Throws std::invalid_argument for an unknown platform or backend, an empty
+// matrix, a --set of mmu/platform/bench, or items bench= cannot carry.
+Plan build_plan(const MatrixOptions& options);
+
+}  // namespace pvk::bench

@@ -1,0 +1,56 @@
+// Ratio tables: one configuration's per-op time over another's, for every
+// benchmark both ran. Which pairs are compared is declared in one table
+// (builtin_ratios) plus whatever --ratio NAME=NUM/DEN adds.
+//
+// A selector is key=value terms joined with ',' (a value may list
+// alternatives with '|'): "platform=xen,mmu=batched". Keys are "platform" and
+// boot switches; a switch's default counts as its value (pgd_cache=on
+// matches a configuration that does not give pgd_cache). A ratio pairs a
+// configuration matching the numerator with one matching the denominator
+// that agrees on every key neither selector mentions, so pgd_cache=on/off
+// pairs xen/batched with xen/batched pgd_cache=off, not with native.
+#pragma once
+
+#include "pvk/bench/results.hpp"
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace pvk::bench {
+
+struct Selector {
+  std::vector<std::pair<std::string, std::vector<std::string>>> terms;
+  bool matches(const Config& config) const;
+  bool mentions(std::string_view key) const;
+  std::string text() const;
+};
+Selector parse_selector(std::string_view text);  // throws std::invalid_argument
+
+struct RatioSpec {
+  std::string name;  // "batched÷wrpt"
+  Selector numerator, denominator;
+  std::string about;  // one line for the summary
+};
+
+// The ratios every summary shows (when the run has both sides).
+const std::vector<RatioSpec>& builtin_ratios();
+// "NAME=NUMERATOR/DENOMINATOR", e.g. "batch1÷32=batch=1/batch=32".
+RatioSpec parse_ratio(std::string_view text);
+
+struct Ratio {
+  std::string spec;  // RatioSpec::name
+  std::string bench;
+  Params params;
+  std::string numerator, denominator;  // configuration ids
+  std::string pair;                    // what the two share, e.g. "xen/batched" ("" if nothing)
+  double value = 0;                    // per_op ÷ per_op
+  double low = 0, high = 0;            // min÷max .. max÷min: the spread
+  bool pass = true;                    // both rows passed
+};
+
+// In the order of the specs, then of results.rows.
+std::vector<Ratio> compute_ratios(const Results& results, const std::vector<RatioSpec>& specs);
+
+}  // namespace pvk::bench

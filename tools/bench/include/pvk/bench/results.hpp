@@ -1,0 +1,111 @@
+// Benchmark results: the records every boot printed, what each boot did, and
+// one aggregated row per (benchmark, parameter set, configuration), with
+// their JSON and CSV forms.
+#pragma once
+
+#include "pvk/bench/matrix.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace pvk::bench {
+
+// Records keep their fields in console order (parameters come between
+// "bench" and "unit").
+using OJson = nlohmann::ordered_json;
+using Params = std::vector<std::pair<std::string, OJson>>;
+
+// "pages=1280 loops=0" ("" without parameters).
+std::string params_text(const Params& params);
+
+// The "@pvk {...}" records among console lines, in order; other lines and
+// malformed records are skipped (the run's verdict reports those).
+std::vector<OJson> parse_records(const std::vector<std::string>& lines);
+
+// The benchmark's parameters in a {"bench":...} record: the fields between
+// "bench" and "unit" (bench/README.md, "Records"). A record without "unit"
+// falls back to every field that is not a known result field.
+Params record_params(const OJson& record);
+
+// What one boot did.
+struct BootRecord {
+  std::string config;  // Config::id()
+  int rep = 1;
+  int part = 0;
+  std::string group;
+  std::string cmdline;
+  Machine machine;
+  bool ran = false;  // false: could not start, or cancelled before it started
+  bool pass = false;
+  std::string reason;  // "pass" or why it failed
+  double elapsed_s = 0;
+  int benchmarks = 0;  // benchmark records it printed
+  int failed = 0;      // of them with "pass":false
+  std::vector<std::string> trouble;  // Xen's complaints, failed benchmarks' errors
+  std::string log;                   // its console log, relative to the output directory
+};
+
+// One record of one boot.
+struct Sample {
+  std::string config;
+  int rep = 1;
+  int part = 0;
+  OJson record;
+};
+
+// One (benchmark, parameters, configuration) over every boot that ran it.
+// Times are ns: median = median of the boots' medians; min/max = the extreme
+// reps of any boot; per_op likewise per operation. Other numeric fields
+// (counters, cycles, benchmark-specific ones) are the median over the boots,
+// except *_min / min_* (minimum) and *_max / max_* (maximum).
+struct Row {
+  std::string bench;
+  Params params;
+  std::string config;
+  int samples = 0;
+  int reps = 0;  // repetitions over all samples
+  bool pass = true;
+  std::vector<std::string> errors;
+  double median = 0, min = 0, max = 0;
+  double ops = 1;
+  double per_op = 0, per_op_min = 0, per_op_max = 0;
+  std::map<std::string, double> fields;
+  std::optional<double> field(std::string_view name) const;
+};
+
+struct Results {
+  OJson run = OJson::object();  // when, where, what command, wall time
+  std::vector<Config> configs;
+  std::vector<BootRecord> boots;
+  std::vector<Sample> records;  // every record of every boot (events too)
+  std::vector<Row> rows;        // filled by aggregate()
+
+  const Config* find_config(std::string_view id) const;
+};
+
+// Fills results.rows from results.records: rows ordered by benchmark (the
+// suite's order, unknown ones after), parameter set (first seen) and
+// configuration (results.configs' order).
+void aggregate(Results& results);
+
+OJson to_json(const Results& results);
+// Reads what to_json wrote (rows included; records and boots as far as
+// present). Throws std::runtime_error when it is not a results file.
+Results results_from_json(const OJson& json);
+
+// One line per row; columns: benchmark, parameters (each parameter key of
+// any row as its own column too), configuration, platform and switches,
+// samples, pass, ops, median/min/max and per-op times (ns), every counter,
+// then every other field. Absent values are empty cells.
+std::string to_csv(const Results& results);
+
+// Lower middle for an even count, as the driver does.
+double median_of(std::vector<double> values);
+
+}  // namespace pvk::bench

@@ -1,0 +1,71 @@
+// Runs a plan: every boot, up to `jobs` at a time (heaviest first), with a
+// progress display, collecting each boot's records and verdict. A failed
+// boot is recorded and the others go on.
+#pragma once
+
+#include "pvk/bench/matrix.hpp"
+#include "pvk/bench/results.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace pvk::bench {
+
+// What one boot observed.
+struct BootOutcome {
+  bool started = false;  // false: it could not start (reason says why)
+  bool pass = false;
+  std::string reason;
+  std::chrono::milliseconds elapsed{0};
+  std::vector<std::string> lines;    // the console
+  std::vector<std::string> trouble;  // the platform's complaints (Xen's)
+};
+
+// Boots one configuration with one boot's command line. The platform seam:
+// pvk under QEMU (native, xen) now; Linux later.
+class BootRunner {
+ public:
+  virtual ~BootRunner() = default;
+  virtual BootOutcome boot(const Config& config, const Boot& boot) = 0;
+};
+
+struct QemuRunnerOptions {
+  std::filesystem::path kernel;  // pvk.elf
+  std::filesystem::path xen_gz;
+  std::filesystem::path xen_cache_dir;
+  std::string icount;  // -icount argument, "" for none
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+// pvk through pvk::run_kernel (the same boot and verdict as `pvk run`).
+class QemuRunner : public BootRunner {
+ public:
+  explicit QemuRunner(QemuRunnerOptions options) : options_(std::move(options)) {}
+  BootOutcome boot(const Config& config, const Boot& boot) override;
+
+ private:
+  QemuRunnerOptions options_;
+};
+
+struct ExecuteOptions {
+  int jobs = 1;
+  const std::atomic<bool>* cancel = nullptr;
+  std::filesystem::path log_dir;  // each boot's console goes here ("" = nowhere)
+  std::filesystem::path out_dir;  // BootRecord::log is relative to this
+  // Progress lines; the default writes to stderr (and keeps a live status
+  // line there when it is a terminal).
+  std::function<void(const std::string& line)> progress;
+};
+
+// Runs every boot of the plan. Returns configurations, boots and records
+// (not aggregated). Boots left when `cancel` is set are recorded as not run.
+Results execute(const Plan& plan, BootRunner& runner, const ExecuteOptions& options);
+
+// "12 s", "3:05", "1:02:03"
+std::string clock_text(double seconds);
+
+}  // namespace pvk::bench

@@ -1,0 +1,88 @@
+#include "pvk/bench/catalog.hpp"
+
+#include <algorithm>
+
+namespace pvk::bench {
+
+const std::vector<BenchInfo>& benchmarks() {
+  static const std::vector<BenchInfo> table{
+      {"getpid", "seed000", {"iters"}, "getpid()"},
+      {"getppid", "seed000", {"iters"}, "getppid(), the null system call"},
+      {"segv", "seed000", {"iters"}, "store to a read-only page, SIGSEGV handler mprotects it writable"},
+      {"divzero", "seed000", {"iters"}, "divide by zero, SIGFPE handler longjmps out"},
+      {"forkwait", "seed000", {"iters"}, "fork + child exit + wait"},
+      {"lat_pipe", "seed000", {"iters"}, "one-byte round trip between two processes over pipes"},
+      {"ctx", "seed000", {"procs", "working_set", "iters"}, "token passed round a ring of processes (per hop)"},
+      {"fault_zero_read", "seed001", {"pages"}, "read fault on fresh anonymous memory (zero page)"},
+      {"fault_zero_cow", "seed001", {"pages"}, "write after a read fault (COW of the zero page)"},
+      {"fault_write", "seed001", {"pages"}, "write fault on fresh anonymous memory (allocate + clear)"},
+      {"memset_present", "seed001", {"pages"}, "memset of a present 4 KiB page"},
+      {"mprotect", "seed002", {"pages", "loops"}, "mprotect RW->RO->RW of N present dirty pages (per cycle)"},
+      {"kernbench", "seed002", {"procs", "jobs", "pages"}, "concurrent fork/exec/fault/mprotect/exit mix (per job)"},
+      {"fork_dirty", "seed003", {"pages"}, "fork after dirtying N pages, parent side (exit: child exit + reap)"},
+  };
+  return table;
+}
+
+const BenchInfo* find_benchmark(std::string_view name) {
+  for (const auto& b : benchmarks())
+    if (b.name == name) return &b;
+  return nullptr;
+}
+
+bool is_suite(std::string_view name) {
+  return name == "all" || name == "smoke" || name == "seed000" || name == "seed001" || name == "seed002" ||
+         name == "seed003";
+}
+
+std::vector<std::string_view> suite_members(std::string_view suite) {
+  std::vector<std::string_view> out;
+  for (const auto& b : benchmarks())
+    if (suite == "all" || suite == "smoke" || b.suite == suite) out.push_back(b.name);
+  return out;
+}
+
+const std::vector<std::string_view>& counter_names() {
+  static const std::vector<std::string_view> names{
+      "pte_writes", "lazy_sections",      "tlb_flush_one", "tlb_flush_all", "root_loads",
+      "pt_pages_alloc", "pt_pages_release", "hypercalls",  "multicalls",    "mmu_update_entries",
+      "mmuext_ops",  "ptwr_traps",         "page_faults",   "cow_copies",    "zero_page_maps",
+  };
+  return names;
+}
+
+const std::vector<std::string_view>& key_counters() {
+  static const std::vector<std::string_view> names{
+      "hypercalls", "mmu_update_entries", "multicalls", "ptwr_traps", "page_faults", "cow_copies",
+  };
+  return names;
+}
+
+std::vector<ExtraColumn> extra_columns(std::string_view bench) {
+  using K = ExtraColumn::Kind;
+  if (bench == "fork_dirty")
+    return {{"exit_median", "child exit", K::time}, {"exit_ptwr_traps", "exit ptwr_traps", K::number},
+            {"exit_hypercalls", "exit hypercalls", K::number}};
+  if (bench == "ctx") return {{"switch_per_op", "switch", K::time}};
+  if (bench == "mprotect") return {{"per_page", "per page", K::time}};
+  if (bench.starts_with("fault_") || bench == "memset_present")
+    return {{"page_median_cycles", "one page (cycles)", K::number}, {"zero_page_maps", "zero_page_maps", K::counter}};
+  return {};
+}
+
+std::optional<std::string_view> switch_default(std::string_view key) {
+  // guest/params/boot_params.h, struct BootParams.
+  if (key == "pte") return "attrs";
+  if (key == "pvpatch") return "off";
+  if (key == "batch") return "32";
+  if (key == "zero_page") return "on";
+  if (key == "pgd_cache") return "on";
+  return std::nullopt;
+}
+
+std::vector<std::string_view> switch_backends(std::string_view key) {
+  if (key == "batch") return {"batched"};
+  return {};
+}
+
+}  // namespace pvk::bench

@@ -1,0 +1,283 @@
+#include "pvk/bench/cli.hpp"
+
+#include "pvk/bench/compare.hpp"
+#include "pvk/bench/matrix.hpp"
+#include "pvk/bench/output.hpp"
+#include "pvk/bench/ratio.hpp"
+#include "pvk/bench/runner.hpp"
+#include "pvk/process.hpp"
+#include "pvk/xen.hpp"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <ctime>
+#include <fstream>
+#include <thread>
+
+namespace pvk::bench {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::atomic<bool> g_cancel{false};
+void on_signal(int) { g_cancel = true; }
+
+// -icount for deterministic virtual time: one instruction per virtual ns
+// (shift=0) and no sleeping while idle (sleep=off: virtual time jumps to the
+// next timer), so the same run gives the same guest timings (QEMU docs).
+constexpr const char* default_icount = "shift=0,sleep=off";
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return buf;
+}
+
+std::string stamp_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
+  return buf;
+}
+
+// First output line of a command, "" if it fails.
+std::string first_line(const std::vector<std::string>& argv) {
+  ProcessOptions options;
+  options.argv = argv;
+  options.timeout = std::chrono::seconds{10};
+  std::vector<std::string> lines;
+  try {
+    const ProcessResult r = run_process(options, [&](std::string_view line) {
+      lines.emplace_back(line);
+      return LineAction::keep_going;
+    });
+    if (r.exit_code != 0) return "";
+  } catch (const std::exception&) {
+    return "";
+  }
+  return lines.empty() ? "" : lines.front();
+}
+
+std::string commit_of(const fs::path& source) {
+  const std::string rev = first_line({"git", "-C", source.string(), "rev-parse", "--short=12", "HEAD"});
+  if (rev.empty()) return "";
+  const std::string dirty = first_line({"git", "-C", source.string(), "status", "--porcelain", "--untracked-files=no"});
+  return dirty.empty() ? rev : rev + "-dirty";
+}
+
+}  // namespace
+
+struct Commands::State {
+  const fs::path& build_dir;
+  const fs::path& source_dir;
+  CLI::App* bench = nullptr;
+  CLI::App* compare = nullptr;
+
+  // bench
+  std::vector<std::string> platforms{"native", "xen"};
+  std::vector<std::string> mmus;
+  std::vector<std::string> sets;
+  std::vector<std::string> ratios;
+  std::string items;
+  bool full = false, smoke = false, icount = false, no_variations = false, no_plots = false, dry_run = false;
+  std::string icount_spec = default_icount;
+  int reps = 1;
+  int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int timeout_s = -1;
+  fs::path out;
+  fs::path kernel;
+  fs::path xen_gz{std::string(default_xen_gz)};
+
+  // compare
+  fs::path old_json, new_json, compare_out;
+
+  State(const fs::path& b, const fs::path& s) : build_dir(b), source_dir(s) {}
+
+  std::string command_text() const {
+    std::string c = "tools/pvk bench";
+    if (smoke) c += " --smoke";
+    if (full) c += " --full";
+    if (icount) c += icount_spec == default_icount ? " --icount" : " --icount --icount-spec " + icount_spec;
+    if (reps != 1) c += fmt::format(" --reps {}", reps);
+    if (platforms != std::vector<std::string>{"native", "xen"}) c += " --platforms " + fmt::format("{}", fmt::join(platforms, ","));
+    if (!mmus.empty()) c += " --mmu " + fmt::format("{}", fmt::join(mmus, ","));
+    for (const auto& s : sets) c += " --set " + s;
+    if (!items.empty()) c += " --bench " + items;
+    if (no_variations) c += " --no-variations";
+    for (const auto& r : ratios) c += " --ratio '" + r + "'";
+    c += fmt::format(" --jobs {}", jobs);
+    return c;
+  }
+
+  int run_bench() {
+    MatrixOptions m;
+    m.platforms = platforms;
+    m.mmus = mmus;
+    for (const auto& s : sets) m.sets.push_back(parse_set(s));
+    m.items = parse_items(items);
+    m.full = full;
+    m.smoke = smoke;
+    m.with_variations = !no_variations;
+    m.reps = reps;
+    if (timeout_s > 0) m.timeout = std::chrono::seconds{timeout_s};
+    std::vector<RatioSpec> specs = builtin_ratios();
+    for (const auto& r : ratios) specs.push_back(parse_ratio(r));
+    const Plan plan = build_plan(m);
+
+    for (const auto& note : plan.notes) fmt::print(stderr, "pvk bench: {}\n", note);
+    if (dry_run) {
+      for (const auto& b : plan.boots)
+        fmt::print("{:<40} {:<8} -m {:<5} dom0_mem {:<6} timeout {:>5} s  {}\n", plan.describe_boot(b),
+                   plan.configs[b.config].platform, b.machine.memory.empty() ? "-" : b.machine.memory,
+                   b.machine.dom0_memory.empty() ? "-" : b.machine.dom0_memory, b.timeout.count(), b.cmdline);
+      fmt::print("{} configurations, {} boots\n", plan.configs.size(), plan.boots.size());
+      return 0;
+    }
+
+    const fs::path out_dir = out.empty() ? build_dir / "bench-results" / stamp_now() : out;
+    fs::create_directories(out_dir);
+    QemuRunnerOptions q;
+    q.kernel = kernel.empty() ? build_dir / "guest" / "pvk.elf" : kernel;
+    q.xen_gz = xen_gz;
+    q.xen_cache_dir = build_dir / "cache" / "xen-4.17";
+    q.icount = icount ? icount_spec : "";
+    q.cancel = &g_cancel;
+    if (!fs::is_regular_file(q.kernel))
+      throw std::runtime_error(fmt::format("kernel image {} not found (build target pvk_kernel)", q.kernel.string()));
+    QemuRunner runner(q);
+
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+
+    fmt::print(stderr, "pvk bench: {} configurations, {} boots, {} at a time{} -> {}\n", plan.configs.size(),
+               plan.boots.size(), std::min<size_t>(jobs, plan.boots.size()), icount ? ", -icount " + icount_spec : "",
+               out_dir.string());
+    const std::string started = utc_now();
+    const auto t0 = std::chrono::steady_clock::now();
+    ExecuteOptions e;
+    e.jobs = jobs;
+    e.cancel = &g_cancel;
+    e.log_dir = out_dir / "logs";
+    e.out_dir = out_dir;
+    Results results = execute(plan, runner, e);
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+    results.run = {{"started", started},
+                   {"finished", utc_now()},
+                   {"wall_s", wall},
+                   {"jobs", jobs},
+                   {"reps", reps},
+                   {"command", command_text()},
+                   {"commit", commit_of(source_dir)},
+                   {"kernel", q.kernel.string()},
+                   {"qemu", first_line({"qemu-system-x86_64", "--version"})},
+                   {"icount", q.icount},
+                   {"host_cpus", std::thread::hardware_concurrency()},
+                   {"cancelled", g_cancel.load()}};
+    aggregate(results);
+    const Written w = write_outputs(results, specs, out_dir, !no_plots);
+
+    // A stable name for the latest run next to the timestamped ones.
+    if (out.empty()) {
+      std::error_code ec;
+      const fs::path latest = out_dir.parent_path() / "latest";
+      fs::remove(latest, ec);
+      fs::create_directory_symlink(out_dir.filename(), latest, ec);
+    }
+
+    fmt::print("{}", w.summary_text);
+    std::fflush(stdout);
+    size_t failed = 0;
+    for (const auto& b : results.boots) failed += !b.pass;
+    fmt::print(stderr, "pvk bench: wrote {}, {}, {}", w.summary.string(), w.json.string(), w.csv.string());
+    if (!w.plots.empty()) fmt::print(stderr, " and {} plots in {}", w.plots.size(), w.plots_dir.string());
+    fmt::print(stderr, "\n");
+    if (!w.plot_problem.empty()) fmt::print(stderr, "pvk bench: {}\n", w.plot_problem);
+    fmt::print(stderr, "pvk bench: {} boots, {} failed, {} wall time\n", results.boots.size(), failed, clock_text(wall));
+    for (const auto& b : results.boots)
+      if (!b.pass) fmt::print(stderr, "pvk bench:   FAIL {} rep {} ({}): {}\n", b.config, b.rep, b.group, b.reason);
+    return failed || g_cancel ? 1 : 0;
+  }
+
+  int run_compare() {
+    auto load = [](const fs::path& path) {
+      std::ifstream in(path);
+      if (!in) throw std::runtime_error(fmt::format("cannot read {}", path.string()));
+      return results_from_json(OJson::parse(in));
+    };
+    const Results old_results = load(old_json);
+    const Results new_results = load(new_json);
+    const Comparison c = compare_results(old_results, new_results);
+    const std::string md = compare_markdown(c, old_json.string(), new_json.string());
+    fmt::print("{}", md);
+    if (!compare_out.empty()) {
+      std::ofstream out(compare_out);
+      out << md;
+    }
+    return 0;
+  }
+};
+
+Commands::Commands(CLI::App& app, const fs::path& build_dir, const fs::path& source_dir)
+    : state_(std::make_unique<State>(build_dir, source_dir)) {
+  State& s = *state_;
+  CLI::App* b = s.bench = app.add_subcommand(
+      "bench", "boot every configuration of the benchmark matrix, write tables (summary.md), JSON, CSV and plots");
+  b->add_flag("--full", s.full, "everything, incl. fork_dirty and mprotect at 64000-128000 pages (bigger machines)");
+  b->add_flag("--smoke", s.smoke, "the smoke suite (tiny sizes, one rep) on the first backend of each platform");
+  b->add_flag("--icount", s.icount, "QEMU -icount: deterministic virtual time (slower, not realistic)");
+  b->add_option("--icount-spec", s.icount_spec, "the -icount argument --icount passes")->capture_default_str();
+  b->add_option("--reps", s.reps, "boots per configuration (the driver repeats each benchmark itself too)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  b->add_option("--platforms", s.platforms, "platforms to boot")->delimiter(',')->capture_default_str();
+  b->add_option("--mmu", s.mmus, "backends to boot (default: every backend of each platform)")->delimiter(',');
+  b->add_option("--set", s.sets,
+                "a boot switch and the values to cross with every configuration, e.g. --set batch=1,32 "
+                "(repeatable; any switch the kernel takes)");
+  b->add_option("--bench", s.items,
+                "benchmark items instead of the default list, as bench= takes them: NAME[:key=v[+v...]],...");
+  b->add_flag("--no-variations", s.no_variations,
+              "only the base configurations (no pgd_cache=off / zero_page=off / pte=flags boots)");
+  b->add_option("--ratio", s.ratios, "another ratio table, NAME=NUMERATOR/DENOMINATOR, e.g. 'b1÷32=batch=1/batch=32'");
+  b->add_option("--out", s.out, "output directory (default <build>/bench-results/<time>, linked as latest)");
+  b->add_option("--jobs,-j", s.jobs, "boots at a time")->check(CLI::PositiveNumber)->capture_default_str();
+  b->add_option("--timeout", s.timeout_s, "seconds per boot before it counts as hung (default 300 native, 1200 xen; "
+                                          "twice that for --full's large boots)")
+      ->check(CLI::PositiveNumber);
+  b->add_option("--kernel", s.kernel, "kernel image (default <build>/guest/pvk.elf)");
+  b->add_option("--xen", s.xen_gz, "gzipped Xen image")->capture_default_str();
+  b->add_flag("--no-plots", s.no_plots, "write the gnuplot script and data but do not run gnuplot");
+  b->add_flag("--dry-run", s.dry_run, "print the boots the matrix would run, and stop");
+
+  CLI::App* c = s.compare = app.add_subcommand("compare", "compare two `pvk bench` results.json files");
+  c->add_option("old", s.old_json, "the earlier results.json")->required()->check(CLI::ExistingFile);
+  c->add_option("new", s.new_json, "the later results.json")->required()->check(CLI::ExistingFile);
+  c->add_option("--out", s.compare_out, "also write the Markdown here");
+}
+
+Commands::~Commands() = default;
+
+bool Commands::selected() const { return state_->bench->parsed() || state_->compare->parsed(); }
+
+int Commands::run() {
+  try {
+    return state_->bench->parsed() ? state_->run_bench() : state_->run_compare();
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "pvk: error: {}\n", e.what());
+    return 2;
+  }
+}
+
+}  // namespace pvk::bench

@@ -1,0 +1,88 @@
+#include "pvk/bench/compare.hpp"
+
+#include "pvk/bench/catalog.hpp"
+#include "pvk/bench/report.hpp"
+
+#include <fmt/format.h>
+
+#include <map>
+
+namespace pvk::bench {
+namespace {
+
+// Platform and non-default switches: what makes two configurations the same.
+std::string normal_id(const Results& results, const std::string& id) {
+  const Config* c = results.find_config(id);
+  Config config = c ? *c : config_from_id(id);
+  Switches kept;
+  for (const auto& s : config.switches)
+    if (switch_default(s.first) != std::optional<std::string_view>(s.second)) kept.push_back(s);
+  config.switches = kept;
+  return config.id();
+}
+
+std::string label(const Results& results, const std::string& id) {
+  const Config* c = results.find_config(id);
+  return c ? c->label() : id;
+}
+
+}  // namespace
+
+Comparison compare_results(const Results& old_results, const Results& new_results) {
+  Comparison out;
+  std::map<std::string, const Row*> old_rows;
+  for (const auto& r : old_results.rows)
+    old_rows[r.bench + "\n" + params_text(r.params) + "\n" + normal_id(old_results, r.config)] = &r;
+  std::map<std::string, bool> matched;
+  for (const auto& r : new_results.rows) {
+    const std::string key = r.bench + "\n" + params_text(r.params) + "\n" + normal_id(new_results, r.config);
+    const auto it = old_rows.find(key);
+    const std::string what = fmt::format("{} {} @ {}", r.bench, params_text(r.params), label(new_results, r.config));
+    if (it == old_rows.end()) {
+      out.only_new.push_back(what);
+      continue;
+    }
+    matched[key] = true;
+    CompareLine line{r.bench, params_text(r.params), label(new_results, r.config), it->second, &r};
+    const Row& o = *it->second;
+    line.ratio = o.per_op > 0 ? r.per_op / o.per_op : 0;
+    if (r.per_op > o.per_op_max) line.change = +1;
+    if (r.per_op < o.per_op_min) line.change = -1;
+    out.slower += line.change > 0;
+    out.faster += line.change < 0;
+    out.lines.push_back(line);
+  }
+  for (const auto& r : old_results.rows) {
+    const std::string key = r.bench + "\n" + params_text(r.params) + "\n" + normal_id(old_results, r.config);
+    if (!matched.count(key))
+      out.only_old.push_back(fmt::format("{} {} @ {}", r.bench, params_text(r.params), label(old_results, r.config)));
+  }
+  return out;
+}
+
+std::string compare_markdown(const Comparison& c, const std::string& old_name, const std::string& new_name) {
+  std::string md = fmt::format("# pvk compare\n\n- old: `{}`\n- new: `{}`\n", old_name, new_name);
+  md += fmt::format("- {} rows in both; {} slower and {} faster beyond the old run's min–max spread\n\n", c.lines.size(),
+                    c.slower, c.faster);
+  md += "Per-op medians; ▲ / ▼: the new median is above / below every rep of the old run.\n\n";
+  md += "| benchmark | parameters | configuration | old | old min–max | new | new÷old | |\n";
+  md += "|---|---|---|---:|---|---:|---:|---|\n";
+  for (const auto& l : c.lines) {
+    const Row& o = *l.old_row;
+    const Row& n = *l.new_row;
+    md += fmt::format("| {} | {} | {} | {} | {}–{} | {} | {} | {} |\n", l.bench, l.params, l.config, format_ns(o.per_op),
+                      format_ns(o.per_op_min), format_ns(o.per_op_max), format_ns(n.per_op), format_ratio(l.ratio),
+                      l.change > 0 ? "▲ slower" : l.change < 0 ? "▼ faster" : "");
+  }
+  if (!c.only_old.empty()) {
+    md += "\nOnly in the old run:\n";
+    for (const auto& s : c.only_old) md += "- " + s + "\n";
+  }
+  if (!c.only_new.empty()) {
+    md += "\nOnly in the new run:\n";
+    for (const auto& s : c.only_new) md += "- " + s + "\n";
+  }
+  return md;
+}
+
+}  // namespace pvk::bench

@@ -1,0 +1,293 @@
+#include "pvk/bench/matrix.hpp"
+
+#include "pvk/bench/catalog.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+namespace pvk::bench {
+namespace {
+
+using namespace std::chrono_literals;
+
+bool switch_order(const std::pair<std::string, std::string>& a, const std::pair<std::string, std::string>& b) {
+  if ((a.first == "mmu") != (b.first == "mmu")) return a.first == "mmu";
+  return a.first < b.first;
+}
+
+std::vector<std::string> split(std::string_view text, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    const size_t end = text.find(sep, start);
+    out.emplace_back(text.substr(start, end == std::string_view::npos ? end : end - start));
+    if (end == std::string_view::npos) break;
+    start = end + 1;
+  }
+  return out;
+}
+
+// How much a backend adds to a Xen boot's time (wrpt and direct trap or
+// call once per PTE write), for scheduling the longest boots first.
+double backend_weight(std::string_view mmu) {
+  if (mmu == "wrpt") return 1.5;
+  if (mmu == "direct") return 1.4;
+  return 1.0;
+}
+
+double suite_weight(std::string_view suite) {
+  if (suite == "seed000") return 0.3;
+  if (suite == "seed001") return 0.2;
+  if (suite == "seed002") return 0.6;
+  if (suite == "seed003") return 0.4;
+  return 0.5;
+}
+
+struct Group {
+  std::string name;
+  std::vector<Item> items;
+  bool large = false;
+  double weight = 1;
+};
+
+}  // namespace
+
+std::string Config::cmdline() const {
+  std::string out;
+  for (const auto& [key, value] : switches) {
+    if (!out.empty()) out += ' ';
+    out += key + "=" + value;
+  }
+  return out;
+}
+
+std::string Config::id() const {
+  const std::string line = cmdline();
+  return line.empty() ? platform : platform + " " + line;
+}
+
+std::string Config::label() const {
+  std::string out = platform;
+  for (const auto& [key, value] : switches) {
+    if (key == "mmu") {
+      // Natively the backend is implied by the platform.
+      if (!(platform == "native" && value == "native")) out += "/" + value;
+    } else {
+      out += " " + key + "=" + value;
+    }
+  }
+  return out;
+}
+
+std::optional<std::string> Config::get(std::string_view key) const {
+  if (key == "platform") return platform;
+  for (const auto& [k, v] : switches)
+    if (k == key) return v;
+  return std::nullopt;
+}
+
+std::optional<std::string> Config::effective(std::string_view key) const {
+  if (auto v = get(key)) return v;
+  if (auto d = switch_default(key)) return std::string(*d);
+  return std::nullopt;
+}
+
+std::vector<std::string> Config::keys() const {
+  std::vector<std::string> out{"platform"};
+  for (const auto& s : switches) out.push_back(s.first);
+  return out;
+}
+
+Config make_config(std::string platform, Switches switches) {
+  std::stable_sort(switches.begin(), switches.end(), switch_order);
+  for (size_t i = 1; i < switches.size(); ++i)
+    if (switches[i].first == switches[i - 1].first)
+      throw std::invalid_argument(fmt::format("boot switch {}= given twice", switches[i].first));
+  return Config{std::move(platform), std::move(switches)};
+}
+
+Config config_from_id(std::string_view id) {
+  const std::vector<std::string> words = split(id, ' ');
+  Switches switches;
+  for (size_t i = 1; i < words.size(); ++i) {
+    if (words[i].empty()) continue;
+    const size_t eq = words[i].find('=');
+    if (eq == std::string::npos) throw std::invalid_argument(fmt::format("configuration '{}': '{}' is not key=value", id, words[i]));
+    switches.emplace_back(words[i].substr(0, eq), words[i].substr(eq + 1));
+  }
+  return make_config(words.at(0), std::move(switches));
+}
+
+const std::vector<PlatformSpec>& platform_specs() {
+  // Memory: the default list fits the runners' defaults (native 512M, Xen
+  // 1024 with a 256M dom0); fork_dirty 128000 pages and mprotect 128000
+  // need ~1.5 GB. Timeouts are per boot; measured on a 2-core host the
+  // default list takes ~6 s natively and 30-50 s under Xen.
+  static const std::vector<PlatformSpec> specs{
+      {"native", {"native"}, {"", ""}, {"2G", ""}, 300s, 1.0},
+      {"xen", {"batched", "direct", "wrpt"}, {"", ""}, {"2560", "2000M"}, 1200s, 6.0},
+  };
+  return specs;
+}
+
+const PlatformSpec* find_platform(std::string_view name) {
+  for (const auto& spec : platform_specs())
+    if (spec.name == name) return &spec;
+  return nullptr;
+}
+
+SetAxis parse_set(std::string_view text) {
+  const size_t eq = text.find('=');
+  if (eq == std::string_view::npos || eq == 0 || eq + 1 == text.size())
+    throw std::invalid_argument(fmt::format("--set '{}': expected key=value[,value...]", text));
+  SetAxis axis{std::string(text.substr(0, eq)), split(text.substr(eq + 1), ',')};
+  if (axis.key == "mmu") throw std::invalid_argument("--set mmu=...: use --mmu");
+  if (axis.key == "platform") throw std::invalid_argument("--set platform=...: use --platforms");
+  if (axis.key == "bench") throw std::invalid_argument("--set bench=...: use --bench");
+  for (const auto& v : axis.values) {
+    if (v.empty()) throw std::invalid_argument(fmt::format("--set '{}': empty value", text));
+    if (v.find_first_of(" \t") != std::string::npos)
+      throw std::invalid_argument(fmt::format("--set '{}': blanks in a value", text));
+  }
+  return axis;
+}
+
+const std::vector<Variation>& variations() {
+  static const std::vector<Variation> table{
+      {"pgd_cache", "off", "seed000", "seed 000: the root (pgd) cache's before/after"},
+      {"zero_page", "off", "seed001", "seed 001: read faults without the zero page"},
+      {"pte", "flags", "seed002", "seed 002: every PTE flag read through pvops"},
+  };
+  return table;
+}
+
+std::vector<Item> default_items() { return {Item{"all", {}}}; }
+
+std::vector<Item> large_items() {
+  return {Item{"fork_dirty", {{"pages", "64000+128000"}}}, Item{"mprotect", {{"pages", "65536+128000"}}}};
+}
+
+std::string Plan::describe_boot(const Boot& boot) const {
+  return fmt::format("{} rep {} ({})", configs.at(boot.config).label(), boot.rep, boot.group);
+}
+
+Plan build_plan(const MatrixOptions& options) {
+  if (options.reps < 1) throw std::invalid_argument("--reps must be at least 1");
+  Plan plan;
+
+  // Item groups: each boots on its own (and is split further if bench=
+  // cannot carry it in one boot).
+  std::vector<Group> groups;
+  if (!options.items.empty()) {
+    groups.push_back({"items", options.items, options.full, 1.0});
+  } else if (options.smoke) {
+    groups.push_back({"smoke", {Item{"smoke", {}}}, false, 0.2});
+  } else {
+    groups.push_back({"all", default_items(), false, 1.0});
+    if (options.full) groups.push_back({"large", large_items(), true, 3.0});
+  }
+
+  std::set<std::string> set_keys;
+  for (const auto& axis : options.sets) {
+    if (!set_keys.insert(axis.key).second)
+      throw std::invalid_argument(fmt::format("--set {}= given twice", axis.key));
+  }
+  for (const auto& mmu : options.mmus) {
+    const bool known = std::any_of(platform_specs().begin(), platform_specs().end(), [&](const PlatformSpec& p) {
+      return std::find(p.backends.begin(), p.backends.end(), mmu) != p.backends.end();
+    });
+    if (!known) throw std::invalid_argument(fmt::format("--mmu: no backend named '{}'", mmu));
+  }
+
+  std::set<std::string> seen;
+  auto add_config = [&](const PlatformSpec& spec, Config config, const std::vector<Group>& config_groups) {
+    if (!seen.insert(config.id()).second) return;
+    const size_t index = plan.configs.size();
+    plan.configs.push_back(config);
+    const double weight = spec.weight * backend_weight(config.get("mmu").value_or(""));
+    for (int rep = 1; rep <= options.reps; ++rep) {
+      int part = 0;
+      for (const auto& group : config_groups) {
+        for (const std::string& bench : pack_items(group.items)) {
+          Boot boot;
+          boot.config = index;
+          boot.rep = rep;
+          boot.part = part++;
+          boot.group = group.name;
+          boot.bench = bench;
+          boot.cmdline = config.cmdline().empty() ? "bench=" + bench : config.cmdline() + " bench=" + bench;
+          boot.machine = group.large ? spec.large : spec.standard;
+          boot.timeout = options.timeout.value_or(group.large ? 2 * spec.timeout : spec.timeout);
+          boot.weight = weight * group.weight;
+          plan.boots.push_back(std::move(boot));
+        }
+      }
+    }
+  };
+
+  for (const auto& name : options.platforms) {
+    const PlatformSpec* spec = find_platform(name);
+    if (!spec) {
+      std::string known;
+      for (const auto& p : platform_specs()) known += (known.empty() ? "" : ", ") + p.name;
+      throw std::invalid_argument(fmt::format("no platform named '{}' (known: {}; Linux side by side comes later)",
+                                              name, known));
+    }
+    std::vector<std::string> backends;
+    for (const auto& b : spec->backends)
+      if (options.mmus.empty() || std::find(options.mmus.begin(), options.mmus.end(), b) != options.mmus.end())
+        backends.push_back(b);
+    if (options.smoke && options.mmus.empty() && !backends.empty()) backends.resize(1);
+    if (backends.empty()) {
+      plan.notes.push_back(fmt::format("platform {} skipped: none of its backends was asked for", name));
+      continue;
+    }
+
+    for (const auto& mmu : backends) {
+      // The --set cross product, each switch only where it matters.
+      std::vector<Switches> crossed{{{"mmu", mmu}}};
+      for (const auto& axis : options.sets) {
+        const auto only = switch_backends(axis.key);
+        if (!only.empty() && std::find(only.begin(), only.end(), mmu) == only.end()) continue;
+        std::vector<Switches> next;
+        for (const auto& base : crossed)
+          for (const auto& value : axis.values) {
+            Switches s = base;
+            s.emplace_back(axis.key, value);
+            next.push_back(std::move(s));
+          }
+        crossed = std::move(next);
+      }
+      for (const auto& switches : crossed) {
+        const Config base = make_config(name, switches);
+        add_config(*spec, base, groups);
+        if (!options.with_variations || options.smoke) continue;
+        for (const auto& v : variations()) {
+          if (set_keys.count(v.key) || base.effective(v.key) == v.value) continue;
+          std::vector<Group> narrowed;
+          for (const auto& g : groups) {
+            if (g.large) continue;
+            std::vector<Item> items = restrict_to_suite(g.items, v.suite);
+            if (!items.empty())
+              narrowed.push_back({fmt::format("{}={}: {}", v.key, v.value, v.suite), std::move(items), false,
+                                  suite_weight(v.suite)});
+          }
+          if (narrowed.empty()) continue;
+          Switches with = switches;
+          with.emplace_back(v.key, v.value);
+          add_config(*spec, make_config(name, with), narrowed);
+        }
+      }
+    }
+  }
+  if (plan.boots.empty()) throw std::invalid_argument("the matrix is empty");
+  std::stable_sort(plan.boots.begin(), plan.boots.end(),
+                   [](const Boot& a, const Boot& b) { return a.weight > b.weight; });
+  return plan;
+}
+
+}  // namespace pvk::bench

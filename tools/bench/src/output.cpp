@@ -1,0 +1,64 @@
+#include "pvk/bench/output.hpp"
+
+#include "pvk/bench/plot.hpp"
+#include "pvk/bench/report.hpp"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <stdexcept>
+
+namespace pvk::bench {
+namespace {
+
+namespace fs = std::filesystem;
+
+void write_text(const fs::path& path, const std::string& text) {
+  const fs::path partial = path.string() + ".partial";
+  {
+    std::ofstream out(partial);
+    out << text;
+    if (!out) throw std::runtime_error(fmt::format("cannot write {}", path.string()));
+  }
+  fs::rename(partial, path);
+}
+
+}  // namespace
+
+Written write_outputs(const Results& results, const std::vector<RatioSpec>& specs, const fs::path& dir, bool draw_plots) {
+  fs::create_directories(dir);
+  Written w;
+  const std::vector<Ratio> ratios = compute_ratios(results, specs);
+  OJson json = to_json(results);
+  OJson rj = OJson::array();
+  for (const auto& r : ratios) {
+    OJson params = OJson::object();
+    for (const auto& [k, v] : r.params) params[k] = v;
+    rj.push_back({{"ratio", r.spec}, {"bench", r.bench}, {"params", params}, {"numerator", r.numerator},
+                  {"denominator", r.denominator}, {"pair", r.pair}, {"value", r.value}, {"low", r.low},
+                  {"high", r.high}, {"pass", r.pass}});
+  }
+  json["ratios"] = rj;
+  w.json = dir / "results.json";
+  write_text(w.json, json.dump(1) + "\n");
+  w.csv = dir / "results.csv";
+  write_text(w.csv, to_csv(results));
+  w.summary_text = summary_markdown(results, specs, ratios);
+  w.plots_dir = dir / "plots";
+  const PlotFiles plots = write_plot_script(results, w.plots_dir);
+  if (draw_plots) {
+    w.plot_problem = run_gnuplot(plots);
+    if (w.plot_problem.empty()) w.plots = plots.plots;
+  } else {
+    w.plot_problem = "plots not drawn (--no-plots); run gnuplot plots.gp in " + w.plots_dir.string();
+  }
+  if (!w.plots.empty()) {
+    w.summary_text += "\n## Plots\n\n";
+    for (const auto& p : w.plots) w.summary_text += fmt::format("![{0}](plots/{0}.svg)\n", p);
+  }
+  w.summary = dir / "summary.md";
+  write_text(w.summary, w.summary_text);
+  return w;
+}
+
+}  // namespace pvk::bench

@@ -1,0 +1,192 @@
+#include "pvk/bench/plot.hpp"
+
+#include "pvk/bench/catalog.hpp"
+#include "pvk/process.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+namespace pvk::bench {
+namespace {
+
+namespace fs = std::filesystem;
+
+// gnuplot strings in double quotes: escape backslashes and quotes.
+std::string gp_string(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string label_of(const Results& results, const std::string& id) {
+  const Config* c = results.find_config(id);
+  return c ? c->label() : id;
+}
+
+void write_file(const fs::path& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  if (!out) throw std::runtime_error(fmt::format("cannot write {}", path.string()));
+}
+
+// Configurations in results.configs order that have a row of `bench`.
+std::vector<std::string> configs_with(const Results& results, const std::vector<std::string_view>& benches) {
+  std::vector<std::string> out;
+  for (const auto& c : results.configs)
+    for (const auto& r : results.rows)
+      if (r.config == c.id() && std::find(benches.begin(), benches.end(), r.bench) != benches.end()) {
+        out.push_back(c.id());
+        break;
+      }
+  return out;
+}
+
+struct Script {
+  std::string text;
+  // One plot, drawn once per terminal.
+  void plot(const std::string& name, const std::string& setup, const std::string& command) {
+    for (const auto& [terminal, ext] : {std::pair{"svg size 960,600 dynamic noenhanced font \"sans,11\" background \"white\"", "svg"},
+                                        std::pair{"pngcairo size 960,600 noenhanced font \"sans,10\"", "png"}}) {
+      text += fmt::format("reset\nset terminal {}\nset output {}\n", terminal, gp_string(name + "." + ext));
+      text += "set datafile missing \"-\"\nset key outside right top\nset grid ytics\n";
+      text += setup + command + "\nunset output\n\n";
+    }
+  }
+};
+
+// A log-log plot of per-op time against a parameter (x), one line per configuration.
+void curve_plot(const Results& results, Script& script, PlotFiles& files, const fs::path& dir, const std::string& bench,
+                const std::string& x_param, double scale, const std::string& unit, const std::string& title,
+                const std::string& xlabel, const std::string& ylabel) {
+  std::string data;
+  std::vector<std::string> titles;
+  for (const auto& id : configs_with(results, {bench})) {
+    std::vector<std::tuple<double, double, double, double>> points;
+    for (const auto& r : results.rows) {
+      if (r.bench != bench || r.config != id) continue;
+      for (const auto& [k, v] : r.params)
+        if (k == x_param && v.is_number())
+          points.emplace_back(v.get<double>(), r.per_op / scale, r.per_op_min / scale, r.per_op_max / scale);
+    }
+    if (points.empty()) continue;
+    std::sort(points.begin(), points.end());
+    data += fmt::format("# {}\n# {} per_op_{} min max\n", label_of(results, id), x_param, unit);
+    for (const auto& [x, y, lo, hi] : points) data += fmt::format("{} {:.6g} {:.6g} {:.6g}\n", x, y, lo, hi);
+    data += "\n\n";
+    titles.push_back(label_of(results, id));
+  }
+  if (titles.empty()) return;
+  const fs::path file = dir / (bench + ".dat");
+  write_file(file, data);
+  files.data.push_back(file);
+  std::string command = "plot ";
+  for (size_t i = 0; i < titles.size(); ++i)
+    command += fmt::format("{}{} index {} using 1:2:3:4 with yerrorlines pointsize 0.8 title {}", i ? ", \\\n     " : "",
+                           gp_string(bench + ".dat"), i, gp_string(titles[i]));
+  script.plot(bench,
+              fmt::format("set title {}\nset logscale xy\nset xlabel {}\nset ylabel {}\nset format x \"%g\"\n",
+                          gp_string(title), gp_string(xlabel), gp_string(ylabel)),
+              command);
+  files.plots.push_back(bench);
+}
+
+// Clustered bars: one group per (benchmark, parameters), one bar per configuration.
+void bar_plot(const Results& results, Script& script, PlotFiles& files, const fs::path& dir, const std::string& name,
+              const std::vector<std::string_view>& benches, bool log_y, const std::string& title) {
+  const std::vector<std::string> ids = configs_with(results, benches);
+  if (ids.empty()) return;
+  std::vector<std::string> categories;
+  std::map<std::string, std::map<std::string, double>> value;  // category -> config -> µs
+  for (auto bench : benches) {
+    // Name a parameter set by the parameters that differ between the sets.
+    std::map<std::string, std::set<std::string>> values;
+    for (const auto& r : results.rows)
+      if (r.bench == bench)
+        for (const auto& [k, v] : r.params) values[k].insert(v.dump());
+    for (const auto& r : results.rows) {
+      if (r.bench != bench) continue;
+      std::string category(bench);
+      for (const auto& [k, v] : r.params)
+        if (values[k].size() > 1) category += fmt::format(" {}={}", k, v.is_string() ? v.get<std::string>() : v.dump());
+      if (std::find(categories.begin(), categories.end(), category) == categories.end()) categories.push_back(category);
+      value[category][r.config] = r.per_op / 1e3;
+    }
+  }
+  std::string data = "category";
+  for (const auto& id : ids) data += " " + gp_string(label_of(results, id));
+  data += "\n";
+  for (const auto& category : categories) {
+    data += gp_string(category);
+    for (const auto& id : ids) {
+      const auto it = value[category].find(id);
+      data += it == value[category].end() ? std::string(" -") : fmt::format(" {:.6g}", it->second);
+    }
+    data += "\n";
+  }
+  const fs::path file = dir / (name + ".dat");
+  write_file(file, data);
+  files.data.push_back(file);
+  script.plot(name,
+              fmt::format("set title {}\nset style data histograms\nset style histogram clustered gap 1\n"
+                          "set style fill solid 0.8 border -1\nset boxwidth 0.9\nset xtics rotate by -30 left\n"
+                          "set ylabel \"µs per operation\"\n{}",
+                          gp_string(title), log_y ? "set logscale y\n" : "set yrange [0:*]\n"),
+              fmt::format("plot for [i=2:{}] {} using i:xtic(1) title columnheader(i)", ids.size() + 1,
+                          gp_string(name + ".dat")));
+  files.plots.push_back(name);
+}
+
+}  // namespace
+
+PlotFiles write_plot_script(const Results& results, const fs::path& dir) {
+  fs::create_directories(dir);
+  PlotFiles files;
+  files.script = dir / "plots.gp";
+  Script script;
+  script.text = "# Generated by pvk bench: gnuplot plots.gp (in this directory) redraws every plot.\n\n";
+  curve_plot(results, script, files, dir, "fork_dirty", "pages", 1e6, "ms", "fork after dirtying N pages (parent side)",
+             "dirty pages", "ms per fork");
+  curve_plot(results, script, files, dir, "mprotect", "pages", 1e3, "us", "mprotect RW->RO->RW of N pages",
+             "pages", "µs per RW->RO->RW cycle");
+  bar_plot(results, script, files, dir, "faults", {"fault_zero_read", "fault_zero_cow", "fault_write", "memset_present"},
+           false, "page faults and page clearing (seed 001)");
+  bar_plot(results, script, files, dir, "lmbench",
+           {"getpid", "getppid", "segv", "divzero", "forkwait", "lat_pipe", "ctx"}, true,
+           "lmbench-style microbenchmarks (seed 000)");
+  bar_plot(results, script, files, dir, "kernbench", {"kernbench"}, false, "kernbench-like mix, per job (seed 002)");
+  write_file(files.script, script.text);
+  return files;
+}
+
+std::string run_gnuplot(const PlotFiles& files) {
+  if (files.plots.empty()) return "";
+  ProcessOptions options;
+  const std::string dir = fs::absolute(files.script.parent_path()).string();
+  if (dir.find('\'') != std::string::npos) return "the output directory's name contains a quote; run gnuplot plots.gp there";
+  options.argv = {"gnuplot", "-e", "cd '" + dir + "'", fs::absolute(files.script).string()};
+  options.timeout = std::chrono::seconds{120};
+  std::vector<std::string> output;
+  ProcessResult result;
+  try {
+    result = run_process(options, [&](std::string_view line) {
+      output.emplace_back(line);
+      return LineAction::keep_going;
+    });
+  } catch (const std::exception& e) {
+    return fmt::format("cannot run gnuplot ({}); Debian package gnuplot-nox", e.what());
+  }
+  if (result.exit_code == 0 && output.empty()) return "";
+  std::string why = result.exit_code == 0 ? "gnuplot warned:" : fmt::format("gnuplot failed (status {}):", result.exit_code);
+  for (size_t i = 0; i < output.size() && i < 10; ++i) why += "\n  " + output[i];
+  return why;
+}
+
+}  // namespace pvk::bench

@@ -1,0 +1,137 @@
+#include "pvk/bench/ratio.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+#include <stdexcept>
+
+namespace pvk::bench {
+
+bool Selector::matches(const Config& config) const {
+  for (const auto& [key, values] : terms) {
+    const auto v = config.effective(key);
+    if (!v || std::find(values.begin(), values.end(), *v) == values.end()) return false;
+  }
+  return true;
+}
+
+bool Selector::mentions(std::string_view key) const {
+  return std::any_of(terms.begin(), terms.end(), [&](const auto& t) { return t.first == key; });
+}
+
+std::string Selector::text() const {
+  std::string out;
+  for (const auto& [key, values] : terms) {
+    if (!out.empty()) out += ',';
+    out += key + "=";
+    for (size_t i = 0; i < values.size(); ++i) out += (i ? "|" : "") + values[i];
+  }
+  return out;
+}
+
+Selector parse_selector(std::string_view text) {
+  Selector s;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view term = text.substr(start, end - start);
+    const size_t eq = term.find('=');
+    if (eq == std::string_view::npos || eq == 0 || eq + 1 == term.size())
+      throw std::invalid_argument(fmt::format("selector '{}': '{}' is not key=value", text, term));
+    std::vector<std::string> values;
+    std::string_view rest = term.substr(eq + 1);
+    while (true) {
+      const size_t bar = rest.find('|');
+      values.emplace_back(rest.substr(0, bar));
+      if (values.back().empty()) throw std::invalid_argument(fmt::format("selector '{}': empty value", text));
+      if (bar == std::string_view::npos) break;
+      rest = rest.substr(bar + 1);
+    }
+    s.terms.emplace_back(std::string(term.substr(0, eq)), std::move(values));
+    start = end + 1;
+  }
+  return s;
+}
+
+const std::vector<RatioSpec>& builtin_ratios() {
+  // The one place pairs are declared. Linux rows come with the Linux
+  // platforms (linux-native, linux-xen); until then those ratios are empty.
+  static const std::vector<RatioSpec> specs{
+      {"batched÷wrpt", parse_selector("platform=xen,mmu=batched"), parse_selector("platform=xen,mmu=wrpt"),
+       "Xen: queued mmu_update batches vs writable page tables (trap and emulate); seed 003's comparison"},
+      {"batched÷direct", parse_selector("platform=xen,mmu=batched"), parse_selector("platform=xen,mmu=direct"),
+       "Xen: queued batches vs one mmu_update hypercall per PTE write"},
+      {"Xen÷native", parse_selector("platform=xen,mmu=batched"), parse_selector("platform=native,mmu=native"),
+       "the cost of running under Xen (batched) over running natively"},
+      {"pgd_cache on÷off", parse_selector("pgd_cache=on"), parse_selector("pgd_cache=off"),
+       "keeping freed page-table roots (pinned, under Xen) for reuse; seed 000's before/after"},
+      {"zero_page on÷off", parse_selector("zero_page=on"), parse_selector("zero_page=off"),
+       "mapping the shared zero page on read faults; seed 001"},
+      {"pte flags÷attrs", parse_selector("pte=flags"), parse_selector("pte=attrs"),
+       "every PTE flag read through pvops vs inline; seed 002"},
+      {"pvk÷Linux native", parse_selector("platform=native,mmu=native"), parse_selector("platform=linux-native"),
+       "pvk vs Linux running the same programs natively in the same QEMU"},
+      {"pvk÷Linux Xen", parse_selector("platform=xen,mmu=batched"), parse_selector("platform=linux-xen"),
+       "pvk (batched) vs Linux PV as dom0 of the same Xen"},
+  };
+  return specs;
+}
+
+RatioSpec parse_ratio(std::string_view text) {
+  const size_t eq = text.find('=');
+  if (eq == std::string_view::npos || eq == 0)
+    throw std::invalid_argument(fmt::format("--ratio '{}': expected NAME=NUMERATOR/DENOMINATOR", text));
+  const std::string_view sides = text.substr(eq + 1);
+  const size_t slash = sides.find('/');
+  if (slash == std::string_view::npos || sides.find('/', slash + 1) != std::string_view::npos)
+    throw std::invalid_argument(fmt::format("--ratio '{}': expected one '/' between the two selectors", text));
+  RatioSpec spec{std::string(text.substr(0, eq)), parse_selector(sides.substr(0, slash)),
+                 parse_selector(sides.substr(slash + 1)), ""};
+  spec.about = fmt::format("{} over {}", spec.numerator.text(), spec.denominator.text());
+  return spec;
+}
+
+std::vector<Ratio> compute_ratios(const Results& results, const std::vector<RatioSpec>& specs) {
+  std::vector<Ratio> out;
+  for (const auto& spec : specs) {
+    for (const auto& a : results.rows) {
+      const Config* ca = results.find_config(a.config);
+      if (!ca || !spec.numerator.matches(*ca)) continue;
+      for (const auto& b : results.rows) {
+        if (&a == &b || a.bench != b.bench || params_text(a.params) != params_text(b.params)) continue;
+        const Config* cb = results.find_config(b.config);
+        if (!cb || !spec.denominator.matches(*cb) || ca->id() == cb->id()) continue;
+        std::set<std::string> keys;
+        for (const auto& k : ca->keys()) keys.insert(k);
+        for (const auto& k : cb->keys()) keys.insert(k);
+        bool same = true;
+        for (const auto& k : keys)
+          if (!spec.numerator.mentions(k) && !spec.denominator.mentions(k) && ca->effective(k) != cb->effective(k))
+            same = false;
+        if (!same || b.per_op <= 0) continue;
+        Ratio r;
+        r.spec = spec.name;
+        r.bench = a.bench;
+        r.params = a.params;
+        r.numerator = ca->id();
+        r.denominator = cb->id();
+        // What the pair shares: the numerator without the keys the spec is about.
+        Config shared{spec.numerator.mentions("platform") ? "" : ca->platform, {}};
+        for (const auto& s : ca->switches)
+          if (!spec.numerator.mentions(s.first) && !spec.denominator.mentions(s.first)) shared.switches.push_back(s);
+        r.pair = shared.label();
+        while (!r.pair.empty() && (r.pair.front() == ' ' || r.pair.front() == '/')) r.pair.erase(0, 1);
+        r.value = a.per_op / b.per_op;
+        r.low = b.per_op_max > 0 ? a.per_op_min / b.per_op_max : 0;
+        r.high = b.per_op_min > 0 ? a.per_op_max / b.per_op_min : 0;
+        r.pass = a.pass && b.pass;
+        out.push_back(std::move(r));
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace pvk::bench

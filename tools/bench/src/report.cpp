@@ -1,0 +1,248 @@
+#include "pvk/bench/report.hpp"
+
+#include "pvk/bench/catalog.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+namespace pvk::bench {
+namespace {
+
+std::string three_digits(double v) {
+  if (v >= 100) return fmt::format("{:.0f}", v);
+  if (v >= 10) return fmt::format("{:.1f}", v);
+  return fmt::format("{:.2f}", v);
+}
+
+std::string seed_of(std::string_view bench) {
+  const BenchInfo* b = find_benchmark(bench);
+  if (!b || !b->suite.starts_with("seed")) return "";
+  return fmt::format("seed {}", b->suite.substr(4));
+}
+
+std::string md_escape(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+std::string row_line(const std::vector<std::string>& cells) {
+  std::string out = "|";
+  for (const auto& c : cells) out += " " + c + " |";
+  return out + "\n";
+}
+
+// The parameter keys of a benchmark's rows, in record order.
+std::vector<std::string> param_keys(const std::vector<const Row*>& rows) {
+  std::vector<std::string> keys;
+  for (const Row* r : rows)
+    for (const auto& p : r->params)
+      if (std::find(keys.begin(), keys.end(), p.first) == keys.end()) keys.push_back(p.first);
+  return keys;
+}
+
+std::string param_value(const Row& row, const std::string& key) {
+  for (const auto& [k, v] : row.params)
+    if (k == key) return v.is_string() ? v.get<std::string>() : v.dump();
+  return "";
+}
+
+std::string minutes(double seconds) {
+  const long s = std::lround(seconds);
+  if (s < 60) return fmt::format("{} s", s);
+  return fmt::format("{} min {:02} s", s / 60, s % 60);
+}
+
+}  // namespace
+
+std::string format_ns(double ns) {
+  if (!std::isfinite(ns)) return "—";
+  const double a = std::fabs(ns);
+  if (a < 1e3) return fmt::format("{:.0f} ns", ns);
+  if (a < 1e6) return three_digits(ns / 1e3) + " µs";
+  if (a < 1e9) return three_digits(ns / 1e6) + " ms";
+  return three_digits(ns / 1e9) + " s";
+}
+
+std::string format_count(double value) {
+  if (!std::isfinite(value)) return "—";
+  if (value == std::floor(value) && std::fabs(value) < 1e15) return fmt::format("{}", static_cast<long long>(value));
+  if (std::fabs(value) >= 100) return fmt::format("{:.0f}", value);
+  if (std::fabs(value) >= 10) return fmt::format("{:.1f}", value);
+  if (std::fabs(value) >= 0.1) return fmt::format("{:.2f}", value);
+  return fmt::format("{:.2g}", value);  // 0.0016 hypercalls per getpid, not 0.00
+}
+
+std::string format_ratio(double value) {
+  if (!std::isfinite(value)) return "—";
+  if (value >= 100) return fmt::format("{:.0f}", value);
+  if (value >= 10) return fmt::format("{:.1f}", value);
+  if (value >= 0.1) return fmt::format("{:.2f}", value);
+  return fmt::format("{:.3f}", value);
+}
+
+std::string summary_markdown(const Results& results, const std::vector<RatioSpec>& specs,
+                             const std::vector<Ratio>& ratios) {
+  std::string md = "# pvk bench\n\n";
+  const auto& run = results.run;
+  auto run_str = [&](const char* key) { return run.contains(key) && run[key].is_string() ? run[key].get<std::string>() : std::string(); };
+
+  size_t failed_boots = 0;
+  for (const auto& b : results.boots) failed_boots += !b.pass;
+  if (!run_str("started").empty()) md += fmt::format("- started {}", run_str("started"));
+  if (run.contains("wall_s")) md += fmt::format(", wall time {}", minutes(run["wall_s"].get<double>()));
+  if (run.contains("jobs")) md += fmt::format(", {} boots at a time", run["jobs"].get<int>());
+  md += "\n";
+  if (!run_str("commit").empty()) md += fmt::format("- pvk {} ({})\n", run_str("commit"), run_str("kernel"));
+  if (!run_str("command").empty()) md += fmt::format("- command: `{}`\n", run_str("command"));
+  md += fmt::format("- {} configurations, {} boots; QEMU TCG{}\n", results.configs.size(), results.boots.size(),
+                    run_str("icount").empty() ? "" : fmt::format(", -icount {} (deterministic virtual time)", run_str("icount")));
+  if (failed_boots == 0)
+    md += fmt::format("- **all {} boots passed**\n", results.boots.size());
+  else
+    md += fmt::format("- **{} of {} boots FAILED** (below); the other results are complete\n", failed_boots, results.boots.size());
+  md += "\nTimes are taken inside the guest (CLOCK_MONOTONIC from the TSC) on an emulated CPU: compare the "
+        "ratios measured in one run, not the absolute values with hardware.\n";
+
+  if (failed_boots) {
+    md += "\n## Failures\n\n";
+    md += row_line({"configuration", "boot", "reason", "console log"});
+    md += "|---|---|---|---|\n";
+    for (const auto& b : results.boots) {
+      if (b.pass) continue;
+      const Config* c = results.find_config(b.config);
+      std::string reason = md_escape(b.reason);
+      for (const auto& t : b.trouble) reason += "<br>" + md_escape(t);
+      md += row_line({c ? c->label() : b.config, fmt::format("rep {} ({})", b.rep, b.group), reason,
+                      b.log.empty() ? "" : "`" + b.log + "`"});
+    }
+  }
+
+  md += "\n## Configurations\n\n";
+  md += row_line({"configuration", "kernel command line (plus bench=)", "boots", "passed", "boot time"});
+  md += "|---|---|---:|---:|---:|\n";
+  for (const auto& c : results.configs) {
+    int boots = 0, passed = 0;
+    double seconds = 0;
+    for (const auto& b : results.boots)
+      if (b.config == c.id()) {
+        ++boots;
+        passed += b.pass;
+        seconds += b.elapsed_s;
+      }
+    md += row_line({c.label(), "`" + (c.cmdline().empty() ? std::string("(none)") : c.cmdline()) + "`",
+                    std::to_string(boots), std::to_string(passed), minutes(seconds)});
+  }
+
+  md += "\n## Benchmarks\n\n"
+        "Per op: the median over the boots of each boot's median rep, divided by the rep's operations; "
+        "min–max: the fastest and slowest rep of any boot. Counters are per operation, from the median rep, and "
+        "count everything the kernel did meanwhile (— : not reported).\n";
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<const Row*>> by_bench;
+  for (const auto& row : results.rows) {
+    if (!by_bench.count(row.bench)) order.push_back(row.bench);
+    by_bench[row.bench].push_back(&row);
+  }
+  for (const auto& bench : order) {
+    const auto& rows = by_bench[bench];
+    const BenchInfo* info = find_benchmark(bench);
+    const std::string seed = seed_of(bench);
+    md += fmt::format("\n### {}{}{}\n\n", bench, info ? " — " + std::string(info->what) : "",
+                      seed.empty() ? "" : " (" + seed + ")");
+    const std::vector<std::string> keys = param_keys(rows);
+    const auto extras = extra_columns(bench);
+    std::vector<std::string> head = keys;
+    head.insert(head.end(), {"configuration", "per op", "min–max"});
+    for (const auto& e : extras) head.emplace_back(e.heading);
+    for (auto c : key_counters()) head.emplace_back(c);
+    md += row_line(head);
+    std::string rule = "|";
+    for (size_t i = 0; i < keys.size(); ++i) rule += "---:|";
+    rule += "---|---:|---|";
+    for (size_t i = 0; i < extras.size() + key_counters().size(); ++i) rule += "---:|";
+    md += rule + "\n";
+    for (const Row* r : rows) {
+      std::vector<std::string> cells;
+      for (const auto& k : keys) cells.push_back(param_value(*r, k));
+      const Config* c = results.find_config(r->config);
+      std::string label = c ? c->label() : r->config;
+      std::string time = format_ns(r->per_op);
+      if (!r->pass) time += " ⚠ " + md_escape(r->errors.empty() ? "failed" : r->errors.front());
+      cells.insert(cells.end(), {label, time, format_ns(r->per_op_min) + "–" + format_ns(r->per_op_max)});
+      for (const auto& e : extras) {
+        const auto v = r->field(e.field);
+        if (!v)
+          cells.emplace_back("—");
+        else if (e.kind == ExtraColumn::Kind::time)
+          cells.push_back(format_ns(*v));
+        else if (e.kind == ExtraColumn::Kind::counter)
+          cells.push_back(format_count(*v / r->ops));
+        else
+          cells.push_back(format_count(*v));
+      }
+      for (auto name : key_counters()) {
+        const auto v = r->field(name);
+        cells.push_back(v ? format_count(*v / r->ops) : "—");
+      }
+      md += row_line(cells);
+    }
+  }
+
+  md += "\n## Ratios\n\n"
+        "Per-op median ÷ per-op median of two configurations that differ only in what the ratio is about; in "
+        "parentheses the bounds from the reps' spread (min÷max – max÷min). Below 1: the first is faster.\n";
+  std::vector<std::string> empty;
+  for (const auto& spec : specs) {
+    std::vector<const Ratio*> mine;
+    for (const auto& r : ratios)
+      if (r.spec == spec.name) mine.push_back(&r);
+    if (mine.empty()) {
+      empty.push_back(fmt::format("{} ({} / {})", spec.name, spec.numerator.text(), spec.denominator.text()));
+      continue;
+    }
+    md += fmt::format("\n### {}\n\n{}: `{}` over `{}`.\n\n", spec.name, spec.about, spec.numerator.text(),
+                      spec.denominator.text());
+    std::vector<std::string> pairs;
+    for (const Ratio* r : mine)
+      if (std::find(pairs.begin(), pairs.end(), r->pair) == pairs.end()) pairs.push_back(r->pair);
+    std::vector<std::string> head{"benchmark", "parameters"};
+    for (const auto& p : pairs) head.push_back(p.empty() ? "defaults" : p);
+    md += row_line(head);
+    std::string rule = "|---|---|";
+    for (size_t i = 0; i < pairs.size(); ++i) rule += "---:|";
+    md += rule + "\n";
+    std::vector<std::string> lines_order;
+    std::map<std::string, std::vector<std::string>> lines;
+    for (const Ratio* r : mine) {
+      const std::string key = r->bench + "\n" + params_text(r->params);
+      if (!lines.count(key)) {
+        lines_order.push_back(key);
+        lines[key] = std::vector<std::string>(pairs.size() + 2);
+        lines[key][0] = r->bench;
+        lines[key][1] = params_text(r->params);
+      }
+      const size_t col = std::find(pairs.begin(), pairs.end(), r->pair) - pairs.begin();
+      std::string cell = fmt::format("**{}** ({}–{})", format_ratio(r->value), format_ratio(r->low), format_ratio(r->high));
+      if (!r->pass) cell += " ⚠";
+      auto& slot = lines[key][col + 2];
+      slot = slot.empty() ? cell : slot + "<br>" + cell;
+    }
+    for (const auto& key : lines_order) md += row_line(lines[key]);
+  }
+  if (!empty.empty()) {
+    md += "\nNot measured in this run (no pair of configurations): ";
+    for (size_t i = 0; i < empty.size(); ++i) md += (i ? "; " : "") + empty[i];
+    md += ".\n";
+  }
+  return md;
+}
+
+}  // namespace pvk::bench
