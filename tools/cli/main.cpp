@@ -5,6 +5,7 @@
 //   test  run the CTest suite (host tests and boot tests, native and Xen),
 //         in parallel unless the ctest arguments say otherwise
 // Exit status: 0 pass, 1 fail, 2 could not run at all.
+#include "pvk/bench/cli.hpp"
 #include "pvk/platform.hpp"
 #include "pvk/run.hpp"
 
@@ -193,11 +194,14 @@ int main(int argc, char** argv) {
       "test", "run the test suite with ctest (host, native and Xen boot tests; one test per CPU)");
   test->add_option("ctest-args", ctest_args, "extra ctest arguments, after --");
 
+  pvk::bench::Commands bench_commands(app, paths.build_dir, paths.source_dir);  // bench, compare
+
   CLI11_PARSE(app, argc, argv);
 
   try {
     if (*run) return do_run(paths, run_args);
     if (*test) return do_test(paths, ctest_args);
+    if (bench_commands.selected()) return bench_commands.run();
   } catch (const std::exception& e) {
     fmt::print(stderr, "pvk: error: {}\n", e.what());
     return exit_error;
