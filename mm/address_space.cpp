@@ -77,7 +77,7 @@ void set_mm_policy(const MmPolicy& policy) { g_policy = policy; }
 ErrorOr<void> init_user_mm() {
   g_zero_page = TRY(frames().try_alloc());
   memset(phys_to_virt(g_zero_page), 0, kPageSize);
-  frame_refs().set(g_zero_page, 1);  // the kernel's own reference: never freed
+  frame_refs().set_immortal(g_zero_page);  // shared by any number of mappings, never freed
   return {};
 }
 
@@ -164,7 +164,13 @@ ErrorOr<void> AddressSpace::add_vma(const Vma& v) {
 
 ErrorOr<void> AddressSpace::carve(uint64_t start, uint64_t end) {
   // Split any VMA straddling start or end so [start, end) is whole VMAs.
+  // The slots are checked first: a refused split changes nothing.
   const uint64_t cuts[2] = {start, end};
+  unsigned splits = 0;
+  for (uint64_t cut : cuts)
+    for (unsigned i = 0; i < count_; ++i)
+      if (cut > vmas_[i].start && cut < vmas_[i].end) ++splits;
+  if (count_ + splits > kMaxVmas) return Errno::ENOMEM;
   for (uint64_t cut : cuts) {
     for (unsigned i = 0; i < count_; ++i) {
       Vma& v = vmas_[i];
@@ -243,10 +249,7 @@ ErrorOr<void> AddressSpace::populate_shared(uint64_t addr, uint64_t size, uint32
       batch[n] = f.value();
       memset(phys_to_virt(batch[n]), 0, kPageSize);
     }
-    if (auto r = map_frames(va, batch, n, prot); r.is_error()) {
-      while (n--) frames().must_free(batch[n]);
-      return r.error();
-    }
+    TRY(map_frames(va, batch, n, prot));  // on failure it keeps or frees each frame itself
     va += n * kPageSize;
   }
   return {};
@@ -254,6 +257,7 @@ ErrorOr<void> AddressSpace::populate_shared(uint64_t addr, uint64_t size, uint32
 
 ErrorOr<void> AddressSpace::munmap(uint64_t addr, uint64_t len) {
   if ((addr & (kPageSize - 1)) || len == 0) return Errno::EINVAL;
+  if (len > abi::kUserTop) return Errno::EINVAL;  // also keeps the rounding below from wrapping
   const uint64_t end = addr + (pages_of(len) << kPageShift);
   if (end > abi::kUserTop || end < addr) return Errno::EINVAL;
   TRY(carve(addr, end));
@@ -267,6 +271,7 @@ ErrorOr<void> AddressSpace::munmap(uint64_t addr, uint64_t len) {
 
 ErrorOr<void> AddressSpace::mprotect(uint64_t addr, uint64_t len, uint32_t prot) {
   if ((addr & (kPageSize - 1)) || (prot & ~(vm::Read | vm::Write | vm::Exec))) return Errno::EINVAL;
+  if (len > abi::kUserTop) return Errno::EINVAL;
   const uint64_t end = addr + (pages_of(len) << kPageShift);
   if (end > abi::kUserTop || end < addr) return Errno::EINVAL;
   if (len == 0) return {};
@@ -289,11 +294,11 @@ ErrorOr<void> AddressSpace::mprotect(uint64_t addr, uint64_t len, uint32_t prot)
 }
 
 ErrorOr<uint64_t> AddressSpace::brk(uint64_t new_end) {
-  if (new_end == 0 || new_end < brk_base_) return brk_end_;
+  if (new_end == 0 || new_end < brk_base_ || new_end > abi::kUserTop - kPageSize) return brk_end_;
   const uint64_t old_top = align_up(brk_end_, kPageSize), new_top = align_up(new_end, kPageSize);
   if (new_top > old_top) {
-    for (uint64_t p = old_top; p < new_top; p += kPageSize)
-      if (find(p)) return brk_end_;  // would run into another mapping
+    for (unsigned i = 0; i < count_; ++i)  // would run into another mapping
+      if (vmas_[i].start < new_top && vmas_[i].end > old_top) return brk_end_;
     Vma* heap = nullptr;
     for (unsigned i = 0; i < count_; ++i)
       if ((vmas_[i].flags & vm::Heap) && vmas_[i].end == old_top) heap = &vmas_[i];
@@ -309,11 +314,22 @@ ErrorOr<uint64_t> AddressSpace::brk(uint64_t new_end) {
 }
 
 ErrorOr<void> AddressSpace::map_frames(uint64_t addr, const Pfn* frames_in, uint64_t count, uint32_t prot) {
+  for (uint64_t i = 0; i < count; ++i) frame_refs().set(frames_in[i], 1);
   MmuBatch batch(root_);
-  auto r = g_mmu.range.map(root_, VirtAddr{addr}, count, FrameSource{frames_in, {}}, leaf_flags(prot), batch);
-  if (!r.is_error())
-    for (uint64_t i = 0; i < count; ++i) frame_refs().set(frames_in[i], 1);
-  return finish(batch, r);
+  auto r = finish(batch, g_mmu.range.map(root_, VirtAddr{addr}, count, FrameSource{frames_in, {}}, leaf_flags(prot),
+                                         batch));
+  if (r.is_error()) {
+    // The frames that made it into the tables belong to the space now (its
+    // munmap drops them); the others go back.
+    for (uint64_t i = 0; i < count; ++i) {
+      auto e = g_mmu.range.lookup(root_, VirtAddr{addr + i * kPageSize});
+      if (e.is_error() || g_mmu.pte_pfn(e.value()) != frames_in[i]) {
+        frame_refs().set(frames_in[i], 0);
+        frames().must_free(frames_in[i]);
+      }
+    }
+  }
+  return r;
 }
 
 FaultOutcome AddressSpace::handle_fault(uint64_t va, bool write) {
@@ -328,7 +344,6 @@ FaultOutcome AddressSpace::handle_fault(uint64_t va, bool write) {
   ErrorOr<void> r;
   if (pte.is_error()) {
     if (!write && !(v->flags & vm::Shared) && g_policy.zero_page) {
-      frame_refs().inc(g_zero_page);
       ++g_mm_stats.zero_page_maps;
       r = g_mmu.range.remap(root_, page, g_zero_page, flags.without(pte_bit::Write).with(pte_bit::Cow), batch);
     } else {
@@ -340,6 +355,7 @@ FaultOutcome AddressSpace::handle_fault(uint64_t va, bool write) {
       memset(phys_to_virt(f.value()), 0, kPageSize);
       frame_refs().set(f.value(), 1);
       r = g_mmu.range.remap(root_, page, f.value(), flags, batch);
+      if (r.is_error()) frame_refs().set(f.value(), 0), frames().must_free(f.value());
     }
   } else if (write && (pte.value().raw & pte_bit::Cow)) {
     const Pfn old = g_mmu.pte_pfn(pte.value());
@@ -355,7 +371,10 @@ FaultOutcome AddressSpace::handle_fault(uint64_t va, bool write) {
       frame_refs().set(f.value(), 1);
       ++g_mm_stats.cow_copies;
       r = g_mmu.range.remap(root_, page, f.value(), flags, batch);
-      if (!r.is_error() && frame_refs().dec(old) == 0) frames().must_free(old);
+      if (r.is_error())
+        frame_refs().set(f.value(), 0), frames().must_free(f.value());
+      else if (frame_refs().dec(old) == 0)
+        frames().must_free(old);
     }
   } else if (write && !(g_mmu.pte_flags(pte.value()).has(pte_bit::Write))) {
     r = g_mmu.range.remap(root_, page, g_mmu.pte_pfn(pte.value()), flags, batch);

@@ -58,7 +58,8 @@ class AddressSpace {
   void set_brk_base(uint64_t base) { brk_base_ = brk_end_ = base; }
 
   // Maps frames the caller filled (program loading); they become this
-  // space's (reference count 1 each).
+  // space's (reference count 1 each). On failure the frames that were not
+  // mapped are freed; the caller only unmaps the range.
   ErrorOr<void> map_frames(uint64_t addr, const Pfn* frames, uint64_t count, uint32_t prot);
 
   FaultOutcome handle_fault(uint64_t va, bool write);

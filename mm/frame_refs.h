@@ -15,16 +15,25 @@ class FrameRefs {
   uint16_t get(Pfn p) const { return counts_[raw(p)]; }
   void set(Pfn p, uint16_t v) { counts_[raw(p)] = v; }
   void inc(Pfn p) {
+    if (p == immortal_) return;
     if (++counts_[raw(p)] == 0) panic("frame 0x%lx: reference count overflow", raw(p));
   }
   // Returns the count left.
   uint16_t dec(Pfn p) {
+    if (p == immortal_) return 1;
     if (counts_[raw(p)] == 0) panic("frame 0x%lx: reference count underflow", raw(p));
     return --counts_[raw(p)];
+  }
+  // A frame mapped any number of times and never freed (the zero page): its
+  // count stays at 1 whatever inc/dec say.
+  void set_immortal(Pfn p) {
+    immortal_ = p;
+    counts_[raw(p)] = 1;
   }
 
  private:
   uint16_t* counts_ = nullptr;
+  Pfn immortal_{~uint64_t{0}};
 };
 
 FrameRefs& frame_refs();

@@ -133,13 +133,15 @@ class PageWalk {
         if (!mapped(e)) continue;
         const VirtAddr at = va + (i + k) * kPageSize;
         if (!dst) dst = TRY(table_for(child, at, Alloc::Yes));
-        if (mode == ForkMode::CopyOnWrite && (e.raw & pte_bit::Write)) {
-          // Write-protect the parent's leaf: the hot loop of fork after
-          // dirtying memory, and the one batching exists to speed up.
+        if (mode == ForkMode::CopyOnWrite && !(e.raw & pte_bit::Cow)) {
+          // Write-protect the parent's leaf and mark it shared: the hot loop
+          // of fork after dirtying memory, the one batching exists to speed
+          // up. Read-only and PROT_NONE leaves are marked too, or a later
+          // mprotect would make the shared frame writable in both.
           const Pte old = P::modify_prot_start(&src[first + k]);
           e = Pte{(old.raw & ~pte_bit::Write) | pte_bit::Cow};
           TRY(P::modify_prot_commit(&src[first + k], old, e));
-          batch.invalidate(at);
+          if (old.raw & pte_bit::Write) batch.invalidate(at);
         }
         frame_refs().inc(P::pfn_of(e));
         TRY(P::store(&dst[first + k], e, Level::L1));

@@ -59,10 +59,7 @@ ErrorOr<void> load_segment(AddressSpace& as, const uint8_t* image, size_t image_
       const uint64_t to = page + kPageSize < to_file ? page + kPageSize : to_file;
       if (to > from) memcpy(dst + (from - page), image + ph.p_offset + (from - ph.p_vaddr), to - from);
     }
-    if (auto r = as.map_frames(va, batch, n, prot); r.is_error()) {
-      while (n--) frames().must_free(batch[n]);
-      return r.error();
-    }
+    TRY(as.map_frames(va, batch, n, prot));  // on failure it keeps or frees each frame itself
     va += n * kPageSize;
   }
   return {};
@@ -107,10 +104,7 @@ ErrorOr<uint64_t> build_stack(AddressSpace& as, const char* const* argv, const c
   words[w++] = 0;        // envp terminator
   words[w++] = AT_NULL;  // auxv
   words[w++] = 0;
-  if (auto r = as.map_frames(top - kPageSize, &page, 1, vm::Read | vm::Write); r.is_error()) {
-    frames().must_free(page);
-    return r.error();
-  }
+  TRY(as.map_frames(top - kPageSize, &page, 1, vm::Read | vm::Write));
   return top - kPageSize + sp;
 }
 

@@ -685,8 +685,10 @@ TEST_P(PageWalkTest, ForkRangeCopiesMappedLeavesAndTakesFrameReferences) {
       ASSERT_NE(child_slot, nullptr);
       EXPECT_EQ(*child_slot, parent_e);
       EXPECT_EQ(frame_refs().get(entry_pfn(parent_e)), 2u);
-      const bool was_writable = before[i].raw & pte_bit::Write;
-      if (mode == ForkMode::CopyOnWrite && was_writable)
+      // Every private leaf becomes copy-on-write, read-only and PROT_NONE
+      // ones included: a later mprotect must not make the shared frame
+      // writable in both spaces.
+      if (mode == ForkMode::CopyOnWrite)
         EXPECT_EQ(parent_e.raw, (before[i].raw & ~pte_bit::Write) | pte_bit::Cow);
       else
         EXPECT_EQ(parent_e, before[i]);
