@@ -68,6 +68,24 @@ class PageWalk {
       Pte* l2_slot = &l2[index_at(v, Level::L2)];
       const Pfn l1_pfn = P::pfn_of(*l2_slot);
       Pte* l1 = phys_to_virt<Pte>(l1_pfn);
+      if (in_table == kEntriesPerTable) {
+        // The whole table goes: no need to clear its entries one by one
+        // (under Xen each clear is an update or a trap). Report them, unhook
+        // the table, and let its release drop what it referenced.
+        for (unsigned idx = 0; idx < kEntriesPerTable; ++idx) {
+          const Pte old = l1[idx];
+          if (!mapped(old)) continue;
+          const VirtAddr at = va + (i + idx) * kPageSize;
+          batch.invalidate(at);
+          if (visit.fn) visit.fn(visit.ctx, at, old);
+        }
+        i += in_table;
+        TRY(P::store(l2_slot, Pte{}, Level::L2));
+        batch.invalidate(v);
+        TRY(batch.release_table(l1_pfn, Level::L1));
+        TRY(release_if_empty(root, v, l2, Level::L2, batch));
+        continue;
+      }
       for (unsigned idx = first; idx < first + in_table; ++idx) {
         const Pte old = l1[idx];
         if (old.none()) continue;
@@ -127,12 +145,29 @@ class PageWalk {
   static ErrorOr<void> fork_range(Pfn parent, Pfn child, VirtAddr va, uint64_t pages, ForkMode mode,
                                   MmuBatch& batch) {
     return each_table(parent, va, pages, Alloc::No, [&](Pte* src, unsigned first, unsigned count, uint64_t i) -> ErrorOr<void> {
-      Pte* dst = nullptr;  // the child's table, created on the first mapped leaf
+      // The child's table for this stretch. A table the child does not have
+      // yet is filled as ordinary private memory and published (validated,
+      // under Xen) in one store when complete, as Linux fills a new mm
+      // before pinning it; an existing one is written entry by entry.
+      Pte* dst = nullptr;
+      Pte* fresh_slot = nullptr;  // the child's L2 slot a fresh table will hook into
+      Pfn fresh{};
       for (unsigned k = 0; k < count; ++k) {
         Pte e = src[first + k];
         if (!mapped(e)) continue;
         const VirtAddr at = va + (i + k) * kPageSize;
-        if (!dst) dst = TRY(table_for(child, at, Alloc::Yes));
+        if (!dst) {
+          Pte* l2 = TRY(table_for_level(child, at, Level::L2, Alloc::Yes));
+          Pte* slot = &l2[index_at(at, Level::L2)];
+          if (present(*slot)) {
+            dst = phys_to_virt<Pte>(P::pfn_of(*slot));
+          } else {
+            fresh = TRY(frames().try_alloc());
+            dst = phys_to_virt<Pte>(fresh);
+            memset(dst, 0, kPageSize);
+            fresh_slot = slot;
+          }
+        }
         if (mode == ForkMode::CopyOnWrite && !(e.raw & pte_bit::Cow)) {
           // Write-protect the parent's leaf and mark it shared: the hot loop
           // of fork after dirtying memory, the one batching exists to speed
@@ -144,7 +179,22 @@ class PageWalk {
           if (old.raw & pte_bit::Write) batch.invalidate(at);
         }
         frame_refs().inc(P::pfn_of(e));
-        TRY(P::store(&dst[first + k], e, Level::L1));
+        if (fresh_slot) {
+          dst[first + k] = e;  // not a page table yet: a plain store
+        } else {
+          TRY(P::store(&dst[first + k], e, Level::L1));
+        }
+      }
+      if (fresh_slot) {
+        auto prepared = P::prepare_table(fresh, Level::L1);
+        if (!prepared.is_error()) prepared = P::store(fresh_slot, P::make_table(fresh), Level::L2);
+        if (prepared.is_error()) {
+          // Nothing references the entries yet: drop what they took.
+          for (unsigned k = 0; k < kEntriesPerTable; ++k)
+            if (mapped(dst[k])) frame_refs().dec(P::pfn_of(dst[k]));
+          frames().must_free(fresh);
+          return prepared.error();
+        }
       }
       return {};
     });

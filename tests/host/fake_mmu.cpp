@@ -304,10 +304,13 @@ ErrorOr<void> FakePolicy::prepare_table(Pfn pfn, Level level) {
   }
   if (frames().is_free(pfn)) f.violation(what + ": the frame is free");
   if (f.is_table(pfn)) f.violation(what + ": already a page table");
+  // Upper tables start empty. An L1 table may arrive filled (fork builds a
+  // child's table privately and publishes it complete), but only with
+  // leaves: Xen validates every entry when the table is hooked in.
   const Pte* t = phys_to_virt<Pte>(pfn);
   for (unsigned i = 0; i < kEntriesPerTable; ++i) {
-    if (!t[i].none()) {
-      f.violation(what + ": the frame is not zeroed");
+    if (level == Level::L1 ? (t[i].raw & kTableMarker) != 0 : !t[i].none()) {
+      f.violation(what + (level == Level::L1 ? ": holds a table entry" : ": the frame is not zeroed"));
       break;
     }
   }
@@ -337,9 +340,11 @@ ErrorOr<void> FakePolicy::retire_table(Pfn pfn, Level level) {
   }
   // A root keeps the kernel half it shares with every other root (as under
   // Xen, an L4 may be unpinned with those entries still in it); only its
-  // user half must have been emptied.
+  // user half must have been emptied. An L1 table may go with its leaves
+  // still in it: unmapping a whole table unhooks it without clearing them
+  // (Xen drops their references when the table loses its type).
   const Pte* t = phys_to_virt<Pte>(pfn);
-  const unsigned checked = level == Level::L4 ? kEntriesPerTable / 2 : kEntriesPerTable;
+  const unsigned checked = level == Level::L4 ? kEntriesPerTable / 2 : level == Level::L1 ? 0 : kEntriesPerTable;
   for (unsigned i = 0; i < checked; ++i) {
     if (!t[i].none()) {
       f.violation(what + ": entry " + std::to_string(i) + " is not empty (" + hex(t[i].raw) + ")");
