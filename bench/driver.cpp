@@ -412,28 +412,6 @@ __attribute__((noinline)) void pretouch_stack() {
   area[sizeof area - 1] = 0;
 }
 
-// Forks n children alive at once (blocked on one pipe until it closes),
-// then reaps them: with pgd_cache=on the kernel's root cache ends full.
-void warm_root_cache(int n) {
-  int p[2];
-  if (pipe(p) != 0) return;
-  int started = 0;
-  for (; started < n; ++started) {
-    const int64_t pid = fork();
-    if (pid < 0) break;
-    if (pid == 0) {
-      close(p[1]);
-      char c;
-      read(p[0], &c, 1);  // until EOF
-      exit_group(0);
-    }
-  }
-  close(p[0]);
-  close(p[1]);
-  int st;
-  while (started > 0 && wait4(-1, &st, 0) > 0) --started;
-}
-
 }  // namespace
 }  // namespace bench
 

@@ -147,5 +147,25 @@ void* alloc(size_t n) {
   return p;
 }
 
+void warm_root_cache(int n) {
+  int p[2];
+  if (pipe(p) != 0) return;
+  int started = 0;
+  for (; started < n; ++started) {
+    const int64_t pid = fork();
+    if (pid < 0) break;
+    if (pid == 0) {
+      close(p[1]);
+      char c;
+      read(p[0], &c, 1);  // until EOF
+      exit_group(0);
+    }
+  }
+  close(p[0]);
+  close(p[1]);
+  int st;
+  while (started > 0 && wait4(-1, &st, 0) > 0) --started;
+}
+
 }  // namespace user
 }  // namespace pvk

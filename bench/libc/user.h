@@ -180,6 +180,11 @@ inline int64_t read_counters(PvkCounters* c) {
 // nullptr on failure.
 void* map_anon(size_t len, uint64_t prot = PROT_READ | PROT_WRITE, uint64_t flags = MAP_PRIVATE | MAP_ANONYMOUS);
 
+// Forks n children alive at once (blocked on one pipe until it closes), then
+// reaps them: with pgd_cache=on the kernel's root cache ends up full, so a
+// free-frame baseline taken afterwards does not move when roots get cached.
+void warm_root_cache(int n);
+
 // A bump allocator over mmap'd 64 KiB chunks (larger requests get their own
 // mapping). Never frees; for the few long-lived buffers a program needs.
 void* alloc(size_t n);

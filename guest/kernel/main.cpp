@@ -119,10 +119,11 @@ void kernel_main(Platform& platform, BootInfo& info) {
   }
 
   bool pass = true;
-  if (g_params.selftest[0]) pass = run_selftests(g_params.selftest, /*dry_run=*/false);
+  const char* why = nullptr;
+  if (g_params.selftest[0] && !run_selftests(g_params.selftest, /*dry_run=*/false)) pass = false, why = "selftest failed";
   if (g_params.init[0]) {
     const char* argv[] = {g_params.init, nullptr};
-    pass &= run_init(argv);
+    if (!run_init(argv)) pass = false, why = why ? why : "init failed or leaked frames";
   } else if (g_params.bench[0]) {
     // bench=A,B:k=v,... runs the benchmark driver with one argument per item.
     static char items[sizeof g_params.bench];
@@ -136,7 +137,7 @@ void kernel_main(Platform& platform, BootInfo& info) {
       if (*p) *p++ = 0;
     }
     argv[argc] = nullptr;
-    pass &= run_init(argv);
+    if (!run_init(argv)) pass = false, why = why ? why : "benchmarks failed or leaked frames";
   }
 
   const uint64_t after = frames().free_count();
@@ -145,7 +146,7 @@ void kernel_main(Platform& platform, BootInfo& info) {
     kprintf("pvk: frame leak: %lu free at start, %lu at end\n", baseline, after);
     finish(ExitStatus::Fail, "frame leak");
   }
-  finish(pass ? ExitStatus::Pass : ExitStatus::Fail, pass ? nullptr : "selftest failed");
+  finish(pass ? ExitStatus::Pass : ExitStatus::Fail, why);
 }
 
 }  // namespace pvk

@@ -196,6 +196,9 @@ int64_t do_sigreturn(TrapFrame& f) {
   SigFrame sf;
   // The handler's ret popped the restorer address: the frame is at rsp.
   if (copy_from_user(&sf, f.rsp, sizeof sf).is_error()) do_exit(abi::wait_signaled(abi::SIGSEGV));
+  // Only a user address may be returned to: a kernel or non-canonical rip
+  // would fault in the kernel's own return path.
+  if (sf.saved.rip >= abi::kUserTop || sf.saved.rsp >= abi::kUserTop) do_exit(abi::wait_signaled(abi::SIGSEGV));
   const TrapFrame kernel_owned = f;
   f = sf.saved;
   // The user may not forge privilege: segments and flags are the kernel's.

@@ -267,27 +267,6 @@ __attribute__((noinline)) void pretouch_stack() {
 
 constexpr int kWarmUpProcesses = 40;
 
-// Forks n children that all block on one pipe until it closes, then reaps them.
-void warm_up(int n) {
-  int p[2];
-  if (pipe(p) != 0) return;
-  int started = 0;
-  for (; started < n; ++started) {
-    int64_t pid = fork();
-    if (pid < 0) break;
-    if (pid == 0) {
-      close(p[1]);
-      char c;
-      read(p[0], &c, 1);  // until EOF
-      exit_group(0);
-    }
-  }
-  close(p[0]);
-  close(p[1]);
-  int st;
-  while (started > 0 && wait4(-1, &st, 0) > 0) --started;
-}
-
 bool selected(const Test& t, int argc, char** argv) {
   bool any_name = false;
   for (int i = 1; i < argc; ++i) {
@@ -334,7 +313,7 @@ int main(int argc, char** argv, char** envp) {
   // once used (pgd_cache=on keeps freed roots): as many processes alive at
   // once as the busiest test has (fork_tree: 31), then take the baseline.
   pretouch_stack();
-  warm_up(kWarmUpProcesses);
+  warm_root_cache(kWarmUpProcesses);
   read_counters(&c);
   const uint64_t free_start = c.free_frames;
 
