@@ -119,11 +119,12 @@ void kernel_main(Platform& platform, BootInfo& info) {
   }
 
   bool pass = true;
-  const char* why = nullptr;
-  if (g_params.selftest[0] && !run_selftests(g_params.selftest, /*dry_run=*/false)) pass = false, why = "selftest failed";
+  const char* failure = nullptr;
+  if (g_params.selftest[0] && !run_selftests(g_params.selftest, /*dry_run=*/false))
+    pass = false, failure = "selftest failed";
   if (g_params.init[0]) {
     const char* argv[] = {g_params.init, nullptr};
-    if (!run_init(argv)) pass = false, why = why ? why : "init failed or leaked frames";
+    if (!run_init(argv)) pass = false, failure = failure ? failure : "init failed or leaked frames";
   } else if (g_params.bench[0]) {
     // bench=A,B:k=v,... runs the benchmark driver with one argument per item.
     static char items[sizeof g_params.bench];
@@ -137,7 +138,7 @@ void kernel_main(Platform& platform, BootInfo& info) {
       if (*p) *p++ = 0;
     }
     argv[argc] = nullptr;
-    if (!run_init(argv)) pass = false, why = why ? why : "benchmarks failed or leaked frames";
+    if (!run_init(argv)) pass = false, failure = failure ? failure : "benchmarks failed or leaked frames";
   }
 
   const uint64_t after = frames().free_count();
@@ -146,7 +147,7 @@ void kernel_main(Platform& platform, BootInfo& info) {
     kprintf("pvk: frame leak: %lu free at start, %lu at end\n", baseline, after);
     finish(ExitStatus::Fail, "frame leak");
   }
-  finish(pass ? ExitStatus::Pass : ExitStatus::Fail, why);
+  finish(pass ? ExitStatus::Pass : ExitStatus::Fail, failure);
 }
 
 }  // namespace pvk
