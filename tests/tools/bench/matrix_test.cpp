@@ -1,0 +1,181 @@
+// The matrix: which configurations boot, with which command lines, items,
+// machines and repetitions.
+#include "pvk/bench/matrix.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace pvk::bench {
+namespace {
+
+std::set<std::string> ids(const Plan& plan) {
+  std::set<std::string> out;
+  for (const auto& c : plan.configs) out.insert(c.id());
+  return out;
+}
+
+std::vector<const Boot*> boots_of(const Plan& plan, const std::string& id) {
+  std::vector<const Boot*> out;
+  for (const auto& b : plan.boots)
+    if (plan.configs[b.config].id() == id) out.push_back(&b);
+  return out;
+}
+
+TEST(Config, IdLabelAndEffectiveValues) {
+  const Config c = make_config("xen", {{"pgd_cache", "off"}, {"mmu", "wrpt"}, {"batch", "8"}});
+  EXPECT_EQ(c.cmdline(), "mmu=wrpt batch=8 pgd_cache=off");
+  EXPECT_EQ(c.id(), "xen mmu=wrpt batch=8 pgd_cache=off");
+  EXPECT_EQ(c.label(), "xen/wrpt batch=8 pgd_cache=off");
+  EXPECT_EQ(make_config("native", {{"mmu", "native"}}).label(), "native");
+  EXPECT_EQ(c.get("platform"), "xen");
+  EXPECT_EQ(c.get("zero_page"), std::nullopt);
+  EXPECT_EQ(c.effective("zero_page"), "on");  // the kernel's default
+  EXPECT_EQ(c.effective("pgd_cache"), "off");
+  EXPECT_EQ(c.effective("no_such_switch"), std::nullopt);
+  EXPECT_EQ(config_from_id(c.id()).id(), c.id());
+  EXPECT_EQ(config_from_id("linux-native").platform, "linux-native");
+  EXPECT_THROW(make_config("xen", {{"mmu", "wrpt"}, {"mmu", "batched"}}), std::invalid_argument);
+}
+
+TEST(Matrix, DefaultIsEveryBackendPlusTheSeedVariations) {
+  const Plan plan = build_plan(MatrixOptions{});
+  const std::set<std::string> expected{
+      "native mmu=native",           "native mmu=native pgd_cache=off", "native mmu=native zero_page=off",
+      "native mmu=native pte=flags", "xen mmu=batched",                 "xen mmu=batched pgd_cache=off",
+      "xen mmu=batched zero_page=off", "xen mmu=batched pte=flags",     "xen mmu=direct",
+      "xen mmu=direct pgd_cache=off", "xen mmu=direct zero_page=off",   "xen mmu=direct pte=flags",
+      "xen mmu=wrpt",                "xen mmu=wrpt pgd_cache=off",      "xen mmu=wrpt zero_page=off",
+      "xen mmu=wrpt pte=flags",
+  };
+  EXPECT_EQ(ids(plan), expected);
+  EXPECT_EQ(plan.boots.size(), 16u);  // one boot per configuration
+  ASSERT_EQ(boots_of(plan, "xen mmu=wrpt").size(), 1u);
+  EXPECT_EQ(boots_of(plan, "xen mmu=wrpt")[0]->cmdline, "mmu=wrpt bench=all");
+  EXPECT_EQ(boots_of(plan, "xen mmu=wrpt pgd_cache=off")[0]->cmdline, "mmu=wrpt pgd_cache=off bench=seed000");
+  EXPECT_EQ(boots_of(plan, "native mmu=native zero_page=off")[0]->bench, "seed001");
+  EXPECT_EQ(boots_of(plan, "xen mmu=batched pte=flags")[0]->bench, "seed002");
+  // Standard machines, and the heaviest boots are scheduled first.
+  for (const auto& b : plan.boots) EXPECT_TRUE(b.machine.memory.empty());
+  EXPECT_TRUE(std::is_sorted(plan.boots.begin(), plan.boots.end(),
+                             [](const Boot& a, const Boot& b) { return a.weight > b.weight; }));
+  EXPECT_EQ(plan.configs[plan.boots.front().config].id(), "xen mmu=wrpt");
+}
+
+TEST(Matrix, FullAddsTheLargeSizesOnBigMachines) {
+  MatrixOptions o;
+  o.full = true;
+  o.with_variations = false;
+  const Plan plan = build_plan(o);
+  EXPECT_EQ(plan.configs.size(), 4u);
+  const auto xen = boots_of(plan, "xen mmu=batched");
+  ASSERT_EQ(xen.size(), 2u);
+  const Boot* large = xen[0]->group == "large" ? xen[0] : xen[1];
+  EXPECT_EQ(large->bench, "fork_dirty:pages=64000+128000,mprotect:pages=65536+128000");
+  EXPECT_EQ(large->machine.memory, "2560");
+  EXPECT_EQ(large->machine.dom0_memory, "2000M");
+  const Boot* native_large = nullptr;
+  for (const Boot* b : boots_of(plan, "native mmu=native"))
+    if (b->group == "large") native_large = b;
+  ASSERT_NE(native_large, nullptr);
+  EXPECT_EQ(native_large->machine.memory, "2G");
+}
+
+TEST(Matrix, SetCrossesAnySwitchOnlyWhereItMatters) {
+  MatrixOptions o;
+  o.sets = {parse_set("batch=1,32"), parse_set("pvpatch=off")};
+  o.with_variations = false;
+  const Plan plan = build_plan(o);
+  // batch= only matters to the batched queue; pvpatch= (any switch) everywhere.
+  const std::set<std::string> expected{
+      "native mmu=native pvpatch=off",        "xen mmu=batched batch=1 pvpatch=off",
+      "xen mmu=batched batch=32 pvpatch=off", "xen mmu=direct pvpatch=off",
+      "xen mmu=wrpt pvpatch=off",
+  };
+  EXPECT_EQ(ids(plan), expected);
+}
+
+TEST(Matrix, SetOfAVariationKeyReplacesTheVariation) {
+  MatrixOptions o;
+  o.platforms = {"native"};
+  o.sets = {parse_set("pgd_cache=on,off")};
+  const Plan plan = build_plan(o);
+  const std::set<std::string> expected{
+      "native mmu=native pgd_cache=on",
+      "native mmu=native pgd_cache=off",
+      "native mmu=native pgd_cache=on zero_page=off",
+      "native mmu=native pgd_cache=off zero_page=off",
+      "native mmu=native pgd_cache=on pte=flags",
+      "native mmu=native pgd_cache=off pte=flags",
+  };
+  EXPECT_EQ(ids(plan), expected);
+  // Both pgd_cache values run the whole list.
+  EXPECT_EQ(boots_of(plan, "native mmu=native pgd_cache=off")[0]->bench, "all");
+}
+
+TEST(Matrix, PlatformsBackendsAndRepetitions) {
+  MatrixOptions o;
+  o.mmus = {"wrpt"};
+  o.reps = 3;
+  const Plan plan = build_plan(o);
+  EXPECT_EQ(ids(plan), (std::set<std::string>{"xen mmu=wrpt", "xen mmu=wrpt pgd_cache=off",
+                                             "xen mmu=wrpt zero_page=off", "xen mmu=wrpt pte=flags"}));
+  ASSERT_EQ(plan.notes.size(), 1u);  // native has no wrpt backend
+  const auto boots = boots_of(plan, "xen mmu=wrpt");
+  ASSERT_EQ(boots.size(), 3u);
+  std::set<int> reps;
+  for (const Boot* b : boots) reps.insert(b->rep);
+  EXPECT_EQ(reps, (std::set<int>{1, 2, 3}));
+}
+
+TEST(Matrix, SmokeIsOneBackendPerPlatform) {
+  MatrixOptions o;
+  o.smoke = true;
+  const Plan plan = build_plan(o);
+  EXPECT_EQ(ids(plan), (std::set<std::string>{"native mmu=native", "xen mmu=batched"}));
+  for (const auto& b : plan.boots) EXPECT_EQ(b.bench, "smoke");
+}
+
+TEST(Matrix, ItemsLongerThanOneBootAreSplit) {
+  MatrixOptions o;
+  o.platforms = {"native"};
+  o.with_variations = false;
+  for (int i = 0; i < 40; ++i) o.items.push_back(Item{"getpid", {{"iters", std::to_string(100 + i)}}});
+  const Plan plan = build_plan(o);
+  // 40 items of 16 characters: 15 fit in 255 characters.
+  ASSERT_EQ(plan.boots.size(), 3u);
+  std::set<int> parts;
+  for (const auto& b : plan.boots) parts.insert(b.part);
+  EXPECT_EQ(parts, (std::set<int>{0, 1, 2}));
+  for (const auto& b : plan.boots) EXPECT_LE(b.bench.size(), max_bench_chars);
+}
+
+TEST(Matrix, Errors) {
+  MatrixOptions o;
+  o.platforms = {"linux-native"};
+  EXPECT_THROW(build_plan(o), std::invalid_argument);
+  o = {};
+  o.mmus = {"fast"};
+  EXPECT_THROW(build_plan(o), std::invalid_argument);
+  o = {};
+  o.platforms = {"native"};
+  o.mmus = {"wrpt"};
+  EXPECT_THROW(build_plan(o), std::invalid_argument);  // nothing left
+  EXPECT_THROW(parse_set("mmu=wrpt"), std::invalid_argument);
+  EXPECT_THROW(parse_set("batch"), std::invalid_argument);
+  EXPECT_THROW(parse_set("batch=1,,2"), std::invalid_argument);
+  o = {};
+  o.sets = {parse_set("batch=1"), parse_set("batch=2")};
+  EXPECT_THROW(build_plan(o), std::invalid_argument);
+}
+
+TEST(Matrix, TimeoutOverride) {
+  MatrixOptions o;
+  o.timeout = std::chrono::seconds{42};
+  for (const auto& b : build_plan(o).boots) EXPECT_EQ(b.timeout.count(), 42);
+}
+
+}  // namespace
+}  // namespace pvk::bench

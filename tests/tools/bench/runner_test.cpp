@@ -1,0 +1,144 @@
+// Running a plan with a stand-in for the platforms: parallel boots, failed
+// boots recorded while the others' results stay, boots that cannot start,
+// cancellation, and the records gathered per configuration.
+#include "pvk/bench/runner.hpp"
+
+#include "fixtures.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include <unistd.h>
+
+namespace pvk::bench {
+namespace {
+
+using testing::bench_line;
+
+class FakeRunner : public BootRunner {
+ public:
+  BootOutcome boot(const Config& config, const Boot& boot) override {
+    {
+      std::lock_guard lock(mutex);
+      ++running;
+      max_running = std::max(max_running, running);
+      seen.insert(fmt::format("{} {} rep {}", config.id(), boot.cmdline, boot.rep));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    {
+      std::lock_guard lock(mutex);
+      --running;
+    }
+    if (config.get("mmu") == "direct") throw std::runtime_error("no such machine");
+    BootOutcome out;
+    out.started = true;
+    out.elapsed = std::chrono::milliseconds{1500};
+    out.lines = {"pvk: booting", R"(@pvk {"event":"boot","platform":")" + config.platform + R"("})",
+                 bench_line("getpid", R"("iters":10)", 100 * boot.rep, 90, 110, 10)};
+    if (config.get("mmu") == "wrpt") {
+      out.lines.push_back(R"(@pvk {"bench":"segv","iters":10,"unit":"ns","reps":1,"median":5,"min":5,"max":5,"ops":10,"per_op":0,"pass":false,"error":"no signal"})");
+      out.lines.push_back(R"(@pvk {"event":"done","status":"fail"})");
+      out.reason = "the kernel reported failure";
+      out.trouble = {"(XEN) something"};
+    } else {
+      out.lines.push_back(R"(@pvk {"event":"done","status":"pass"})");
+      out.pass = true;
+      out.reason = "pass";
+    }
+    return out;
+  }
+  std::mutex mutex;
+  int running = 0, max_running = 0;
+  std::set<std::string> seen;
+};
+
+Plan plan_of(int reps) {
+  MatrixOptions o;
+  o.with_variations = false;
+  o.reps = reps;
+  o.items = parse_items("getpid");
+  return build_plan(o);
+}
+
+TEST(Execute, EveryBootRunsAndFailuresAreRecorded) {
+  const Plan plan = plan_of(2);
+  ASSERT_EQ(plan.boots.size(), 8u);
+  FakeRunner runner;
+  std::vector<std::string> progress;
+  std::mutex progress_mutex;
+  ExecuteOptions options;
+  options.jobs = 3;
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("pvk-runner-test-" + std::to_string(::getpid()));
+  options.log_dir = dir / "logs";
+  options.out_dir = dir;
+  options.progress = [&](const std::string& line) {
+    std::lock_guard lock(progress_mutex);
+    progress.push_back(line);
+  };
+  const Results results = execute(plan, runner, options);
+
+  EXPECT_EQ(runner.seen.size(), 8u);
+  EXPECT_GT(runner.max_running, 1);
+  EXPECT_LE(runner.max_running, 3);
+  EXPECT_EQ(progress.size(), 8u);
+  ASSERT_EQ(results.boots.size(), 8u);
+  int passed = 0;
+  for (const auto& b : results.boots) {
+    passed += b.pass;
+    if (b.config == "xen mmu=wrpt") {
+      EXPECT_TRUE(b.ran);
+      EXPECT_FALSE(b.pass);
+      EXPECT_EQ(b.failed, 1);
+      EXPECT_EQ(b.benchmarks, 2);
+      EXPECT_EQ(b.trouble.size(), 2u);  // Xen's line and the failed benchmark
+      EXPECT_TRUE(std::filesystem::exists(dir / b.log)) << b.log;
+    }
+    if (b.config == "xen mmu=direct") {
+      EXPECT_FALSE(b.ran);
+      EXPECT_EQ(b.reason, "could not boot: no such machine");
+      EXPECT_TRUE(b.log.empty());
+    }
+  }
+  EXPECT_EQ(passed, 4);  // native and batched, two reps each
+  // Boots are listed by configuration and rep; records carry their boot.
+  EXPECT_EQ(results.boots[0].config, "native mmu=native");
+  EXPECT_EQ(results.boots[0].rep, 1);
+  EXPECT_EQ(results.boots[1].rep, 2);
+  size_t getpids = 0;
+  for (const auto& s : results.records)
+    if (s.record.contains("bench") && s.record["bench"] == "getpid") {
+      ++getpids;
+      EXPECT_EQ(s.record["median"], 100 * s.rep);
+    }
+  EXPECT_EQ(getpids, 6u);  // every boot that started
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Execute, CancelledBootsAreNotRun) {
+  const Plan plan = plan_of(1);
+  FakeRunner runner;
+  std::atomic<bool> cancel{true};
+  ExecuteOptions options;
+  options.cancel = &cancel;
+  options.progress = [](const std::string&) {};
+  const Results results = execute(plan, runner, options);
+  EXPECT_TRUE(runner.seen.empty());
+  ASSERT_EQ(results.boots.size(), plan.boots.size());
+  for (const auto& b : results.boots) {
+    EXPECT_FALSE(b.ran);
+    EXPECT_EQ(b.reason, "not run (cancelled)");
+  }
+}
+
+TEST(Execute, ClockText) {
+  EXPECT_EQ(clock_text(12.4), "12 s");
+  EXPECT_EQ(clock_text(185), "3:05");
+  EXPECT_EQ(clock_text(3723), "1:02:03");
+}
+
+}  // namespace
+}  // namespace pvk::bench
