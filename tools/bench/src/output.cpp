@@ -47,8 +47,13 @@ Written write_outputs(const Results& results, const std::vector<RatioSpec>& spec
   w.plots_dir = dir / "plots";
   const PlotFiles plots = write_plot_script(results, w.plots_dir);
   if (draw_plots) {
-    w.plot_problem = run_gnuplot(plots);
+    std::vector<std::string> warnings;
+    w.plot_problem = run_gnuplot(plots, warnings);
     if (w.plot_problem.empty()) w.plots = plots.plots;
+    if (!warnings.empty()) {
+      w.plot_problem = "gnuplot warned:";
+      for (const auto& line : warnings) w.plot_problem += "\n  " + line;
+    }
   } else {
     w.plot_problem = "plots not drawn (--no-plots); run gnuplot plots.gp in " + w.plots_dir.string();
   }

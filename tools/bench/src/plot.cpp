@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <set>
@@ -68,6 +69,7 @@ void curve_plot(const Results& results, Script& script, PlotFiles& files, const 
                 const std::string& xlabel, const std::string& ylabel) {
   std::string data;
   std::vector<std::string> titles;
+  double x_lo = INFINITY, x_hi = 0, y_lo = INFINITY, y_hi = 0;
   for (const auto& id : configs_with(results, {bench})) {
     std::vector<std::tuple<double, double, double, double>> points;
     for (const auto& r : results.rows) {
@@ -79,7 +81,13 @@ void curve_plot(const Results& results, Script& script, PlotFiles& files, const 
     if (points.empty()) continue;
     std::sort(points.begin(), points.end());
     data += fmt::format("# {}\n# {} per_op_{} min max\n", label_of(results, id), x_param, unit);
-    for (const auto& [x, y, lo, hi] : points) data += fmt::format("{} {:.6g} {:.6g} {:.6g}\n", x, y, lo, hi);
+    for (const auto& [x, y, lo, hi] : points) {
+      data += fmt::format("{} {:.6g} {:.6g} {:.6g}\n", x, y, lo, hi);
+      x_lo = std::min(x_lo, x);
+      x_hi = std::max(x_hi, x);
+      y_lo = std::min(y_lo, lo);
+      y_hi = std::max(y_hi, hi);
+    }
     data += "\n\n";
     titles.push_back(label_of(results, id));
   }
@@ -91,9 +99,16 @@ void curve_plot(const Results& results, Script& script, PlotFiles& files, const 
   for (size_t i = 0; i < titles.size(); ++i)
     command += fmt::format("{}{} index {} using 1:2:3:4 with yerrorlines pointsize 0.8 title {}", i ? ", \\\n     " : "",
                            gp_string(bench + ".dat"), i, gp_string(titles[i]));
+  // Explicit ranges with a margin: a single size (or a flat curve) is an
+  // empty range gnuplot would complain about.
+  if (!(x_lo > 0)) x_lo = 1;
+  if (!(y_lo > 0)) y_lo = y_hi > 0 ? y_hi / 10 : 1e-3;
+  if (!(y_hi > 0)) y_hi = 1;
   script.plot(bench,
-              fmt::format("set title {}\nset logscale xy\nset xlabel {}\nset ylabel {}\nset format x \"%g\"\n",
-                          gp_string(title), gp_string(xlabel), gp_string(ylabel)),
+              fmt::format("set title {}\nset logscale xy\nset xlabel {}\nset ylabel {}\nset format x \"%g\"\n"
+                          "set xrange [{:.6g}:{:.6g}]\nset yrange [{:.6g}:{:.6g}]\n",
+                          gp_string(title), gp_string(xlabel), gp_string(ylabel), x_lo / 1.5, x_hi * 1.5,
+                          y_lo / 1.5, y_hi * 1.5),
               command);
   files.plots.push_back(bench);
 }
@@ -120,6 +135,11 @@ void bar_plot(const Results& results, Script& script, PlotFiles& files, const fs
       value[category][r.config] = r.per_op / 1e3;
     }
   }
+  double lo = INFINITY, hi = 0;
+  for (const auto& [category, by_config] : value)
+    for (const auto& [id, v] : by_config)
+      if (v > 0) lo = std::min(lo, v), hi = std::max(hi, v);
+  if (!(hi > 0)) lo = 0.1, hi = 1;
   std::string data = "category";
   for (const auto& id : ids) data += " " + gp_string(label_of(results, id));
   data += "\n";
@@ -138,7 +158,9 @@ void bar_plot(const Results& results, Script& script, PlotFiles& files, const fs
               fmt::format("set title {}\nset style data histograms\nset style histogram clustered gap 1\n"
                           "set style fill solid 0.8 border -1\nset boxwidth 0.9\nset xtics rotate by -30 left\n"
                           "set ylabel \"µs per operation\"\n{}",
-                          gp_string(title), log_y ? "set logscale y\n" : "set yrange [0:*]\n"),
+                          gp_string(title),
+                          log_y ? fmt::format("set logscale y\nset yrange [{:.6g}:{:.6g}]\n", lo / 2, hi * 2)
+                                : std::string("set yrange [0:*]\n")),
               fmt::format("plot for [i=2:{}] {} using i:xtic(1) title columnheader(i)", ids.size() + 1,
                           gp_string(name + ".dat")));
   files.plots.push_back(name);
@@ -166,7 +188,7 @@ PlotFiles write_plot_script(const Results& results, const fs::path& dir) {
   return files;
 }
 
-std::string run_gnuplot(const PlotFiles& files) {
+std::string run_gnuplot(const PlotFiles& files, std::vector<std::string>& warnings) {
   if (files.plots.empty()) return "";
   ProcessOptions options;
   const std::string dir = fs::absolute(files.script.parent_path()).string();
@@ -183,8 +205,11 @@ std::string run_gnuplot(const PlotFiles& files) {
   } catch (const std::exception& e) {
     return fmt::format("cannot run gnuplot ({}); Debian package gnuplot-nox", e.what());
   }
-  if (result.exit_code == 0 && output.empty()) return "";
-  std::string why = result.exit_code == 0 ? "gnuplot warned:" : fmt::format("gnuplot failed (status {}):", result.exit_code);
+  if (result.exit_code == 0) {
+    warnings = std::move(output);
+    return "";
+  }
+  std::string why = fmt::format("gnuplot failed (status {}):", result.exit_code);
   for (size_t i = 0; i < output.size() && i < 10; ++i) why += "\n  " + output[i];
   return why;
 }

@@ -21,8 +21,8 @@ struct PlotFiles {
 // nothing. A plot without data in `results` is left out.
 PlotFiles write_plot_script(const Results& results, const std::filesystem::path& dir);
 
-// Runs gnuplot on the script. Returns "" on success, else what went wrong
-// (gnuplot missing, its complaints).
-std::string run_gnuplot(const PlotFiles& files);
+// Runs gnuplot on the script. Returns "" on success (what gnuplot printed
+// goes to `warnings`), else what went wrong (gnuplot missing, its errors).
+std::string run_gnuplot(const PlotFiles& files, std::vector<std::string>& warnings);
 
 }  // namespace pvk::bench
