@@ -89,7 +89,11 @@ struct Commands::State {
   std::string items;
   bool full = false, smoke = false, icount = false, no_variations = false, no_plots = false, dry_run = false;
   std::string icount_spec = default_icount;
-  int reps = 1;
+  CLI::Option* reps_option = nullptr;
+  // Three boots per configuration: TCG timings move with the host's load,
+  // and the median of three boots is steadier than one boot's (the default
+  // matrix then takes ~3.5 minutes on two busy cores).
+  int reps = 3;
   int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   int timeout_s = -1;
   fs::path out;
@@ -106,7 +110,7 @@ struct Commands::State {
     if (smoke) c += " --smoke";
     if (full) c += " --full";
     if (icount) c += icount_spec == default_icount ? " --icount" : " --icount --icount-spec " + icount_spec;
-    if (reps != 1) c += fmt::format(" --reps {}", reps);
+    if (reps != 3) c += fmt::format(" --reps {}", reps);
     if (platforms != std::vector<std::string>{"native", "xen"}) c += " --platforms " + fmt::format("{}", fmt::join(platforms, ","));
     if (!mmus.empty()) c += " --mmu " + fmt::format("{}", fmt::join(mmus, ","));
     for (const auto& s : sets) c += " --set " + s;
@@ -118,6 +122,7 @@ struct Commands::State {
   }
 
   int run_bench() {
+    const size_t reps_given = reps_option->count();
     MatrixOptions m;
     m.platforms = platforms;
     m.mmus = mmus;
@@ -126,7 +131,7 @@ struct Commands::State {
     m.full = full;
     m.smoke = smoke;
     m.with_variations = !no_variations;
-    m.reps = reps;
+    m.reps = smoke && reps_given == 0 ? 1 : reps;
     if (timeout_s > 0) m.timeout = std::chrono::seconds{timeout_s};
     std::vector<RatioSpec> specs = builtin_ratios();
     for (const auto& r : ratios) specs.push_back(parse_ratio(r));
@@ -238,9 +243,11 @@ Commands::Commands(CLI::App& app, const fs::path& build_dir, const fs::path& sou
   b->add_flag("--smoke", s.smoke, "the smoke suite (tiny sizes, one rep) on the first backend of each platform");
   b->add_flag("--icount", s.icount, "QEMU -icount: deterministic virtual time (slower, not realistic)");
   b->add_option("--icount-spec", s.icount_spec, "the -icount argument --icount passes")->capture_default_str();
-  b->add_option("--reps", s.reps, "boots per configuration (the driver repeats each benchmark itself too)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  s.reps_option = b->add_option("--reps", s.reps,
+                                "boots per configuration (the driver also repeats each benchmark 5 times per boot); "
+                                "--smoke: 1")
+                      ->check(CLI::PositiveNumber)
+                      ->capture_default_str();
   b->add_option("--platforms", s.platforms, "platforms to boot")->delimiter(',')->capture_default_str();
   b->add_option("--mmu", s.mmus, "backends to boot (default: every backend of each platform)")->delimiter(',');
   b->add_option("--set", s.sets,
