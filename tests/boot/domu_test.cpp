@@ -86,5 +86,35 @@ TEST(XenDomUFailure, UnavailableBackendIsABootError) {
       << transcript(r);
 }
 
+// The same domU through libvirt: in the nested dom0, libvirtd's libxl driver
+// defines and starts tools/libvirt/pvk-xen.xml (pvk-xl --via libvirt), and
+// libvirt's shut-off reason (shutdown / crashed) is the platform's verdict.
+RunResult boot_domu_libvirt(const std::string& params) {
+  RunOptions options;
+  options.platform = Platform::xen_domu;
+  options.via = Via::libvirt;
+  options.kernel = PVK_KERNEL_PATH;
+  options.params = params;
+  options.xen_cache_dir = PVK_XEN_CACHE_DIR;
+  options.dom0_cache_dir = PVK_DOM0_CACHE_DIR;
+  options.tools_dir = PVK_TOOLS_DIR;
+  RunResult r = run_kernel(options);
+  EXPECT_TRUE(no_frame_leak(r)) << transcript(r);
+  return r;
+}
+
+TEST(XenDomULibvirt, MmSelftestPasses) {
+  const RunResult r = boot_domu_libvirt("mmu=wrpt selftest=mm");
+  ASSERT_TRUE(r.pass) << transcript(r);
+  EXPECT_TRUE(booted_with(r, "role", "domU")) << transcript(r);
+  EXPECT_TRUE(powered_off(r)) << transcript(r);
+}
+
+TEST(XenDomULibvirt, CrashIsAFailureWithTheReason) {
+  const RunResult r = boot_domu_libvirt("selftest=fault");
+  EXPECT_TRUE(failed_cleanly(r)) << transcript(r);
+  EXPECT_NE(r.reason.find("crashed"), std::string::npos) << "reason: " << r.reason << transcript(r);
+}
+
 }  // namespace
 }  // namespace pvk::boot_test

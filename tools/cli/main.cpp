@@ -113,7 +113,7 @@ int do_run(const Paths& paths, const RunArgs& args) {
   // explain the failure.
   if (!result.hidden_lines.empty()) {
     fmt::print(stderr, "pvk: --- {} ---\n",
-               options.via == pvk::Via::libvirt ? "libvirt and QEMU logs" : "dom0 console (nested Xen host)");
+               options.platform == pvk::Platform::native ? "libvirt and QEMU logs" : "dom0 console (nested Xen host)");
     for (const auto& line : result.hidden_lines) fmt::print(stderr, "{}\n", line);
     fmt::print(stderr, "pvk: ---\n");
   }
@@ -175,7 +175,8 @@ int main(int argc, char** argv) {
           "where to boot: native (QEMU), xen (Xen in QEMU, pvk as dom0), xl (this machine is a Xen host's "
           "dom0: pvk as a domU made by xl), xen-domu (a nested Xen host: Xen and a Linux dom0 in QEMU, "
           "which runs the xl platform)");
-  run->add_option("--via", run_args.via, "how the machine is made: qemu (started by pvk) or libvirt (native only)")
+  run->add_option("--via", run_args.via, "how the machine is made: qemu (started by pvk; xl for the xl platforms) or libvirt (native: "
+                  "libvirt's QEMU driver; xen-domu: libvirtd's libxl driver in the nested dom0)")
       ->check(CLI::IsMember({"qemu", "libvirt"}))
       ->capture_default_str();
   run->add_option("--libvirt-uri", run_args.libvirt_uri,

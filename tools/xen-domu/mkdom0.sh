@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# mkdom0.sh CACHE_DIR: builds the nested Xen host's dom0 (once) into CACHE_DIR:
+# mkdom0.sh CACHE_DIR [libvirt]: builds the nested Xen host's dom0 (once) into
+# CACHE_DIR:
 #   vmlinuz        Debian's Linux kernel (linux-image-amd64; CONFIG_XEN_DOM0=y)
 #   dom0.cpio.gz   an initramfs: static busybox, the Xen 4.17 toolstack (xl,
 #                  xenstored, xenconsoled, xen-init-dom0) with every shared
 #                  library it loads, the Xen driver modules, tools/xen-domu/
 #                  dom0-init.sh as /init and the xl driver tools/xl/pvk-xl.sh.
 #   key            what the image was built from; a different key rebuilds it.
+# With "libvirt" the image also has libvirtd with its libxl driver and virsh
+# (and their libraries: about 30 MB more, so only that flavour has them), and
+# tools/libvirt/pvk-xen.xml as /etc/pvk/pvk-xen.xml.
 # The kernel package is fetched with `apt-get download` (it is never installed
 # on this machine); busybox-static and xen-utils-4.17 come from the host
 # (tools/pvk installs them). pvk.elf and its command line are not in here: the
@@ -14,7 +18,8 @@
 # Recipe and the facts behind each step: shared/xen-domu.md.
 set -euo pipefail
 
-cache="${1:?usage: mkdom0.sh CACHE_DIR}"
+cache="${1:?usage: mkdom0.sh CACHE_DIR [libvirt]}"
+flavour="${2:-xl}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 tools="$(dirname "$here")"
 xenbin=/usr/lib/xen-4.17/bin
@@ -43,10 +48,11 @@ busybox="$(command -v busybox || true)"
 [[ -n "$busybox" ]] && ! ldd "$busybox" >/dev/null 2>&1 || die "need a static busybox (Debian package busybox-static)"
 
 key="$(
-  printf '%s\n' "$kpkg=$kver" \
+  printf '%s\n' "flavour=$flavour" "$kpkg=$kver" \
     "xen-utils=$(dpkg-query -W -f='${Version}' xen-utils-4.17 2>/dev/null)" \
     "busybox=$(dpkg-query -W -f='${Version}' busybox-static 2>/dev/null)"
-  cat "$here/mkdom0.sh" "$here/dom0-init.sh" "$tools/xl/pvk-xl.sh"
+  cat "$here/mkdom0.sh" "$here/dom0-init.sh" "$tools/xl/pvk-xl.sh" "$tools/libvirt/pvk-xen.xml"
+  dpkg-query -W -f='${Version}\n' libvirt-daemon libvirt-daemon-driver-xen libvirt-clients 2>/dev/null || true
 )"
 key="$(printf '%s' "$key" | sha256sum | cut -d' ' -f1)"
 if [[ -f "$cache/key" && "$(cat "$cache/key")" == "$key" && -s "$cache/vmlinuz" && -s "$cache/dom0.cpio.gz" ]]; then
@@ -73,8 +79,9 @@ vmlinuz="$(ls "$work/pkg"/boot/vmlinuz-* | head -n1)"
 moddir="$(ls -d "$work/pkg"/lib/modules/* | head -n1)"
 
 root="$work/root"
-mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,etc/xen,etc/pvk,proc,sys,dev,tmp,run,pvk,lib/modules} \
-  "$root"/var/{lock,lib/xen/dump,lib/xenstored,run/xen,run/xenstored,log/xen/console}
+mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,etc/xen,etc/pvk,proc,sys,dev,tmp,pvk,lib/modules} \
+  "$root"/run/{xen,xenstored,libvirt} "$root"/var/{lock,lib/xen/dump,lib/xenstored,log/xen/console}
+ln -s ../run "$root/var/run"  # as on the host: one run directory under both names
 
 # Modules in dependency order (each one's .modinfo section names its
 # dependencies; the package has no modules.dep, depmod makes that).
@@ -137,6 +144,36 @@ if [[ ! -e "$root/lib64/ld-linux-x86-64.so.2" ]]; then
   cp "$(readlink -f /lib64/ld-linux-x86-64.so.2)" "$root/lib64/ld-linux-x86-64.so.2"
 fi
 cp /etc/xen/xl.conf "$root/etc/xen/xl.conf" 2>/dev/null || : >"$root/etc/xen/xl.conf"
+
+# 3b. libvirt flavour: libvirtd with only its libxl driver, and virsh, for
+# the libvirt path of the driver (pvk-xl --via libvirt).
+libvirt_driver=/usr/lib/x86_64-linux-gnu/libvirt/connection-driver/libvirt_driver_libxl.so
+if [[ "$flavour" == libvirt ]]; then
+  [[ -x /usr/sbin/libvirtd && -x /usr/bin/virsh && -f "$libvirt_driver" ]] ||
+    die "libvirt flavour: need libvirtd, virsh and the libxl driver (Debian libvirt-daemon, libvirt-clients, libvirt-daemon-driver-xen)"
+  libs=()
+  for f in /usr/sbin/libvirtd /usr/bin/virsh "$libvirt_driver"; do
+    mkdir -p "$root$(dirname "$f")"
+    cp "$f" "$root$f"
+    while read -r lib; do libs+=("$lib"); done < <(ldd "$f" | awk '/=> \// {print $3}')
+  done
+  for lib in $(printf '%s\n' "${libs[@]}" | sort -u); do
+    [[ -e "$root$lib" ]] && continue
+    mkdir -p "$root$(dirname "$lib")"
+    cp "$(readlink -f "$lib")" "$root$lib"
+  done
+  if [[ -d /usr/share/libvirt/cpu_map ]]; then
+    mkdir -p "$root/usr/share/libvirt"
+    cp -r /usr/share/libvirt/cpu_map "$root/usr/share/libvirt/"
+  fi
+  mkdir -p "$root/etc/libvirt" "$root/var/lib/libvirt/libxl" "$root/var/log/libvirt/libxl"
+  printf '%s\n' 'unix_sock_rw_perms = "0700"' 'auth_unix_rw = "none"' 'auth_unix_ro = "none"' \
+    'log_outputs = "3:stderr"' >"$root/etc/libvirt/libvirtd.conf"
+  : >"$root/etc/libvirt/libxl.conf"
+  cp "$tools/libvirt/pvk-xen.xml" "$root/etc/pvk/pvk-xen.xml"
+fi
+printf '%s\n' 'root:x:0:0:root:/:/bin/sh' >"$root/etc/passwd"
+printf '%s\n' 'root:x:0:' >"$root/etc/group"
 
 # 4. /init and the driver.
 cp "$here/dom0-init.sh" "$root/init"

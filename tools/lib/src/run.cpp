@@ -178,16 +178,20 @@ struct TempFile {
 
 // Xen in QEMU with a Linux dom0 that runs the xl driver.
 RunResult run_xen_domu(const RunOptions& options, const ConsoleEcho& echo, std::chrono::seconds timeout) {
-  const Dom0Image dom0 = dom0_image(options.tools_dir, options.dom0_cache_dir, options.note);
+  // Through libvirt: dom0 runs libvirtd's libxl driver instead of xl, from
+  // the image flavour that has it.
+  const bool libvirt = options.via == Via::libvirt;
+  const fs::path cache = libvirt ? fs::path(options.dom0_cache_dir.string() + "-libvirt") : options.dom0_cache_dir;
+  const Dom0Image dom0 = dom0_image(options.tools_dir, cache, options.note, libvirt);
   const std::chrono::seconds domain = domain_timeout(timeout, std::chrono::seconds{90});
   static int runs = 0;
-  TempFile initrd{options.dom0_cache_dir / fmt::format("run-{}-{}.initrd", ::getpid(), ++runs)};
-  write_run_initrd(dom0, options.kernel, options.params, domain, initrd.path);
+  TempFile initrd{cache / fmt::format("run-{}-{}.initrd", ::getpid(), ++runs)};
+  write_run_initrd(dom0, options.kernel, options.params, domain, initrd.path, libvirt ? "libvirt" : "xl");
 
   QemuConfig qemu = qemu_config(options);
   qemu.xen_image = xen_image(options.xen_gz, options.xen_cache_dir);
   ProcessOptions process;
-  process.argv = xen_domu_argv(qemu, dom0, initrd.path);
+  process.argv = xen_domu_argv(qemu, dom0, initrd.path, libvirt ? xen_domu_libvirt_cpu : xen_domu_cpu);
   process.timeout = timeout;
   process.cancel = options.cancel;
 
@@ -255,11 +259,11 @@ RunResult run_kernel(const RunOptions& options, const ConsoleEcho& echo) {
                                          options.kernel.string()));
   const std::chrono::seconds timeout = options.timeout.value_or(default_timeout(options.platform));
   if (options.via == Via::libvirt) {
-    if (options.platform != Platform::native)
-      throw std::runtime_error(fmt::format("--via libvirt runs the native platform only (got {}); for Xen see "
-                                           "tools/libvirt/pvk-xen.xml and the README",
+    if (options.platform == Platform::native) return run_libvirt_native(options, echo, timeout);
+    if (options.platform != Platform::xen_domu)
+      throw std::runtime_error(fmt::format("--via libvirt runs the native and xen-domu platforms (got {}); on a Xen "
+                                           "host use tools/libvirt/pvk-xen.xml (README)",
                                            platform_name(options.platform)));
-    return run_libvirt_native(options, echo, timeout);
   }
   switch (options.platform) {
     case Platform::native:

@@ -31,8 +31,8 @@ std::string read_file(const fs::path& path) {
 
 // One newc entry ("070701": ASCII header of 8-digit hex fields).
 void cpio_entry(std::string& out, std::string_view name, unsigned mode, std::string_view data) {
-  static unsigned ino = 1;
-  out += fmt::format("070701{:08X}{:08X}{:08X}{:08X}{:08X}{:08X}{:08X}{:08X}{:08X}{:08X}{:08X}{:08X}{:08X}", ino++,
+  const unsigned ino = static_cast<unsigned>(out.size()) + 1;  // distinct within one archive
+  out += fmt::format("070701{:08X}{:08X}{:08X}{:08X}{:08X}{:08X}{:08X}{:08X}{:08X}{:08X}{:08X}{:08X}{:08X}", ino,
                      mode, 0, 0, 1, 0, data.size(), 0, 0, 0, 0, name.size() + 1, 0);
   out += name;
   out += '\0';
@@ -44,12 +44,13 @@ void cpio_entry(std::string& out, std::string_view name, unsigned mode, std::str
 }  // namespace
 
 Dom0Image dom0_image(const fs::path& tools_dir, const fs::path& cache_dir,
-                     const std::function<void(std::string_view)>& note) {
+                     const std::function<void(std::string_view)>& note, bool libvirt) {
   const fs::path builder = tools_dir / dom0_builder_path;
   if (!fs::is_regular_file(builder))
     throw std::runtime_error(fmt::format("dom0 image builder {} not found", builder.string()));
   ProcessOptions process;
   process.argv = {"bash", builder.string(), cache_dir.string()};
+  if (libvirt) process.argv.push_back("libvirt");
   process.timeout = std::chrono::minutes{15};
   std::vector<std::string> output;
   const ProcessResult r = run_process(process, [&](std::string_view line) {
@@ -71,37 +72,39 @@ Dom0Image dom0_image(const fs::path& tools_dir, const fs::path& cache_dir,
 }
 
 std::string run_archive(const std::string& kernel_image, const std::string& params,
-                        std::chrono::seconds domain_timeout) {
+                        std::chrono::seconds domain_timeout, std::string_view via) {
   std::string out;
   cpio_entry(out, "pvk", 040755, "");
   cpio_entry(out, "pvk/pvk.elf", 0100755, kernel_image);
   cpio_entry(out, "pvk/params", 0100644, params + "\n");
   cpio_entry(out, "pvk/timeout", 0100644, fmt::format("{}\n", domain_timeout.count()));
+  cpio_entry(out, "pvk/via", 0100644, fmt::format("{}\n", via));
   cpio_entry(out, "TRAILER!!!", 0, "");
   out.append((512 - out.size() % 512) % 512, '\0');
   return out;
 }
 
 void write_run_initrd(const Dom0Image& dom0, const fs::path& kernel, const std::string& params,
-                      std::chrono::seconds domain_timeout, const fs::path& out) {
+                      std::chrono::seconds domain_timeout, const fs::path& out, std::string_view via) {
   std::string initrd = read_file(dom0.initramfs);
   initrd.append((512 - initrd.size() % 512) % 512, '\0');
-  initrd += run_archive(read_file(kernel), params, domain_timeout);
+  initrd += run_archive(read_file(kernel), params, domain_timeout, via);
   std::ofstream file(out, std::ios::binary | std::ios::trunc);
   file.write(initrd.data(), static_cast<std::streamsize>(initrd.size()));
   if (!file.flush()) throw std::runtime_error(fmt::format("cannot write {}", out.string()));
 }
 
-std::vector<std::string> xen_domu_argv(const QemuConfig& config, const Dom0Image& dom0, const fs::path& initrd) {
+std::vector<std::string> xen_domu_argv(const QemuConfig& config, const Dom0Image& dom0, const fs::path& initrd,
+                                       std::string_view cpu) {
   for (const fs::path& p : {dom0.kernel, initrd})
     if (p.string().find_first_of(" \t") != std::string::npos)
       throw std::invalid_argument(fmt::format("path must not contain blanks under Xen: {}", p.string()));
-  // -cpu max,-smap: a PV dom0 dies in Xen's bounce-frame code with SMAP
-  // under TCG. 2 GiB: 512 MiB for dom0, the rest for domUs.
+  // No SMAP (xen_domu_cpu): a PV dom0 dies in Xen's bounce-frame code with
+  // SMAP under TCG. 2 GiB: 512 MiB for dom0, the rest for domUs.
   std::vector<std::string> argv{
       config.qemu,
       "-accel", "tcg",
-      "-cpu", "max,-smap",
+      "-cpu", std::string(cpu),
       "-m", "2048",
       "-smp", "1",
       "-display", "none",

@@ -27,7 +27,8 @@ std::optional<XlResult> parse_xl_result(std::string_view line) {
 }
 
 bool is_xl_trouble(std::string_view line) {
-  return line.starts_with("[pvk-xl] error") || line.starts_with("[pvk-xl] xl: ");
+  return line.starts_with("[pvk-xl] error") || line.starts_with("[pvk-xl] xl: ") ||
+         line.starts_with("[pvk-xl] libvirt: ");
 }
 
 PlatformExit xl_exit(const std::optional<XlResult>& result, const ProcessResult& process) {
@@ -38,11 +39,11 @@ PlatformExit xl_exit(const std::optional<XlResult>& result, const ProcessResult&
     return {ExitVerdict::none, fmt::format("the xl driver ended (status {}) without a result", process.exit_code)};
   }
   const std::string& how = result->shutdown;
-  if (how == "poweroff") return {ExitVerdict::pass, "xl: the domain powered off"};
-  if (how == "crash") return {ExitVerdict::fail, "xl: the domain crashed (SCHEDOP_shutdown crash, or Xen killed it)"};
-  if (how == "timeout") return {ExitVerdict::none, "xl: the domain was destroyed when the driver's time ran out"};
-  if (how == "none") return {ExitVerdict::none, "xl: the domain did not run (see the xl messages)"};
-  return {ExitVerdict::none, fmt::format("xl: the domain ended with shutdown reason {}", how)};
+  if (how == "poweroff") return {ExitVerdict::pass, "the domU powered off"};
+  if (how == "crash") return {ExitVerdict::fail, "the domU crashed (SCHEDOP_shutdown crash, or Xen killed it)"};
+  if (how == "timeout") return {ExitVerdict::none, "the domU was destroyed when the xl driver's time ran out"};
+  if (how == "none") return {ExitVerdict::none, "the domU did not run (see the xl driver's messages)"};
+  return {ExitVerdict::none, fmt::format("the domU ended with shutdown reason {}", how)};
 }
 
 std::vector<std::string> xl_driver_argv(const std::filesystem::path& driver, const std::filesystem::path& kernel,

@@ -34,21 +34,32 @@ struct Dom0Image {
 // (the builder keys it on its inputs; concurrent calls wait for one build).
 // `note` receives the builder's progress lines. Throws std::runtime_error
 // with the builder's output if it fails.
+// `libvirt`: the flavour with libvirtd (libxl driver) and virsh, for runs
+// through libvirt; keep it in its own cache directory.
 Dom0Image dom0_image(const std::filesystem::path& tools_dir, const std::filesystem::path& cache_dir,
-                     const std::function<void(std::string_view)>& note = {});
+                     const std::function<void(std::string_view)>& note = {}, bool libvirt = false);
 
 // The bytes of a newc cpio archive holding /pvk/pvk.elf (the kernel's
-// contents), /pvk/params and /pvk/timeout (seconds the driver gives the domU).
+// contents), /pvk/params, /pvk/timeout (seconds the driver gives the domU)
+// and /pvk/via (xl or libvirt: how dom0 makes the domain).
 std::string run_archive(const std::string& kernel_image, const std::string& params,
-                        std::chrono::seconds domain_timeout);
+                        std::chrono::seconds domain_timeout, std::string_view via = "xl");
 
 // Writes dom0's initrd for one run to `out`: the cached initramfs, zero
 // padding to a 512-byte boundary (Linux looks for the next archive at an
 // aligned offset), then run_archive(...). Linux unpacks both in order.
 void write_run_initrd(const Dom0Image& dom0, const std::filesystem::path& kernel, const std::string& params,
-                      std::chrono::seconds domain_timeout, const std::filesystem::path& out);
+                      std::chrono::seconds domain_timeout, const std::filesystem::path& out,
+                      std::string_view via = "xl");
+
+// QEMU's CPU model for the nested host. "max,-smap" as for the xen platform;
+// with libvirt a named model, because libvirtd's libxl driver decodes the
+// host CPU into one of its models at start-up and gives up ("Cannot find
+// suitable CPU model for given data") on the feature set TCG's "max" shows.
+inline constexpr std::string_view xen_domu_cpu = "max,-smap";
+inline constexpr std::string_view xen_domu_libvirt_cpu = "Nehalem";
 
 std::vector<std::string> xen_domu_argv(const QemuConfig& config, const Dom0Image& dom0,
-                                       const std::filesystem::path& initrd);
+                                       const std::filesystem::path& initrd, std::string_view cpu = xen_domu_cpu);
 
 }  // namespace pvk
