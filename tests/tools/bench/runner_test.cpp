@@ -142,3 +142,23 @@ TEST(Execute, ClockText) {
 
 }  // namespace
 }  // namespace pvk::bench
+
+namespace pvk::bench {
+namespace {
+
+TEST(PlatformRunners, DispatchByPlatform) {
+  FakeRunner native, xen;
+  PlatformRunners runners;
+  runners.add("native", native);
+  runners.add("xen", xen);
+  Boot boot;
+  boot.cmdline = "bench=getpid";
+  EXPECT_TRUE(runners.boot(config_from_id("native mmu=native"), boot).pass);
+  EXPECT_TRUE(runners.boot(config_from_id("xen mmu=batched"), boot).pass);
+  EXPECT_EQ(native.seen.size(), 1u);
+  EXPECT_EQ(xen.seen.size(), 1u);
+  EXPECT_THROW(runners.boot(config_from_id("linux-native"), boot), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace pvk::bench

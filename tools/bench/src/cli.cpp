@@ -157,7 +157,10 @@ struct Commands::State {
     q.cancel = &g_cancel;
     if (!fs::is_regular_file(q.kernel))
       throw std::runtime_error(fmt::format("kernel image {} not found (build target pvk_kernel)", q.kernel.string()));
-    QemuRunner runner(q);
+    QemuRunner qemu(q);
+    PlatformRunners runner;
+    runner.add("native", qemu);
+    runner.add("xen", qemu);
 
     struct sigaction sa {};
     sa.sa_handler = on_signal;
@@ -248,7 +251,7 @@ Commands::Commands(CLI::App& app, const fs::path& build_dir, const fs::path& sou
                                 "--smoke: 1")
                       ->check(CLI::PositiveNumber)
                       ->capture_default_str();
-  b->add_option("--platforms", s.platforms, "platforms to boot")->delimiter(',')->capture_default_str();
+  b->add_option("--platforms", s.platforms, "platforms to boot: native, xen (Linux side by side comes later)")->delimiter(',')->capture_default_str();
   b->add_option("--mmu", s.mmus, "backends to boot (default: every backend of each platform)")->delimiter(',');
   b->add_option("--set", s.sets,
                 "a boot switch and the values to cross with every configuration, e.g. --set batch=1,32 "

@@ -237,10 +237,12 @@ Plan build_plan(const MatrixOptions& options) {
       throw std::invalid_argument(fmt::format("no platform named '{}' (known: {}; Linux side by side comes later)",
                                               name, known));
     }
+    // A platform without pvk backends (Linux, later) boots once, with no mmu=.
     std::vector<std::string> backends;
     for (const auto& b : spec->backends)
       if (options.mmus.empty() || std::find(options.mmus.begin(), options.mmus.end(), b) != options.mmus.end())
         backends.push_back(b);
+    if (spec->backends.empty()) backends.emplace_back();
     if (options.smoke && options.mmus.empty() && !backends.empty()) backends.resize(1);
     if (backends.empty()) {
       plan.notes.push_back(fmt::format("platform {} skipped: none of its backends was asked for", name));
@@ -249,7 +251,7 @@ Plan build_plan(const MatrixOptions& options) {
 
     for (const auto& mmu : backends) {
       // The --set cross product, each switch only where it matters.
-      std::vector<Switches> crossed{{{"mmu", mmu}}};
+      std::vector<Switches> crossed{mmu.empty() ? Switches{} : Switches{{"mmu", mmu}}};
       for (const auto& axis : options.sets) {
         const auto only = switch_backends(axis.key);
         if (!only.empty() && std::find(only.begin(), only.end(), mmu) == only.end()) continue;

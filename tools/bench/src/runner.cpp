@@ -135,6 +135,12 @@ BootOutcome QemuRunner::boot(const Config& config, const Boot& boot) {
   return out;
 }
 
+BootOutcome PlatformRunners::boot(const Config& config, const Boot& boot) {
+  for (auto& [platform, runner] : runners_)
+    if (platform == config.platform) return runner->boot(config, boot);
+  throw std::runtime_error(fmt::format("no runner for platform {}", config.platform));
+}
+
 Results execute(const Plan& plan, BootRunner& runner, const ExecuteOptions& options) {
   Results results;
   results.configs = plan.configs;

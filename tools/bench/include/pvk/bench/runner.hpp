@@ -51,6 +51,18 @@ class QemuRunner : public BootRunner {
   QemuRunnerOptions options_;
 };
 
+// Hands each boot to the runner registered for its configuration's
+// platform: QemuRunner for native and xen today; a Linux runner registers
+// for linux-native / linux-xen later without the matrix or reports changing.
+class PlatformRunners : public BootRunner {
+ public:
+  void add(std::string platform, BootRunner& runner) { runners_.emplace_back(std::move(platform), &runner); }
+  BootOutcome boot(const Config& config, const Boot& boot) override;
+
+ private:
+  std::vector<std::pair<std::string, BootRunner*>> runners_;
+};
+
 struct ExecuteOptions {
   int jobs = 1;
   const std::atomic<bool>* cancel = nullptr;
