@@ -63,15 +63,20 @@ say "building the dom0 image ($kpkg $kver, Xen tools, busybox) into $cache"
 work="$(mktemp -d "$cache/build.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
-# 1. Kernel and the Xen modules, from the package (kept for later rebuilds).
-mkdir -p "$cache/debs"
-deb="$(ls "$cache/debs/${kpkg}_"*.deb 2>/dev/null | head -n1 || true)"
+# 1. Kernel and the Xen modules, from the package, kept beside the cache
+# directory for later rebuilds and shared by the image flavours.
+debs="$(dirname "$cache")/debs"
+mkdir -p "$debs"
+exec 8>"$debs/lock"
+flock 8
+deb="$(ls "$debs/${kpkg}_"*.deb 2>/dev/null | head -n1 || true)"
 if [[ -z "$deb" || "$deb" != *"_${kver//:/%3a}_"* ]]; then
-  rm -f "$cache/debs/${kpkg}_"*.deb
-  (cd "$cache/debs" && apt-get download "$kpkg=$kver" >/dev/null 2>"$work/apt.err") ||
+  rm -f "$debs/${kpkg}_"*.deb
+  (cd "$debs" && apt-get download "$kpkg=$kver" >/dev/null 2>"$work/apt.err") ||
     { cat "$work/apt.err" >&2; die "apt-get download $kpkg failed"; }
-  deb="$(ls "$cache/debs/${kpkg}_"*.deb | head -n1)"
+  deb="$(ls "$debs/${kpkg}_"*.deb | head -n1)"
 fi
+flock -u 8
 mkdir "$work/pkg"
 dpkg-deb --fsys-tarfile "$deb" |
   tar -x -C "$work/pkg" --wildcards './boot/vmlinuz-*' './lib/modules/*/kernel/drivers/xen/*'
