@@ -80,6 +80,8 @@ int do_run(const Paths& paths, const RunArgs& args) {
   options.xen_cache_dir = paths.build_dir / "cache" / "xen-4.17";
   options.dom0_cache_dir = paths.build_dir / "cache" / "xen-domu";
   options.tools_dir = paths.source_dir / "tools";
+  options.linux_cache_dir = paths.build_dir / "cache" / "linux";
+  options.user_dir = paths.build_dir / "user";
   options.via = args.via == "libvirt" ? pvk::Via::libvirt : pvk::Via::direct;
   options.libvirt_uri = args.libvirt_uri;
   options.cancel = &cancelled;
@@ -169,12 +171,13 @@ int main(int argc, char** argv) {
   RunArgs run_args;
   CLI::App* run = app.add_subcommand("run", "boot the kernel once and report pass/fail");
   run->add_option("--platform", run_args.platform, "where to boot")
-      ->check(CLI::IsMember({"native", "xen", "xl", "xen-domu"}))
+      ->check(CLI::IsMember({"native", "xen", "xl", "xen-domu", "linux-native", "linux-xen"}))
       ->capture_default_str()
       ->description(
           "where to boot: native (QEMU), xen (Xen in QEMU, pvk as dom0), xl (this machine is a Xen host's "
           "dom0: pvk as a domU made by xl), xen-domu (a nested Xen host: Xen and a Linux dom0 in QEMU, "
-          "which runs the xl platform)");
+          "which runs the xl platform), linux-native and linux-xen (Debian's Linux natively and as Xen's dom0, "
+          "running the static bench driver: --append \"bench=ITEM,...\")");
   run->add_option("--via", run_args.via, "how the machine is made: qemu (started by pvk; xl for the xl platforms) or libvirt (native: "
                   "libvirt's QEMU driver; xen-domu: libvirtd's libxl driver in the nested dom0)")
       ->check(CLI::IsMember({"qemu", "libvirt"}))

@@ -1,6 +1,7 @@
 #include "pvk/run.hpp"
 
 #include "pvk/libvirt.hpp"
+#include "pvk/linux.hpp"
 #include "pvk/native.hpp"
 #include "pvk/process.hpp"
 #include "pvk/record.hpp"
@@ -254,6 +255,10 @@ RunResult run_xen_domu(const RunOptions& options, const ConsoleEcho& echo, std::
 }  // namespace
 
 RunResult run_kernel(const RunOptions& options, const ConsoleEcho& echo) {
+  if (is_linux(options.platform)) {
+    if (options.via == Via::libvirt) throw std::runtime_error("--via libvirt does not boot Linux");
+    return run_linux(options, echo, options.timeout.value_or(default_timeout(options.platform)));
+  }
   if (!fs::is_regular_file(options.kernel))
     throw std::runtime_error(fmt::format("kernel image {} not found (build target pvk_kernel)",
                                          options.kernel.string()));
@@ -270,6 +275,8 @@ RunResult run_kernel(const RunOptions& options, const ConsoleEcho& echo) {
     case Platform::xen: return run_qemu(options, echo, timeout);
     case Platform::xl: return run_xl(options, echo, timeout);
     case Platform::xen_domu: return run_xen_domu(options, echo, timeout);
+    case Platform::linux_native:
+    case Platform::linux_xen: break;  // above
   }
   throw std::runtime_error("unknown platform");
 }

@@ -15,6 +15,9 @@ enum class Platform {
   xen,     // Xen 4.17 in QEMU, kernel as the initial PV domain (dom0)
   xl,      // this machine is a Xen host's dom0: the kernel as a domU, made by `xl`
   xen_domu,  // Xen 4.17 in QEMU with a Linux dom0 that runs the xl platform
+  // Linux side by side (linux.hpp): Debian's kernel runs the bench suite
+  linux_native,  // in the native platform's QEMU machine
+  linux_xen,     // as the PV dom0 of the xen platform's Xen-in-QEMU
 };
 
 // How the machine is made: QEMU (or xl) started by us, or a domain defined

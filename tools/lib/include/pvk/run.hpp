@@ -42,6 +42,11 @@ struct RunOptions {
   std::string memory;
   std::string dom0_memory;
   std::string icount;
+  // linux-native, linux-xen (linux.hpp): where tools/linux/mklinux.sh keeps
+  // Debian's kernel, and where the static bench and kbworker programs are
+  // (<build>/user).
+  std::filesystem::path linux_cache_dir;
+  std::filesystem::path user_dir;
 };
 
 struct RunResult {
