@@ -91,3 +91,34 @@ TEST(Summary, AllPassed) {
 
 }  // namespace
 }  // namespace pvk::bench
+
+namespace pvk::bench {
+namespace {
+
+TEST(Summary, TargetsAndForkBreakEven) {
+  Results r;
+  auto add = [&](const std::string& id, long pages, long ns) {
+    if (!r.find_config(id)) r.configs.push_back(config_from_id(id));
+    r.records.push_back(sample(id, bench_line("fork_dirty", fmt::format(R"("pages":{})", pages), ns, ns, ns, 1)));
+  };
+  // batched: 2 ms then 6 ms; direct: 1 ms then 10 ms (they cross); wrpt: 20, 100 ms.
+  add("xen mmu=batched", 1280, 2000000);
+  add("xen mmu=batched", 128000, 6000000);
+  add("xen mmu=direct", 1280, 1000000);
+  add("xen mmu=direct", 128000, 10000000);
+  add("xen mmu=wrpt", 1280, 20000000);
+  add("xen mmu=wrpt", 128000, 100000000);
+  aggregate(r);
+  const auto specs = builtin_ratios();
+  const std::string md = summary_markdown(r, specs, compute_ratios(r, specs));
+  auto has = [&](const std::string& text) { EXPECT_NE(md.find(text), std::string::npos) << text << "\n" << md; };
+  has("| fork after dirtying 128,000 pages under Xen: batched ≤ 0.10 × wrpt | 0.060 | met |");
+  has("| null syscall natively ≤ 0.8 × Linux | — | needs Linux rows |");
+  has("- xen/batched vs xen/wrpt: xen/batched faster at every size measured (1280–128000 pages)");
+  // batched/direct goes from 2 to 0.6: log 2 / (log 2 - log 0.6) = 0.576 of
+  // the way from 1280 to 128000 on a log scale, 1280 * 100^0.576.
+  has("- xen/batched vs xen/direct: cross near 18140 pages (xen/direct faster below)");
+}
+
+}  // namespace
+}  // namespace pvk::bench

@@ -60,6 +60,87 @@ std::string minutes(double seconds) {
   return fmt::format("{} min {:02} s", s / 60, s % 60);
 }
 
+// True if every "k=v" of `wanted` (blank-separated) is among the parameters.
+bool has_params(const Params& params, std::string_view wanted) {
+  const std::string have = " " + params_text(params) + " ";
+  size_t start = 0;
+  while (start < wanted.size()) {
+    size_t end = wanted.find(' ', start);
+    if (end == std::string_view::npos) end = wanted.size();
+    if (end > start && have.find(" " + std::string(wanted.substr(start, end - start)) + " ") == std::string::npos)
+      return false;
+    start = end + 1;
+  }
+  return true;
+}
+
+// The ratio of the base configurations (no other switch) for a target.
+const Ratio* base_ratio(const std::vector<Ratio>& ratios, const std::string& spec, const std::string& bench,
+                        const std::string& params) {
+  for (const auto& r : ratios)
+    if (r.spec == spec && r.bench == bench && r.pair.empty() && has_params(r.params, params)) return &r;
+  return nullptr;
+}
+
+std::string targets_section(const std::vector<Ratio>& ratios) {
+  std::string md = "\n## Targets\n\nIssue 5's goals, from this run's ratios (base configurations).\n\n";
+  md += "| goal | measured | |\n|---|---:|---|\n";
+  for (const auto& t : targets()) {
+    const Ratio* r = base_ratio(ratios, t.ratio, t.bench, t.params);
+    const Ratio* ref = t.relative_to.empty() ? nullptr : base_ratio(ratios, t.relative_to, t.bench, t.params);
+    std::string measured = "—", verdict = "not measured";
+    if (r && (t.relative_to.empty() || ref)) {
+      const double v = ref ? r->value / ref->value : r->value;
+      measured = format_ratio(v);
+      verdict = v <= t.at_most ? "met" : "missed";
+    } else if (t.ratio.find("Linux") != std::string::npos || t.relative_to.find("Linux") != std::string::npos) {
+      verdict = "needs Linux rows";
+    } else {
+      verdict = "not in this run (--full?)";
+    }
+    md += fmt::format("| {} | {} | {} |\n", t.goal, measured, verdict);
+  }
+  return md;
+}
+
+// Where two backends' fork_dirty curves cross, from the base configurations.
+std::string fork_break_even(const Results& results) {
+  const std::vector<std::pair<std::string, std::string>> pairs{
+      {"xen mmu=batched", "xen mmu=wrpt"}, {"xen mmu=batched", "xen mmu=direct"}, {"xen mmu=direct", "xen mmu=wrpt"}};
+  std::string out;
+  for (const auto& [a, b] : pairs) {
+    std::map<double, std::pair<double, double>> by_pages;  // pages -> (a, b) per op
+    for (const auto& r : results.rows) {
+      if (r.bench != "fork_dirty" || (r.config != a && r.config != b)) continue;
+      for (const auto& [k, v] : r.params)
+        if (k == "pages" && v.is_number()) (r.config == a ? by_pages[v.get<double>()].first : by_pages[v.get<double>()].second) = r.per_op;
+    }
+    std::vector<std::tuple<double, double>> points;  // pages, a / b
+    for (const auto& [pages, t] : by_pages)
+      if (t.first > 0 && t.second > 0) points.emplace_back(pages, t.first / t.second);
+    if (points.size() < 1) continue;
+    const std::string an = config_from_id(a).label(), bn = config_from_id(b).label();
+    std::string line;
+    for (size_t i = 1; i < points.size(); ++i) {
+      const auto [p0, r0] = points[i - 1];
+      const auto [p1, r1] = points[i];
+      if ((r0 < 1) != (r1 < 1)) {
+        // Interpolate log(ratio) against log(pages).
+        const double f = std::log(r0) / (std::log(r0) - std::log(r1));
+        const double at = std::exp(std::log(p0) + f * (std::log(p1) - std::log(p0)));
+        line += fmt::format("{}cross near {:.0f} pages ({} faster {})", line.empty() ? "" : "; ", at,
+                            r0 < 1 ? an : bn, "below");
+      }
+    }
+    if (line.empty())
+      line = fmt::format("{} faster at every size measured ({:.0f}–{:.0f} pages)",
+                         std::get<1>(points.front()) < 1 ? an : bn, std::get<0>(points.front()),
+                         std::get<0>(points.back()));
+    out += fmt::format("- {} vs {}: {}\n", an, bn, line);
+  }
+  return out.empty() ? "" : "\nBreak-even (per-op medians):\n\n" + out;
+}
+
 }  // namespace
 
 std::string format_ns(double ns) {
@@ -194,7 +275,10 @@ std::string summary_markdown(const Results& results, const std::vector<RatioSpec
       }
       md += row_line(cells);
     }
+    if (bench == "fork_dirty") md += fork_break_even(results);
   }
+
+  md += targets_section(ratios);
 
   md += "\n## Ratios\n\n"
         "Per-op median ÷ per-op median of two configurations that differ only in what the ratio is about; in "

@@ -39,6 +39,20 @@ const std::vector<RatioSpec>& builtin_ratios();
 // "NAME=NUMERATOR/DENOMINATOR", e.g. "batch1÷32=batch=1/batch=32".
 RatioSpec parse_ratio(std::string_view text);
 
+// A goal stated as a ratio (issue 5's targets): the ratio `ratio` of
+// `bench` with parameters including `params` (base configurations, no other
+// switch) must be at most `at_most`; with `relative_to`, the ratio divided by
+// that ratio of the same benchmark.
+struct Target {
+  std::string goal;  // one line
+  std::string ratio;
+  std::string bench;
+  std::string params;  // "pages=128000": these must be among the row's
+  double at_most = 0;
+  std::string relative_to;
+};
+const std::vector<Target>& targets();
+
 struct Ratio {
   std::string spec;  // RatioSpec::name
   std::string bench;
