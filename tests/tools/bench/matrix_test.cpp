@@ -154,7 +154,7 @@ TEST(Matrix, ItemsLongerThanOneBootAreSplit) {
 
 TEST(Matrix, Errors) {
   MatrixOptions o;
-  o.platforms = {"linux-native"};
+  o.platforms = {"solaris"};
   EXPECT_THROW(build_plan(o), std::invalid_argument);
   o = {};
   o.mmus = {"fast"};

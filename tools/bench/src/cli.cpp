@@ -1,6 +1,7 @@
 #include "pvk/bench/cli.hpp"
 
 #include "pvk/bench/compare.hpp"
+#include "pvk/bench/linux_runner.hpp"
 #include "pvk/bench/matrix.hpp"
 #include "pvk/bench/output.hpp"
 #include "pvk/bench/ratio.hpp"
@@ -10,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -88,6 +90,7 @@ struct Commands::State {
   std::vector<std::string> ratios;
   std::string items;
   bool full = false, smoke = false, icount = false, no_variations = false, no_plots = false, dry_run = false;
+  bool with_linux = false;
   std::string icount_spec = default_icount;
   CLI::Option* reps_option = nullptr;
   // Three boots per configuration: TCG timings move with the host's load,
@@ -113,6 +116,7 @@ struct Commands::State {
     if (icount) c += icount_spec == default_icount ? " --icount" : " --icount --icount-spec " + icount_spec;
     if (reps != 3) c += fmt::format(" --reps {}", reps);
     if (platforms != std::vector<std::string>{"native", "xen"}) c += " --platforms " + fmt::format("{}", fmt::join(platforms, ","));
+    if (with_linux) c += " --linux";
     if (!mmus.empty()) c += " --mmu " + fmt::format("{}", fmt::join(mmus, ","));
     for (const auto& s : sets) c += " --set " + s;
     if (!items.empty()) c += " --bench " + items;
@@ -126,6 +130,12 @@ struct Commands::State {
     const size_t reps_given = reps_option->count();
     MatrixOptions m;
     m.platforms = platforms;
+    // --linux: Debian's Linux beside each pvk platform, on the same machine.
+    if (with_linux)
+      for (const auto& [pvk_platform, linux_platform] : linux_platforms)
+        if (std::find(platforms.begin(), platforms.end(), pvk_platform) != platforms.end() &&
+            std::find(platforms.begin(), platforms.end(), linux_platform) == platforms.end())
+          m.platforms.push_back(linux_platform);
     m.mmus = mmus;
     for (const auto& s : sets) m.sets.push_back(parse_set(s));
     m.items = parse_items(items);
@@ -163,6 +173,16 @@ struct Commands::State {
     PlatformRunners runner;
     runner.add("native", qemu);
     runner.add("xen", qemu);
+    LinuxRunnerOptions l;
+    l.tools_dir = source_dir / "tools";
+    l.linux_cache_dir = build_dir / "cache" / "linux";
+    l.user_dir = build_dir / "user";
+    l.xen_gz = xen_gz;
+    l.xen_cache_dir = q.xen_cache_dir;
+    l.icount = q.icount;
+    l.cancel = &g_cancel;
+    LinuxRunner linux_runner(l);
+    for (const auto& [pvk_platform, linux_platform] : linux_platforms) runner.add(linux_platform, linux_runner);
 
     struct sigaction sa {};
     sa.sa_handler = on_signal;
@@ -269,7 +289,13 @@ Commands::Commands(CLI::App& app, const fs::path& build_dir, const fs::path& sou
                                 "--smoke: 1")
                       ->check(CLI::PositiveNumber)
                       ->capture_default_str();
-  b->add_option("--platforms", s.platforms, "platforms to boot: native, xen (Linux side by side comes later)")->delimiter(',')->capture_default_str();
+  b->add_option("--platforms", s.platforms,
+                "platforms to boot: native, xen, and Debian's Linux on the same machines: linux-native, linux-xen")
+      ->delimiter(',')
+      ->capture_default_str();
+  b->add_flag("--linux", s.with_linux,
+              "Linux side by side: also boot Debian's Linux with the same benchmarks beside each pvk platform "
+              "(linux-native next to native, linux-xen, as Xen's PV dom0, next to xen)");
   b->add_option("--mmu", s.mmus, "backends to boot (default: every backend of each platform)")->delimiter(',');
   b->add_option("--set", s.sets,
                 "a boot switch and the values to cross with every configuration, e.g. --set batch=1,32 "

@@ -1,0 +1,44 @@
+#include "pvk/bench/linux_runner.hpp"
+
+#include "pvk/linux.hpp"
+#include "pvk/platform.hpp"
+#include "pvk/run.hpp"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+namespace pvk::bench {
+
+BootOutcome LinuxRunner::boot(const Config& config, const Boot& boot) {
+  const auto platform = parse_platform(config.platform);
+  if (!platform || !is_linux(*platform))
+    throw std::runtime_error(fmt::format("the Linux runner boots linux-native and linux-xen, not {}", config.platform));
+  RunOptions run;
+  run.platform = *platform;
+  // Linux takes pvk's command line as it is: bench= becomes init's
+  // arguments, any other word goes to Linux (the matrix gives a Linux
+  // configuration no pvk switches).
+  run.params = boot.cmdline;
+  run.timeout = boot.timeout;
+  run.tools_dir = options_.tools_dir;
+  run.linux_cache_dir = options_.linux_cache_dir;
+  run.user_dir = options_.user_dir;
+  run.xen_gz = options_.xen_gz;
+  run.xen_cache_dir = options_.xen_cache_dir;
+  run.cancel = options_.cancel;
+  run.memory = boot.machine.memory;
+  run.dom0_memory = boot.machine.dom0_memory;
+  run.icount = options_.icount;
+  RunResult result = run_kernel(run);
+  BootOutcome out;
+  out.started = true;
+  out.pass = result.pass;
+  out.reason = result.pass ? "pass" : result.reason;
+  out.elapsed = result.elapsed;
+  out.lines = std::move(result.lines);
+  out.trouble = std::move(result.xen_trouble);
+  return out;
+}
+
+}  // namespace pvk::bench
