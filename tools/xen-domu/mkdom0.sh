@@ -25,6 +25,9 @@ tools="$(dirname "$here")"
 xenbin=/usr/lib/xen-4.17/bin
 xentools=(xl xenstored xenconsoled xenconsole xen-init-dom0)
 xenmods=(xen-evtchn xen-privcmd xenfs xen-gntdev xen-gntalloc)
+# debian_kernel_resolve, debian_kernel_deb: shared with tools/linux/mklinux.sh.
+# shellcheck source=../linux/debian-kernel.sh
+source "$tools/linux/debian-kernel.sh"
 
 say() { printf 'mkdom0: %s\n' "$*" >&2; }
 die() { say "$*"; exit 1; }
@@ -34,14 +37,7 @@ exec 9>"$cache/lock"
 flock 9
 
 # The kernel: whatever linux-image-amd64 depends on in the apt lists.
-kpkg="$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')"
-if [[ -z "$kpkg" ]]; then
-  # An empty apt list (fresh image, lists cleaned): refresh once if we may.
-  ((EUID == 0)) && apt-get update -qq >/dev/null 2>&1 || true
-  kpkg="$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')"
-fi
-[[ -n "$kpkg" ]] || die "cannot resolve linux-image-amd64 (apt-get update?)"
-kver="$(apt-cache policy "$kpkg" | awk '/Candidate:/ {print $2}')"
+debian_kernel_resolve || die "no kernel package"
 
 for t in "${xentools[@]}"; do [[ -x "$xenbin/$t" ]] || die "$xenbin/$t missing (Debian package xen-utils-4.17)"; done
 busybox="$(command -v busybox || true)"
@@ -51,7 +47,8 @@ key="$(
   printf '%s\n' "flavour=$flavour" "$kpkg=$kver" \
     "xen-utils=$(dpkg-query -W -f='${Version}' xen-utils-4.17 2>/dev/null)" \
     "busybox=$(dpkg-query -W -f='${Version}' busybox-static 2>/dev/null)"
-  cat "$here/mkdom0.sh" "$here/dom0-init.sh" "$tools/xl/pvk-xl.sh" "$tools/libvirt/pvk-xen.xml"
+  cat "$here/mkdom0.sh" "$here/dom0-init.sh" "$tools/xl/pvk-xl.sh" "$tools/libvirt/pvk-xen.xml" \
+    "$tools/linux/debian-kernel.sh"
   dpkg-query -W -f='${Version}\n' libvirt-daemon libvirt-daemon-driver-xen libvirt-clients 2>/dev/null || true
 )"
 key="$(printf '%s' "$key" | sha256sum | cut -d' ' -f1)"
@@ -65,18 +62,7 @@ trap 'rm -rf "$work"' EXIT
 
 # 1. Kernel and the Xen modules, from the package, kept beside the cache
 # directory for later rebuilds and shared by the image flavours.
-debs="$(dirname "$cache")/debs"
-mkdir -p "$debs"
-exec 8>"$debs/lock"
-flock 8
-deb="$(ls "$debs/${kpkg}_"*.deb 2>/dev/null | head -n1 || true)"
-if [[ -z "$deb" || "$deb" != *"_${kver//:/%3a}_"* ]]; then
-  rm -f "$debs/${kpkg}_"*.deb
-  (cd "$debs" && apt-get download "$kpkg=$kver" >/dev/null 2>"$work/apt.err") ||
-    { cat "$work/apt.err" >&2; die "apt-get download $kpkg failed"; }
-  deb="$(ls "$debs/${kpkg}_"*.deb | head -n1)"
-fi
-flock -u 8
+debian_kernel_deb "$(dirname "$cache")/debs" "$work/apt.err" || die "no kernel package"
 mkdir "$work/pkg"
 dpkg-deb --fsys-tarfile "$deb" |
   tar -x -C "$work/pkg" --wildcards './boot/vmlinuz-*' './lib/modules/*/kernel/drivers/xen/*'
