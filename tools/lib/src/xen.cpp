@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cctype>
 #include <stdexcept>
 #include <system_error>
@@ -149,7 +150,10 @@ fs::path xen_image(const fs::path& gz, const fs::path& cache_dir) {
   fs::create_directories(cache_dir);
   // Decompress to a private name and rename: concurrent boots (ctest -j)
   // never see a half-written image.
-  const fs::path partial = cache_dir / fmt::format("xen.partial.{}", ::getpid());
+  // The name is unique per process and per call: threads of one process
+  // (pvk bench --jobs) decompress side by side too.
+  static std::atomic<unsigned> calls{0};
+  const fs::path partial = cache_dir / fmt::format("xen.partial.{}.{}", ::getpid(), calls++);
   const int status = run_to_file({"gzip", "-dc", "--", gz.string()}, partial);
   if (status != 0 || fs::file_size(partial, ec) == 0) {
     fs::remove(partial, ec);
