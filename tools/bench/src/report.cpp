@@ -207,7 +207,7 @@ std::string summary_markdown(const Results& results, const std::vector<RatioSpec
   }
 
   md += "\n## Configurations\n\n";
-  md += row_line({"configuration", "kernel command line (plus bench=)", "boots", "passed", "boot time"});
+  md += row_line({"configuration", "kernel command line (plus bench=)", "boots", "passed", "time in its boots"});
   md += "|---|---|---:|---:|---:|\n";
   for (const auto& c : results.configs) {
     int boots = 0, passed = 0;
