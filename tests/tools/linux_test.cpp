@@ -62,12 +62,16 @@ TEST(LinuxCommandLine, BenchItemsBecomeInitArguments) {
             (std::vector<std::string>{"getppid", "fork_dirty:pages=1280+12800", "ctx:procs=2"}));
   EXPECT_TRUE(linux_init_args("mitigations=off").empty());
   EXPECT_EQ(linux_command_line(Platform::linux_native, "bench=getppid,mprotect:pages=4096"),
-            "console=ttyS0,115200 panic=-1 quiet -- getppid mprotect:pages=4096");
+            "console=ttyS0,115200 panic=-1 quiet transparent_hugepage=never -- getppid mprotect:pages=4096");
   // Other words go to Linux; under Xen the console is dom0's hvc0.
   EXPECT_EQ(linux_command_line(Platform::linux_xen, "mitigations=off  bench=smoke"),
-            "console=hvc0 earlyprintk=xen panic=-1 quiet mitigations=off -- smoke");
+            "console=hvc0 earlyprintk=xen panic=-1 quiet transparent_hugepage=never mitigations=off -- smoke");
   // No bench=: the driver runs without arguments (its whole suite).
-  EXPECT_EQ(linux_command_line(Platform::linux_native, ""), "console=ttyS0,115200 panic=-1 quiet");
+  EXPECT_EQ(linux_command_line(Platform::linux_native, ""),
+            "console=ttyS0,115200 panic=-1 quiet transparent_hugepage=never");
+  // Huge pages only when asked for.
+  EXPECT_EQ(linux_command_line(Platform::linux_native, "transparent_hugepage=always bench=getpid"),
+            "console=ttyS0,115200 panic=-1 quiet transparent_hugepage=always -- getpid");
 }
 
 TEST(LinuxInitramfs, BenchIsInitBesideKbworker) {
@@ -118,9 +122,9 @@ TEST(LinuxArgv, XenDom0HasTheInitramfsAsSecondModule) {
 }
 
 TEST(LinuxBootRecord, SaysWhatRan) {
-  EXPECT_EQ(linux_boot_record(Platform::linux_xen, "6.1.0-57-amd64"),
+  EXPECT_EQ(linux_boot_record(Platform::linux_xen, "6.1.0-57-amd64", "console=hvc0 -- getpid"),
             "@pvk {\"event\":\"boot\",\"platform\":\"linux-xen\",\"role\":\"dom0\",\"mmu\":\"linux\","
-            "\"kernel\":\"6.1.0-57-amd64\",\"synthesised\":true}");
+            "\"kernel\":\"6.1.0-57-amd64\",\"cmdline\":\"console=hvc0 -- getpid\",\"synthesised\":true}");
 }
 
 // run_kernel on the Linux platforms with fake QEMU and a fake fetcher.
@@ -196,6 +200,7 @@ TEST_F(LinuxRun, NativeStopsAtBenchDoneAndPasses) {
   EXPECT_EQ(r.records[0]["platform"], "linux-native");
   EXPECT_EQ(r.records[0]["mmu"], "linux");
   EXPECT_EQ(r.records[0]["kernel"], "6.1.0-test-amd64");
+  EXPECT_EQ(r.records[0]["cmdline"], "console=ttyS0,115200 panic=-1 quiet transparent_hugepage=never -- getppid");
   EXPECT_EQ(r.records[1]["event"], "bench_start");
   EXPECT_EQ(r.records[4]["event"], "done");
   EXPECT_EQ(r.records[4]["status"], "pass");

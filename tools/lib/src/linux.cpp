@@ -121,6 +121,14 @@ std::string linux_command_line(Platform platform, std::string_view params) {
   // quiet: Linux's boot messages would only slow the serial console down.
   std::string line = platform == Platform::linux_xen ? "console=hvc0 earlyprintk=xen" : "console=ttyS0,115200";
   line += " panic=-1 quiet";
+  // 4 KiB pages only, like pvk (and like any PV guest, which cannot map huge
+  // pages): with Debian's default (THP "always") Linux natively would map
+  // the benchmarks' big regions with 2 MiB pages and fork/mprotect/fault
+  // would measure another strategy. A transparent_hugepage= word of the
+  // run's parameters wins.
+  bool thp_given = false;
+  for (const auto& w : words(params)) thp_given |= w.starts_with("transparent_hugepage=");
+  if (!thp_given) line += " transparent_hugepage=never";
   for (const auto& w : words(params))
     if (!w.starts_with("bench=")) line += " " + w;
   const std::vector<std::string> args = linux_init_args(params);
@@ -167,13 +175,14 @@ std::vector<std::string> linux_xen_argv(const QemuConfig& config, const fs::path
   return argv;
 }
 
-std::string linux_boot_record(Platform platform, std::string_view release) {
+std::string linux_boot_record(Platform platform, std::string_view release, std::string_view command_line) {
   nlohmann::ordered_json r;
   r["event"] = "boot";
   r["platform"] = platform_name(platform);
   r["role"] = platform == Platform::linux_xen ? "dom0" : "native";
   r["mmu"] = "linux";
   r["kernel"] = release;
+  r["cmdline"] = command_line;
   r["synthesised"] = true;
   return std::string(record_prefix) + r.dump();
 }
@@ -228,7 +237,7 @@ RunResult run_linux(const RunOptions& options, const ConsoleEcho& echo, std::chr
     const bool record = parsed.kind == ConsoleLine::Kind::record;
     if (record && !started && parsed.record.value("event", "") == "bench_start") {
       started = true;
-      show(linux_boot_record(platform, kernel.release));
+      show(linux_boot_record(platform, kernel.release, qemu.params));
     }
     show(line);
     if (record && parsed.record.value("event", "") == "bench_done") {

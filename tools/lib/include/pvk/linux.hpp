@@ -11,7 +11,7 @@
 //
 // Linux prints no boot or done record, so the runner writes them: a boot
 // record {"event":"boot","platform":"linux-native"|"linux-xen","mmu":"linux",
-// "kernel":RELEASE,"synthesised":true} in front of bench_start, and after
+// "kernel":RELEASE,"cmdline":LINUX_CMDLINE,"synthesised":true} in front of bench_start, and after
 // bench_done a done record, pass iff bench_done says "failed":0. The run
 // stops QEMU as soon as bench_done is in (init exiting would panic Linux).
 #pragma once
@@ -45,9 +45,11 @@ bool is_linux(Platform platform);
 
 // Linux's command line for a run's parameters: the console of the platform
 // (ttyS0 natively, Xen's hvc0 as dom0), panic=-1 (reboot at once, so QEMU's
-// -no-reboot ends the machine if the runner has not), quiet, the other
-// words of `params`, then "--" and the bench= items. Without bench= the
-// driver runs with no arguments (its whole suite, "all").
+// -no-reboot ends the machine if the runner has not), quiet,
+// transparent_hugepage=never (4 KiB pages only, as pvk; unless `params`
+// says otherwise), the other words of `params`, then "--" and the bench=
+// items. Without bench= the driver runs with no arguments (its whole
+// suite, "all").
 std::string linux_command_line(Platform platform, std::string_view params);
 
 // The bench= items of `params`, one init argument each (empty: none given).
@@ -67,8 +69,9 @@ std::vector<std::string> linux_native_argv(const QemuConfig& config, const std::
 // max,-smap, dom0_mem) with the initramfs as dom0's module.
 std::vector<std::string> linux_xen_argv(const QemuConfig& config, const std::filesystem::path& initrd);
 
-// The record the runner writes in front of bench_start.
-std::string linux_boot_record(Platform platform, std::string_view release);
+// The record the runner writes in front of bench_start (with Linux's
+// command line).
+std::string linux_boot_record(Platform platform, std::string_view release, std::string_view command_line);
 
 // One boot of Linux with the bench suite (run_kernel's linux-native and
 // linux-xen): options.tools_dir (the fetcher), linux_cache_dir, user_dir,
