@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <condition_variable>
 #include <fstream>
 #include <mutex>
 #include <thread>
@@ -34,7 +35,15 @@ class Progress {
     for (const auto& b : plan.boots) total_weight_ += b.weight;
     live_ = !print_ && ::isatty(STDERR_FILENO);
     if (!print_) print_ = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
+    // On a terminal the status line's clock ticks while boots run.
+    if (live_)
+      ticker_ = std::thread([this] {
+        std::unique_lock lock(mutex_);
+        while (!stop_.wait_for(lock, std::chrono::seconds{1}, [this] { return stopping_; })) status();
+      });
   }
+
+  ~Progress() { done(); }
 
   void started(size_t index) {
     std::lock_guard lock(mutex_);
@@ -59,8 +68,13 @@ class Progress {
   }
 
   void done() {
-    std::lock_guard lock(mutex_);
-    clear();
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+      clear();
+    }
+    stop_.notify_all();
+    if (ticker_.joinable()) ticker_.join();
   }
 
  private:
@@ -73,7 +87,7 @@ class Progress {
   }
 
   void status() {
-    if (!live_) return;
+    if (!live_ || stopping_ || done_ == plan_.boots.size()) return;
     std::string names;
     for (size_t i : running_names_) names += (names.empty() ? "" : ", ") + plan_.configs[plan_.boots[i].config].label();
     std::string line = fmt::format("[{}/{} done, {} running: {}] {}{}", done_, plan_.boots.size(), running_, names,
@@ -98,6 +112,9 @@ class Progress {
   double total_weight_ = 0, done_weight_ = 0;
   size_t done_ = 0, running_ = 0, failed_ = 0;
   std::vector<size_t> running_names_;
+  std::condition_variable stop_;
+  bool stopping_ = false;
+  std::thread ticker_;
 };
 
 }  // namespace
