@@ -69,7 +69,21 @@ void ring_write(const char* s, size_t n) {
   xen::event_channel_op(EVTCHNOP_send, &send);
 }
 
+// A domU's last lines are still in the ring when it shuts down; the
+// toolstack tears the console down with the domain, so wait (bounded) until
+// xenconsoled has taken everything.
+void drain_console_ring() {
+  auto* ring = phys_to_virt<xencons_interface>(g_si.console_pfn);
+  const uint64_t deadline = cpu::rdtsc() + 2 * 1000 * g_platform->tsc_khz;  // 2 s
+  while (__atomic_load_n(&ring->out_cons, __ATOMIC_ACQUIRE) != ring->out_prod && cpu::rdtsc() < deadline) {
+    evtchn_send_t send{g_si.console_evtchn};
+    xen::event_channel_op(EVTCHNOP_send, &send);
+    xen::sched_op(SCHEDOP_yield, nullptr);
+  }
+}
+
 [[noreturn]] void shutdown(ExitStatus status) {
+  if (!is_initial_domain()) drain_console_ring();
   sched_shutdown_t req{status == ExitStatus::Pass ? unsigned{SHUTDOWN_poweroff} : unsigned{SHUTDOWN_crash}};
   for (;;) xen::sched_op(SCHEDOP_shutdown, &req);
 }
