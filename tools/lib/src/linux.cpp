@@ -72,21 +72,7 @@ LinuxKernel linux_kernel(const fs::path& tools_dir, const fs::path& cache_dir,
   const fs::path builder = tools_dir / linux_builder_path;
   if (!fs::is_regular_file(builder))
     throw std::runtime_error(fmt::format("Linux kernel fetcher {} not found", builder.string()));
-  ProcessOptions process;
-  process.argv = {"bash", builder.string(), cache_dir.string()};
-  process.timeout = std::chrono::minutes{15};
-  std::vector<std::string> output;
-  const ProcessResult r = run_process(process, [&](std::string_view line) {
-    output.emplace_back(line);
-    if (note) note(line);
-    return LineAction::keep_going;
-  });
-  if (r.exit_code != 0) {
-    std::string text;
-    for (const auto& line : output) text += "\n  " + line;
-    throw std::runtime_error(fmt::format("fetching the Linux kernel failed ({}){}",
-                                         r.timed_out ? "timed out" : fmt::format("status {}", r.exit_code), text));
-  }
+  run_builder_script({"bash", builder.string(), cache_dir.string()}, "fetching the Linux kernel", note);
   LinuxKernel kernel{cache_dir / "vmlinuz", ""};
   if (!fs::is_regular_file(kernel.vmlinuz))
     throw std::runtime_error(fmt::format("the Linux kernel fetcher left no vmlinuz in {}", cache_dir.string()));

@@ -314,3 +314,25 @@ int run_to_file(const std::vector<std::string>& argv, const std::filesystem::pat
 }
 
 }  // namespace pvk
+
+namespace pvk {
+
+void run_builder_script(const std::vector<std::string>& argv, std::string_view what,
+                        const std::function<void(std::string_view)>& note) {
+  ProcessOptions process;
+  process.argv = argv;
+  process.timeout = std::chrono::minutes{15};
+  std::vector<std::string> output;
+  const ProcessResult r = run_process(process, [&](std::string_view line) {
+    output.emplace_back(line);
+    if (note) note(line);
+    return LineAction::keep_going;
+  });
+  if (r.exit_code == 0) return;
+  std::string text;
+  for (const auto& line : output) text += "\n  " + line;
+  throw std::runtime_error(fmt::format("{} failed ({}){}", what,
+                                       r.timed_out ? "timed out" : fmt::format("status {}", r.exit_code), text));
+}
+
+}  // namespace pvk

@@ -48,22 +48,9 @@ Dom0Image dom0_image(const fs::path& tools_dir, const fs::path& cache_dir,
   const fs::path builder = tools_dir / dom0_builder_path;
   if (!fs::is_regular_file(builder))
     throw std::runtime_error(fmt::format("dom0 image builder {} not found", builder.string()));
-  ProcessOptions process;
-  process.argv = {"bash", builder.string(), cache_dir.string()};
-  if (libvirt) process.argv.push_back("libvirt");
-  process.timeout = std::chrono::minutes{15};
-  std::vector<std::string> output;
-  const ProcessResult r = run_process(process, [&](std::string_view line) {
-    output.emplace_back(line);
-    if (note) note(line);
-    return LineAction::keep_going;
-  });
-  if (r.exit_code != 0) {
-    std::string text;
-    for (const auto& line : output) text += "\n  " + line;
-    throw std::runtime_error(fmt::format("building the dom0 image failed ({}){}",
-                                         r.timed_out ? "timed out" : fmt::format("status {}", r.exit_code), text));
-  }
+  std::vector<std::string> argv = {"bash", builder.string(), cache_dir.string()};
+  if (libvirt) argv.push_back("libvirt");
+  run_builder_script(argv, "building the dom0 image", note);
   Dom0Image image{cache_dir / "vmlinuz", cache_dir / "dom0.cpio.gz"};
   if (!fs::is_regular_file(image.kernel) || !fs::is_regular_file(image.initramfs))
     throw std::runtime_error(fmt::format("the dom0 image builder left no vmlinuz/dom0.cpio.gz in {}",

@@ -47,3 +47,13 @@ ProcessResult run_process(const ProcessOptions& options, const LineSink& sink);
 int run_to_file(const std::vector<std::string>& argv, const std::filesystem::path& output);
 
 }  // namespace pvk
+
+namespace pvk {
+
+// Runs one of tools/'s cache-building scripts (`bash SCRIPT ARGS...`, up to
+// 15 minutes), passing each output line to `note`; throws with the script's
+// whole output if it fails, naming `what` ("building the dom0 image").
+void run_builder_script(const std::vector<std::string>& argv, std::string_view what,
+                        const std::function<void(std::string_view)>& note);
+
+}  // namespace pvk
