@@ -272,7 +272,13 @@ RunResult run_libvirt_native(const RunOptions& options, const ConsoleEcho& echo,
                                                     {"MEMORY_MIB", "512"}});
 
   quiet_libvirt_errors();
+  // A fresh libvirtd creates its socket file (bind) a moment before it
+  // listens on it: a refused connection right after start is retried.
   std::unique_ptr<virConnect, ConnectDeleter> conn(virConnectOpen(uri.c_str()));
+  for (int attempt = 0; !conn && attempt < 100; ++attempt) {
+    std::this_thread::sleep_for(std::chrono::milliseconds{100});
+    conn.reset(virConnectOpen(uri.c_str()));
+  }
   if (!conn) throw std::runtime_error(libvirt_error(fmt::format("cannot connect to {}", uri)));
   std::unique_ptr<virDomain, DomainDeleter> dom(virDomainDefineXML(conn.get(), xml.c_str()));
   if (!dom) throw std::runtime_error(libvirt_error("cannot define the domain from " + templ_path.string()));
