@@ -30,15 +30,7 @@ BootOutcome LinuxRunner::boot(const Config& config, const Boot& boot) {
   run.memory = boot.machine.memory;
   run.dom0_memory = boot.machine.dom0_memory;
   run.icount = options_.icount;
-  RunResult result = run_kernel(run);
-  BootOutcome out;
-  out.started = true;
-  out.pass = result.pass;
-  out.reason = result.pass ? "pass" : result.reason;
-  out.elapsed = result.elapsed;
-  out.lines = std::move(result.lines);
-  out.trouble = std::move(result.xen_trouble);
-  return out;
+  return outcome_of(run_kernel(run));
 }
 
 }  // namespace pvk::bench

@@ -126,6 +126,17 @@ std::string clock_text(double seconds) {
   return fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60);
 }
 
+BootOutcome outcome_of(RunResult&& result) {
+  BootOutcome out;
+  out.started = true;
+  out.pass = result.pass;
+  out.reason = result.pass ? "pass" : result.reason;
+  out.elapsed = result.elapsed;
+  out.lines = std::move(result.lines);
+  out.trouble = std::move(result.xen_trouble);
+  return out;
+}
+
 BootOutcome QemuRunner::boot(const Config& config, const Boot& boot) {
   const auto platform = parse_platform(config.platform);
   if (!platform || (*platform != Platform::native && *platform != Platform::xen))
@@ -141,15 +152,7 @@ BootOutcome QemuRunner::boot(const Config& config, const Boot& boot) {
   run.memory = boot.machine.memory;
   run.dom0_memory = boot.machine.dom0_memory;
   run.icount = options_.icount;
-  RunResult result = run_kernel(run);
-  BootOutcome out;
-  out.started = true;
-  out.pass = result.pass;
-  out.reason = result.pass ? "pass" : result.reason;
-  out.elapsed = result.elapsed;
-  out.lines = std::move(result.lines);
-  out.trouble = std::move(result.xen_trouble);
-  return out;
+  return outcome_of(run_kernel(run));
 }
 
 BootOutcome PlatformRunners::boot(const Config& config, const Boot& boot) {

@@ -25,6 +25,17 @@ struct BootOutcome {
   std::vector<std::string> trouble;  // the platform's complaints (Xen's)
 };
 
+}  // namespace pvk::bench
+
+namespace pvk {
+struct RunResult;
+}
+
+namespace pvk::bench {
+
+// A finished run_kernel() as the harness records it (every runner's last step).
+BootOutcome outcome_of(RunResult&& result);
+
 // Boots one configuration with one boot's command line. The platform seam:
 // pvk under QEMU (native, xen) now; Linux later.
 class BootRunner {
