@@ -20,16 +20,16 @@ constexpr Choice kBackends[] = {{"native", uint8_t(MmuBackend::Native)},
 constexpr Choice kPteAccess[] = {{"attrs", uint8_t(PteAccess::Attrs)}, {"flags", uint8_t(PteAccess::Flags)}};
 constexpr Choice kOnOff[] = {{"on", uint8_t(Switch::On)}, {"off", uint8_t(Switch::Off)}};
 
-enum class Kind { Choice, Number, Text };
+enum class Kind { Choice, Number, Text, List, Seed, Fail };
 
 struct Param {
   const char* key;
   Kind kind;
   const Choice* choices;
   size_t nchoices;
-  size_t offset;  // of the field in BootParams: a uint8_t-sized enum, a uint32_t or a char array
+  size_t offset;  // of the field in BootParams: a uint8_t-sized enum, a uint32_t, a uint64_t, a char array
   size_t size;
-  uint32_t min, max;
+  uint32_t min, max;  // Number: the range; List: the most items
 };
 
 template <size_t N>
@@ -42,7 +42,14 @@ constexpr Param number(const char* key, size_t offset, uint32_t min, uint32_t ma
 constexpr Param text(const char* key, size_t offset, size_t size) {
   return {key, Kind::Text, nullptr, 0, offset, size, 0, 0};
 }
+// Text that is a comma-separated list of at most max_items non-empty items.
+constexpr Param list(const char* key, size_t offset, size_t size, uint32_t max_items) {
+  return {key, Kind::List, nullptr, 0, offset, size, 1, max_items};
+}
 static_assert(sizeof(MmuBackend) == 1 && sizeof(PteAccess) == 1 && sizeof(Switch) == 1);
+
+constexpr const char* kFailKinds[] = {"mmu_update", "mmuext_op", "frame_alloc"};
+static_assert(sizeof kFailKinds / sizeof kFailKinds[0] == size_t(FailKind::Count));
 
 // The one table of boot parameters.
 constexpr Param kParams[] = {
@@ -53,8 +60,10 @@ constexpr Param kParams[] = {
     choice("zero_page", kOnOff, offsetof(BootParams, zero_page)),
     choice("pgd_cache", kOnOff, offsetof(BootParams, pgd_cache)),
     text("selftest", offsetof(BootParams, selftest), sizeof(BootParams::selftest)),
-    text("bench", offsetof(BootParams, bench), sizeof(BootParams::bench)),
+    list("bench", offsetof(BootParams, bench), sizeof(BootParams::bench), kMaxBenchItems),
     text("init", offsetof(BootParams, init), sizeof(BootParams::init)),
+    {"fail", Kind::Fail, nullptr, 0, offsetof(BootParams, fail), sizeof(BootParams::fail), 0, 0},
+    {"fail_seed", Kind::Seed, nullptr, 0, offsetof(BootParams, fail_seed), sizeof(uint64_t), 0, 0},
 };
 constexpr size_t kNumParams = sizeof(kParams) / sizeof(kParams[0]);
 
@@ -77,6 +86,89 @@ void list_choices(const Param& p, char* out, size_t cap) {
   for (size_t i = 0; i < p.nchoices; ++i) n += format(out + n, cap - n, i ? "|%s" : "%s", p.choices[i].word);
 }
 
+// Decimal digits only (no sign, no 0x, no spaces), at most max.
+bool parse_decimal(const char* v, size_t vlen, uint64_t max, uint64_t& out) {
+  if (vlen == 0) return false;
+  uint64_t n = 0;
+  for (size_t i = 0; i < vlen; ++i) {
+    if (v[i] < '0' || v[i] > '9') return false;
+    const uint64_t d = uint64_t(v[i] - '0');
+    if (n > (max - d) / 10) return false;
+    n = n * 10 + d;
+  }
+  out = n;
+  return true;
+}
+
+const char* find(const char* p, const char* end, char c) {
+  while (p < end && *p != c) ++p;
+  return p;
+}
+
+// fail=KIND:NUM/DEN[,KIND:NUM/DEN...]: every item well-formed, each kind once.
+bool parse_fail(const char* v, size_t vlen, BootParams& out, ParseResult& r) {
+  FailRate rates[size_t(FailKind::Count)] = {};
+  bool given[size_t(FailKind::Count)] = {};
+  const char* const end = v + vlen;
+  for (const char* item = v;; ) {
+    const char* item_end = find(item, end, ',');
+    const char* colon = find(item, item_end, ':');
+    const char* slash = find(colon, item_end, '/');
+    const size_t ilen = size_t(item_end - item);
+    const char* why = nullptr;
+    size_t k = 0;
+    while (k < size_t(FailKind::Count) && !word_equals(item, size_t(colon - item), kFailKinds[k])) ++k;
+    uint64_t num = 0, den = 0;
+    if (k == size_t(FailKind::Count))
+      why = "unknown kind";
+    else if (given[k])
+      why = "kind given twice";
+    else if (colon == item_end || slash == item_end ||
+             !parse_decimal(colon + 1, size_t(slash - colon - 1), UINT32_MAX, num) ||
+             !parse_decimal(slash + 1, size_t(item_end - slash - 1), UINT32_MAX, den))
+      why = "not KIND:NUM/DEN with 32-bit integers";
+    else if (den == 0)
+      why = "denominator 0";
+    else if (num > den)
+      why = "NUM above DEN";
+    if (why) {
+      fail(r,
+           "pvk: boot parameter 'fail': bad item '%s': %s (accepted: KIND:NUM/DEN,... with KIND "
+           "mmu_update|mmuext_op|frame_alloc, each once, 0 <= NUM <= DEN, DEN >= 1)",
+           item, ilen, why, strlen(why));
+      return false;
+    }
+    given[k] = true;
+    rates[k] = {uint32_t(num), uint32_t(den)};
+    if (item_end == end) break;
+    item = item_end + 1;
+  }
+  memcpy(out.fail, rates, sizeof rates);
+  return true;
+}
+
+// A list value (bench=): no empty item, at most p.max items.
+bool check_list(const Param& p, const char* v, size_t vlen, ParseResult& r) {
+  size_t items = 1;
+  bool empty = v[0] == ',' || v[vlen - 1] == ',';
+  for (size_t i = 0; i < vlen; ++i) {
+    if (v[i] != ',') continue;
+    ++items;
+    if (i + 1 < vlen && v[i + 1] == ',') empty = true;
+  }
+  if (empty) {
+    fail(r, "pvk: boot parameter '%s': empty item in '%s' (accepted: ITEM,ITEM,...)", p.key, strlen(p.key), v, vlen);
+    return false;
+  }
+  if (items > p.max) {
+    r.ok = false;
+    format(r.error, sizeof r.error, "pvk: boot parameter '%s': %zu items (accepted: at most %u)", p.key, items,
+           p.max);
+    return false;
+  }
+  return true;
+}
+
 bool parse_value(const Param& p, const char* v, size_t vlen, BootParams& out, ParseResult& r) {
   char accepted[96];
   switch (p.kind) {
@@ -92,12 +184,7 @@ bool parse_value(const Param& p, const char* v, size_t vlen, BootParams& out, Pa
       return false;
     case Kind::Number: {
       uint64_t n = 0;
-      bool digits = vlen > 0 && vlen <= 10;
-      for (size_t i = 0; digits && i < vlen; ++i) {
-        if (v[i] < '0' || v[i] > '9') digits = false;
-        n = n * 10 + uint64_t(v[i] - '0');
-      }
-      if (!digits || n < p.min || n > p.max) {
+      if (!parse_decimal(v, vlen, p.max, n) || n < p.min) {
         format(accepted, sizeof accepted, "an integer %u..%u", p.min, p.max);
         fail(r, "pvk: boot parameter '%s': bad value '%s' (accepted: %s)", p.key, strlen(p.key), v, vlen, accepted);
         return false;
@@ -106,13 +193,33 @@ bool parse_value(const Param& p, const char* v, size_t vlen, BootParams& out, Pa
       memcpy(reinterpret_cast<char*>(&out) + p.offset, &value, sizeof value);
       return true;
     }
-    case Kind::Text: {
+    case Kind::Seed: {
+      uint64_t n = 0;
+      if (!parse_decimal(v, vlen, UINT64_MAX, n)) {
+        fail(r, "pvk: boot parameter '%s': bad value '%s' (accepted: an integer 0..18446744073709551615)", p.key,
+             strlen(p.key), v, vlen);
+        return false;
+      }
+      memcpy(reinterpret_cast<char*>(&out) + p.offset, &n, sizeof n);
+      return true;
+    }
+    case Kind::Fail:
+      return parse_fail(v, vlen, out, r);
+    case Kind::Text:
+    case Kind::List: {
       char* field = reinterpret_cast<char*>(&out) + p.offset;
-      if (vlen == 0 || vlen >= p.size) {
+      if (vlen == 0) {
         format(accepted, sizeof accepted, "1..%zu characters", p.size - 1);
         fail(r, "pvk: boot parameter '%s': bad value '%s' (accepted: %s)", p.key, strlen(p.key), v, vlen, accepted);
         return false;
       }
+      if (vlen >= p.size) {  // refused whole: a cut list would run fewer items
+        r.ok = false;
+        format(r.error, sizeof r.error, "pvk: boot parameter '%s': value of %zu characters too long (accepted: 1..%zu characters)",
+               p.key, vlen, p.size - 1);
+        return false;
+      }
+      if (p.kind == Kind::List && !check_list(p, v, vlen, r)) return false;
       memcpy(field, v, vlen);
       field[vlen] = 0;
       return true;
@@ -134,10 +241,24 @@ const char* backend_name(MmuBackend b) {
   return "?";
 }
 
+const char* fail_kind_name(FailKind k) {
+  return size_t(k) < size_t(FailKind::Count) ? kFailKinds[size_t(k)] : "?";
+}
+
 ParseResult parse_boot_params(const char* cmdline, BootParams& out) {
   ParseResult r;
   bool seen[kNumParams] = {};
+  bool init_seen = false, bench_seen = false;
   const char* p = cmdline ? cmdline : "";
+  size_t length = 0;
+  while (length <= kMaxCmdline && p[length]) ++length;
+  if (length > kMaxCmdline) {
+    r.ok = false;
+    format(r.error, sizeof r.error,
+           "pvk: boot command line longer than %zu bytes: refused rather than cut (Xen passes at most 1023)",
+           kMaxCmdline);
+    return r;
+  }
   while (*p) {
     while (*p == ' ' || *p == '\t' || *p == '\n') ++p;
     if (!*p) break;
@@ -156,7 +277,7 @@ ParseResult parse_boot_params(const char* cmdline, BootParams& out) {
       }
     }
     if (!param) {
-      fail(r, "pvk: unknown boot parameter '%s' (known: mmu pte pvpatch batch zero_page pgd_cache selftest bench init)",
+      fail(r, "pvk: unknown boot parameter '%s' (known: mmu pte pvpatch batch zero_page pgd_cache selftest bench init fail fail_seed)",
            word, klen);
       return r;
     }
@@ -169,7 +290,14 @@ ParseResult parse_boot_params(const char* cmdline, BootParams& out) {
       return r;
     }
     seen[index] = true;
+    init_seen |= param->offset == offsetof(BootParams, init);
+    bench_seen |= param->offset == offsetof(BootParams, bench);
     if (!parse_value(*param, eq + 1, static_cast<size_t>(p - eq - 1), out, r)) return r;
+  }
+  if (init_seen && bench_seen) {
+    r.ok = false;
+    format(r.error, sizeof r.error,
+           "pvk: boot parameters 'init' and 'bench' together: bench= runs the bench driver as init, give one");
   }
   return r;
 }

@@ -12,6 +12,12 @@ namespace pvk {
 enum class MmuBackend : uint8_t { Default, Native, Batched, Direct, Wrpt };
 enum class Switch : uint8_t { Off, On };
 
+// Fault injection (fail=): which operation fails, and how often. The
+// injection points live in the hypercall layer and the frame allocator.
+enum class FailKind : uint8_t { MmuUpdate, MmuextOp, FrameAlloc, Count };
+struct FailRate { uint32_t num = 0; uint32_t den = 0; };  // den == 0: never
+const char* fail_kind_name(FailKind k);
+
 const char* backend_name(MmuBackend b);
 
 struct BootParams {
@@ -24,17 +30,29 @@ struct BootParams {
   char selftest[64] = {};  // comma-separated list; empty = none
   char bench[256] = {};
   char init[64] = {};
+  FailRate fail[static_cast<size_t>(FailKind::Count)];
+  uint64_t fail_seed = 1;
 };
 
 inline constexpr uint32_t kMaxBatch = 512;
+// The longest command line accepted, in bytes. The platforms copy it into a
+// 1024-byte buffer; Xen hands over at most 1023 bytes (start_info.cmd_line,
+// cut silently by Xen itself), so a line that fills those 1023 may have been
+// cut and is refused like a longer one: never run with a changed parameter.
+inline constexpr size_t kMaxCmdline = 1022;
+// bench= runs the driver with one argument per item; the kernel's argv for
+// it holds this many.
+inline constexpr unsigned kMaxBenchItems = 32;
 
 struct ParseResult {
   bool ok = true;
-  char error[192] = {};  // one line, naming the parameter and accepted values
+  char error[256] = {};  // one line, naming the parameter and accepted values
 };
 
 // Parses a kernel command line of space-separated key=value words. Unknown
-// keys, malformed values, missing '=' and repeated keys are errors.
+// keys, malformed values, missing '=', repeated keys, a value or a line
+// longer than its limit and init= with bench= are errors: nothing is ever
+// cut or ignored silently.
 ParseResult parse_boot_params(const char* cmdline, BootParams& out);
 
 }  // namespace pvk

@@ -42,6 +42,9 @@ std::string diff(const BootParams& a, const BootParams& b) {
   if (strcmp(a.selftest, b.selftest)) d += " selftest";
   if (strcmp(a.bench, b.bench)) d += " bench";
   if (strcmp(a.init, b.init)) d += " init";
+  for (size_t k = 0; k < size_t(FailKind::Count); ++k)
+    if (a.fail[k].num != b.fail[k].num || a.fail[k].den != b.fail[k].den) d += std::string(" fail.") + fail_kind_name(FailKind(k));
+  if (a.fail_seed != b.fail_seed) d += " fail_seed";
   return d;
 }
 
@@ -78,6 +81,8 @@ TEST(BootParams, DefaultsWithAnEmptyCommandLine) {
   EXPECT_STREQ(d.selftest, "");
   EXPECT_STREQ(d.bench, "");
   EXPECT_STREQ(d.init, "");
+  for (const FailRate& f : d.fail) EXPECT_EQ(f.den, 0u) << "no fault injection unless asked";
+  EXPECT_EQ(d.fail_seed, 1u);
 }
 
 struct ChoiceCase {
@@ -225,10 +230,12 @@ TEST(BootParams, BatchOutOfRangeOrMalformed) {
 }
 
 TEST(BootParams, TextValues) {
-  Parsed p = parse("selftest=mm,fault bench=fork_dirty:pages=1280,lat_pipe init=hello");
+  Parsed p = parse("selftest=mm,fault bench=fork_dirty:pages=1280,lat_pipe");
   expect_ok(p);
   EXPECT_STREQ(p.params.selftest, "mm,fault");
   EXPECT_STREQ(p.params.bench, "fork_dirty:pages=1280,lat_pipe") << "'=' inside a value belongs to the value";
+  p = parse("selftest=mm init=hello");
+  expect_ok(p);
   EXPECT_STREQ(p.params.init, "hello");
 }
 
@@ -253,7 +260,8 @@ TEST(BootParams, TextUpToItsBufferAndNoLonger) {
     p = parse((std::string(c.key) + "=" + too_long).c_str());
     expect_error(p);
     EXPECT_THAT(p.result.error, AllOf(HasSubstr(std::string("'") + c.key + "'"),
-                                      HasSubstr("1.." + std::to_string(c.size - 1) + " characters")));
+                                      HasSubstr("1.." + std::to_string(c.size - 1) + " characters"),
+                                      HasSubstr("too long")));
     EXPECT_STREQ(c.field(p.params), "") << "nothing copied";
   }
 }
@@ -273,7 +281,8 @@ TEST(BootParams, WhitespaceVariants) {
 
 TEST(BootParams, EverythingAtOnce) {
   const Parsed p = parse(
-      "mmu=wrpt pte=flags pvpatch=on batch=128 zero_page=off pgd_cache=off selftest=mm bench=all init=sh");
+      "mmu=wrpt pte=flags pvpatch=on batch=128 zero_page=off pgd_cache=off selftest=mm bench=all "
+      "fail=frame_alloc:1/2 fail_seed=9");
   expect_ok(p);
   EXPECT_EQ(p.params.mmu, MmuBackend::Wrpt);
   EXPECT_EQ(p.params.pte, PteAccess::Flags);
@@ -283,7 +292,8 @@ TEST(BootParams, EverythingAtOnce) {
   EXPECT_EQ(p.params.pgd_cache, Switch::Off);
   EXPECT_STREQ(p.params.selftest, "mm");
   EXPECT_STREQ(p.params.bench, "all");
-  EXPECT_STREQ(p.params.init, "sh");
+  EXPECT_EQ(p.params.fail[size_t(FailKind::FrameAlloc)].den, 2u);
+  EXPECT_EQ(p.params.fail_seed, 9u);
 }
 
 TEST(BootParams, HugeWordsAreTruncatedInTheMessageNotOverflowed) {
@@ -296,6 +306,148 @@ TEST(BootParams, HugeWordsAreTruncatedInTheMessageNotOverflowed) {
   p = parse(("mmu=" + value).c_str());
   expect_error(p);
   EXPECT_THAT(p.result.error, HasSubstr("'mmu'"));
+}
+
+// The command line: up to kMaxCmdline bytes parse; one more is refused as a
+// whole (before, the platform cut it at 1023 and a parameter straddling the
+// cut silently changed value, e.g. batch=128 became batch=12).
+TEST(BootParams, CommandLineLongerThanTheLimitIsRefusedNotCut) {
+  const std::string tail = " batch=128";
+  std::string fits = std::string(kMaxCmdline - tail.size(), ' ') + tail;
+  ASSERT_EQ(fits.size(), kMaxCmdline);
+  Parsed p = parse(fits.c_str());
+  expect_ok(p);
+  EXPECT_EQ(p.params.batch, 128u);
+
+  for (size_t extra : {1u, 2u, 1000u}) {
+    const std::string too_long = std::string(kMaxCmdline + extra - tail.size(), ' ') + tail;
+    SCOPED_TRACE(too_long.size());
+    p = parse(too_long.c_str());
+    expect_error(p);
+    EXPECT_THAT(p.result.error, AllOf(HasSubstr("command line"), HasSubstr(std::to_string(kMaxCmdline))));
+    EXPECT_EQ(p.params.batch, BootParams{}.batch) << "nothing parsed";
+  }
+  // What Xen hands over when it cut a line: exactly 1023 bytes.
+  p = parse(std::string(1023, 'x').c_str());
+  expect_error(p);
+  EXPECT_THAT(p.result.error, HasSubstr("command line"));
+}
+
+TEST(BootParams, BenchAcceptsUpToItsItemLimit) {
+  std::string items = "a";
+  for (unsigned i = 1; i < kMaxBenchItems; ++i) items += ",a";
+  Parsed p = parse(("bench=" + items).c_str());
+  expect_ok(p);
+  EXPECT_EQ(std::string(p.params.bench), items);
+
+  p = parse(("bench=" + items + ",b").c_str());  // one item too many: before, dropped silently
+  expect_error(p);
+  EXPECT_THAT(p.result.error, AllOf(HasSubstr("'bench'"), HasSubstr(std::to_string(kMaxBenchItems + 1) + " items"),
+                                    HasSubstr("at most " + std::to_string(kMaxBenchItems))));
+  EXPECT_STREQ(p.params.bench, "");
+}
+
+TEST(BootParams, BenchEmptyItemsAreRefused) {
+  for (const char* line : {"bench=,a", "bench=a,", "bench=a,,b", "bench=,"}) {
+    SCOPED_TRACE(line);
+    const Parsed p = parse(line);
+    expect_error(p);
+    EXPECT_THAT(p.result.error, AllOf(HasSubstr("'bench'"), HasSubstr("empty item")));
+  }
+}
+
+TEST(BootParams, InitAndBenchTogetherAreRefused) {
+  for (const char* line : {"init=proctest bench=getppid", "bench=getppid mmu=native init=proctest"}) {
+    SCOPED_TRACE(line);
+    const Parsed p = parse(line);
+    expect_error(p);
+    EXPECT_THAT(p.result.error, AllOf(HasSubstr("'init'"), HasSubstr("'bench'")));
+  }
+  expect_ok(parse("init=proctest"));
+  expect_ok(parse("bench=getppid"));
+}
+
+TEST(BootParams, FailRatesParse) {
+  Parsed p = parse("fail=mmu_update:1/1000,mmuext_op:1/500,frame_alloc:1/2000");
+  expect_ok(p);
+  auto rate = [&](FailKind k) { return p.params.fail[size_t(k)]; };
+  EXPECT_EQ(rate(FailKind::MmuUpdate).num, 1u);
+  EXPECT_EQ(rate(FailKind::MmuUpdate).den, 1000u);
+  EXPECT_EQ(rate(FailKind::MmuextOp).den, 500u);
+  EXPECT_EQ(rate(FailKind::FrameAlloc).den, 2000u);
+  EXPECT_EQ(p.params.fail_seed, 1u) << "the default seed";
+
+  p = parse("fail=frame_alloc:4294967295/4294967295 fail_seed=18446744073709551615");
+  expect_ok(p);
+  EXPECT_EQ(rate(FailKind::FrameAlloc).num, UINT32_MAX);
+  EXPECT_EQ(rate(FailKind::MmuUpdate).den, 0u) << "kinds not named never fail";
+  EXPECT_EQ(p.params.fail_seed, UINT64_MAX);
+
+  p = parse("fail=mmuext_op:0/7 fail_seed=0");  // 0/DEN: never, but well-formed
+  expect_ok(p);
+  EXPECT_EQ(rate(FailKind::MmuextOp).num, 0u);
+  EXPECT_EQ(rate(FailKind::MmuextOp).den, 7u);
+  EXPECT_EQ(p.params.fail_seed, 0u);
+
+  for (size_t k = 0; k < size_t(FailKind::Count); ++k) {
+    const std::string line = std::string("fail=") + fail_kind_name(FailKind(k)) + ":1/1";
+    p = parse(line.c_str());
+    expect_ok(p);
+    EXPECT_EQ(p.params.fail[k].den, 1u) << line;
+  }
+}
+
+TEST(BootParams, FailMalformedIsAnError) {
+  struct Case {
+    const char* value;
+    const char* why;
+  } cases[] = {
+      {"mmu_update:1/0", "denominator 0"},
+      {"mmu_update:3/2", "NUM above DEN"},
+      {"mmu:1/2", "unknown kind"},
+      {"MMU_UPDATE:1/2", "unknown kind"},
+      {":1/2", "unknown kind"},
+      {"frame_alloc:1/2,frame_alloc:1/3", "given twice"},
+      {"mmu_update", "KIND:NUM/DEN"},
+      {"mmu_update:", "KIND:NUM/DEN"},
+      {"mmu_update:1", "KIND:NUM/DEN"},
+      {"mmu_update:1/", "KIND:NUM/DEN"},
+      {"mmu_update:/2", "KIND:NUM/DEN"},
+      {"mmu_update:-1/2", "KIND:NUM/DEN"},
+      {"mmu_update:1/4294967296", "KIND:NUM/DEN"},
+      {"mmu_update:1/2/3", "KIND:NUM/DEN"},
+      {"mmu_update:0x1/2", "KIND:NUM/DEN"},
+      {"mmu_update:1/2,", "unknown kind"},
+      {"mmu_update:1/2,,mmuext_op:1/2", "unknown kind"},
+  };
+  for (const Case& c : cases) {
+    const std::string line = std::string("fail=") + c.value;
+    SCOPED_TRACE(line);
+    const Parsed p = parse(line.c_str());
+    expect_error(p);
+    EXPECT_THAT(p.result.error, AllOf(HasSubstr("'fail'"), HasSubstr(c.why), HasSubstr("mmu_update|mmuext_op|frame_alloc")));
+    EXPECT_EQ(diff(p.params, BootParams{}), "") << "nothing set on error";
+  }
+  expect_error(parse("fail="));
+  expect_error(parse("fail=mmu_update:1/2 fail=mmuext_op:1/2"));
+}
+
+TEST(BootParams, FailSeedMalformed) {
+  for (const char* v : {"", "-1", "x", "18446744073709551616", "99999999999999999999", "1e3", "0x10"}) {
+    const std::string line = std::string("fail_seed=") + v;
+    SCOPED_TRACE(line);
+    const Parsed p = parse(line.c_str());
+    expect_error(p);
+    EXPECT_THAT(p.result.error, HasSubstr("'fail_seed'"));
+    EXPECT_EQ(p.params.fail_seed, 1u);
+  }
+}
+
+TEST(BootParams, FailKindNames) {
+  EXPECT_STREQ(fail_kind_name(FailKind::MmuUpdate), "mmu_update");
+  EXPECT_STREQ(fail_kind_name(FailKind::MmuextOp), "mmuext_op");
+  EXPECT_STREQ(fail_kind_name(FailKind::FrameAlloc), "frame_alloc");
+  EXPECT_STREQ(fail_kind_name(FailKind::Count), "?");
 }
 
 TEST(BootParams, BackendNames) {

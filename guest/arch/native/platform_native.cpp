@@ -7,6 +7,7 @@
 #include "guest/kernel/boot_info.h"
 #include "guest/layout.h"
 #include "guest/lib/kstring.h"
+#include "guest/params/boot_params.h"
 #include "hypercalls/xen_abi.h"
 #include "mm/physmap.h"
 
@@ -98,14 +99,16 @@ void set_kernel_stack_native(uint64_t top) {
 Platform g_native_platform{"native", "native", &serial_write, &shutdown, &fault_address, nullptr, nullptr, 0,
                            kUserCs, kUserDs, &set_kernel_stack_native, &start_timer, &timer_ack, &from_user};
 
-char g_cmdline[1024];
+char g_cmdline[kMaxCmdline + 2];
 BootInfo g_boot_info;
 
+// Copies at most one byte more than the parser accepts: a longer line
+// reaches it as too long (and is refused), never cut to a valid-looking one.
 void copy_cmdline(uint64_t paddr) {
   if (!paddr) return;
   const char* src = reinterpret_cast<const char*>(PVK_PHYSMAP_BASE + paddr);
   size_t n = 0;
-  for (; src[n] && n < sizeof g_cmdline - 1; ++n) g_cmdline[n] = src[n];
+  for (; n < sizeof g_cmdline - 1 && src[n]; ++n) g_cmdline[n] = src[n];
   g_cmdline[n] = 0;
   g_boot_info.cmdline = g_cmdline;
 }

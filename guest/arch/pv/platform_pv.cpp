@@ -7,6 +7,7 @@
 #include "guest/kernel/boot_info.h"
 #include "guest/layout.h"
 #include "guest/lib/kstring.h"
+#include "guest/params/boot_params.h"
 #include "hypercalls/hypercall.h"
 #include "hypercalls/p2m.h"
 #include "mm/physmap.h"
@@ -224,6 +225,10 @@ extern "C" [[noreturn]] void xen_boot_entry(start_info_t* si, uint64_t entry_rsp
   install_traps();
   g_xen_platform.tsc_khz = tsc_khz();
 
+  // Xen cuts a longer line to 1023 bytes and may leave the array without a
+  // NUL: copy at most 1023 (g_cmdline stays terminated). A line that fills
+  // them is longer than kMaxCmdline, so the parser refuses it as maybe cut.
+  static_assert(sizeof g_cmdline - 1 > kMaxCmdline && sizeof g_cmdline == sizeof si->cmd_line);
   for (size_t i = 0; i < sizeof g_cmdline - 1 && si->cmd_line[i]; ++i) g_cmdline[i] = static_cast<char>(si->cmd_line[i]);
   g_boot_info.cmdline = g_cmdline;
   g_boot_info.boot_tsc = tsc;
