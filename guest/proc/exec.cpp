@@ -4,6 +4,7 @@
 
 #include "guest/arch/platform.h"
 #include "guest/lib/kstring.h"
+#include "guest/proc/elf_image.h"
 #include "guest/proc/process.h"
 #include "guest/proc/programs.h"
 #include "mm/frame_allocator.h"
@@ -30,15 +31,13 @@ uint32_t segment_prot(uint32_t pflags) {
   return prot;
 }
 
-// Frames for one segment, filled from the image, mapped at once: programs
-// are small and eager loading keeps the fault path for anonymous memory.
-ErrorOr<void> load_segment(AddressSpace& as, const uint8_t* image, size_t image_size, const Elf64_Phdr& ph) {
-  const uint64_t start = align_down(ph.p_vaddr, kPageSize);
-  const uint64_t end = align_up(ph.p_vaddr + ph.p_memsz, kPageSize);
-  if (ph.p_filesz > ph.p_memsz || ph.p_offset + ph.p_filesz > image_size || end <= start ||
-      end > abi::kUserMmapBase || start < abi::kUserBase)
-    return Errno::ENOEXEC;
-  const uint32_t prot = segment_prot(ph.p_flags);
+// Frames for one segment (checked by parse_elf_image), filled from the
+// image, mapped at once: programs are small and eager loading keeps the
+// fault path for anonymous memory.
+ErrorOr<void> load_segment(AddressSpace& as, const uint8_t* image, const ElfSegment& seg) {
+  const uint64_t start = align_down(seg.vaddr, kPageSize);
+  const uint64_t end = align_up(seg.vaddr + seg.memsz, kPageSize);
+  const uint32_t prot = segment_prot(seg.flags);
   TRY(as.mmap(start, end - start, prot, 0, /*fixed=*/true));
   Pfn batch[64];
   for (uint64_t va = start; va < end;) {
@@ -54,10 +53,10 @@ ErrorOr<void> load_segment(AddressSpace& as, const uint8_t* image, size_t image_
       memset(dst, 0, kPageSize);
       const uint64_t page = va + n * kPageSize;
       // The file bytes that land in this page.
-      const uint64_t from = page > ph.p_vaddr ? page : ph.p_vaddr;
-      const uint64_t to_file = ph.p_vaddr + ph.p_filesz;
+      const uint64_t from = page > seg.vaddr ? page : seg.vaddr;
+      const uint64_t to_file = seg.vaddr + seg.filesz;
       const uint64_t to = page + kPageSize < to_file ? page + kPageSize : to_file;
-      if (to > from) memcpy(dst + (from - page), image + ph.p_offset + (from - ph.p_vaddr), to - from);
+      if (to > from) memcpy(dst + (from - page), image + seg.offset + (from - seg.vaddr), to - from);
     }
     TRY(as.map_frames(va, batch, n, prot));  // on failure it keeps or frees each frame itself
     va += n * kPageSize;
@@ -108,26 +107,10 @@ ErrorOr<uint64_t> build_stack(AddressSpace& as, const char* const* argv, const c
   return top - kPageSize + sp;
 }
 
-ErrorOr<uint64_t> load(AddressSpace& as, const PvkEmbeddedProgram& prog, const char* const* argv,
+ErrorOr<uint64_t> load(AddressSpace& as, const uint8_t* image, const ElfImage& elf, const char* const* argv,
                        const char* const* envp) {
-  const size_t size = static_cast<size_t>(prog.end - prog.start);
-  if (size < sizeof(Elf64_Ehdr)) return Errno::ENOEXEC;
-  Elf64_Ehdr eh;
-  memcpy(&eh, prog.start, sizeof eh);
-  if (memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != EM_X86_64 ||
-      eh.e_type != ET_EXEC || eh.e_phentsize != sizeof(Elf64_Phdr) ||
-      eh.e_phoff + uint64_t{eh.e_phnum} * sizeof(Elf64_Phdr) > size)
-    return Errno::ENOEXEC;
-  uint64_t heap = 0;
-  for (unsigned i = 0; i < eh.e_phnum; ++i) {
-    Elf64_Phdr ph;
-    memcpy(&ph, prog.start + eh.e_phoff + i * sizeof ph, sizeof ph);
-    if (ph.p_type != PT_LOAD || !ph.p_memsz) continue;
-    TRY(load_segment(as, prog.start, size, ph));
-    const uint64_t end = align_up(ph.p_vaddr + ph.p_memsz, kPageSize);
-    if (end > heap) heap = end;
-  }
-  as.set_brk_base(heap);
+  for (unsigned i = 0; i < elf.count; ++i) TRY(load_segment(as, image, elf.segments[i]));
+  as.set_brk_base(elf.brk_base);
   return build_stack(as, argv, envp);
 }
 
@@ -136,21 +119,22 @@ ErrorOr<uint64_t> load(AddressSpace& as, const PvkEmbeddedProgram& prog, const c
 ErrorOr<void> exec_program(Process& p, const char* name, const char* const* argv, const char* const* envp) {
   const PvkEmbeddedProgram* prog = find_program(name);
   if (!prog) return Errno::ENOENT;
+  // Checked before anything is built: a malformed image costs nothing.
+  ElfImage elf;  // ~700 bytes of a 16 KiB kernel stack
+  TRY(parse_elf_image(prog->start, static_cast<size_t>(prog->end - prog->start), elf));
   AddressSpace* as = TRY(AddressSpace::try_create());
-  auto sp = load(*as, *prog, argv, envp);
+  auto sp = load(*as, prog->start, elf, argv, envp);
   if (sp.is_error()) {
     must(as->destroy(), "destroy failed exec space");
     return sp.error();
   }
-  Elf64_Ehdr eh;
-  memcpy(&eh, prog->start, sizeof eh);
   AddressSpace* old = p.as;
   p.as = as;
   if (&p == current()) must(g_mmu.load_root(as->root()), "load root");
   if (old) must(old->destroy(), "destroy old address space");
   TrapFrame& f = *p.frame();
   memset(&f, 0, sizeof f);
-  f.rip = eh.e_entry;
+  f.rip = elf.entry;
   f.rsp = sp.value();
   f.cs = g_platform->user_cs;
   f.ss = g_platform->user_ss;
