@@ -26,7 +26,7 @@ ErrorOr<size_t> string_from_user(char* dst, uint64_t user_src, size_t cap) {
     TRY(copy_from_user(&dst[i], user_src + i, 1));
     if (!dst[i]) return i;
   }
-  return Errno::EINVAL;
+  return Errno::E2BIG;
 }
 
 }  // namespace pvk
