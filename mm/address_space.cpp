@@ -332,10 +332,14 @@ ErrorOr<void> AddressSpace::map_frames(uint64_t addr, const Pfn* frames_in, uint
   return r;
 }
 
-FaultOutcome AddressSpace::handle_fault(uint64_t va, bool write) {
+FaultOutcome AddressSpace::handle_fault(uint64_t va, Access access) {
   ++g_mm_stats.page_faults;
+  const bool write = access == Access::Write;
   const Vma* v = find(va);
   if (!v || !v->prot || (write && !(v->prot & vm::Write))) return FaultOutcome::BadAccess;
+  // An instruction fetch from memory without PROT_EXEC: the leaf carries NX,
+  // so treating it as a stale translation would fault again forever.
+  if (access == Access::Execute && !(v->prot & vm::Exec)) return FaultOutcome::BadAccess;
   const VirtAddr page{align_down(va, kPageSize)};
   const PteFlags flags = leaf_flags(v->prot);
   auto pte = g_mmu.range.lookup(root_, page);

@@ -23,6 +23,8 @@ struct Vma {
 };
 
 enum class FaultOutcome { Handled, BadAccess, OutOfMemory };
+// What the faulting access tried to do (from the page-fault error code).
+enum class Access : uint8_t { Read, Write, Execute };
 
 // Boot-time policy switches (zero_page=, pgd_cache=).
 struct MmPolicy {
@@ -62,7 +64,7 @@ class AddressSpace {
   // mapped are freed; the caller only unmaps the range.
   ErrorOr<void> map_frames(uint64_t addr, const Pfn* frames, uint64_t count, uint32_t prot);
 
-  FaultOutcome handle_fault(uint64_t va, bool write);
+  FaultOutcome handle_fault(uint64_t va, Access access);
   // The VMA containing va with at least `prot` rights, or null.
   const Vma* find(uint64_t va) const;
   Pfn root() const { return root_; }

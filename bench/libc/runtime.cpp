@@ -12,6 +12,9 @@ namespace pvk {
 // Records (pvk::Record) and anything else written "to the console" go to
 // stdout: on pvk, fd 1 of init is the console. One record, one write().
 void console_write(const char* s, size_t n) { user::write_all(1, s, n); }
+// Programs print whole lines; the kernel starts a new line itself where a
+// kernel line interrupts a partial one of ours.
+void console_begin_line() {}
 
 void vkprintf(const char* fmt, va_list ap) { user::vprintf(fmt, ap); }
 

@@ -30,6 +30,20 @@ inline uint64_t read_cr3() {
   asm volatile("mov %%cr3, %0" : "=r"(v));
   return v;
 }
+inline uint64_t read_cr4() {
+  uint64_t v;
+  asm volatile("mov %%cr4, %0" : "=r"(v));
+  return v;
+}
+inline void write_cr4(uint64_t v) { asm volatile("mov %0, %%cr4" : : "r"(v) : "memory"); }
+inline void wrmsr(uint32_t msr, uint64_t v) {
+  asm volatile("wrmsr" : : "c"(msr), "a"(static_cast<uint32_t>(v)), "d"(static_cast<uint32_t>(v >> 32)));
+}
+inline uint64_t rdmsr(uint32_t msr) {
+  uint32_t lo, hi;
+  asm volatile("rdmsr" : "=a"(lo), "=d"(hi) : "c"(msr));
+  return (uint64_t{hi} << 32) | lo;
+}
 inline void write_cr3(uint64_t v) { asm volatile("mov %0, %%cr3" : : "r"(v) : "memory"); }
 inline void invlpg(uint64_t va) { asm volatile("invlpg (%0)" : : "r"(va) : "memory"); }
 

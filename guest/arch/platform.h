@@ -28,6 +28,11 @@ struct Platform {
   void (*start_timer)(uint64_t period_ns);     // periodic preemption tick
   void (*timer_ack)();                         // end of a timer interrupt (EOI)
   bool (*from_user)(const TrapFrame& f);  // did this trap come from user mode?
+
+  // Supervisor-mode protections in force (native only: a PV kernel runs in
+  // ring 3 and keeps user mode out of its mappings with a separate root).
+  bool smep = false;
+  bool smap = false;
 };
 
 extern Platform* g_platform;

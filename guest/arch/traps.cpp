@@ -49,12 +49,29 @@ const char* vector_name(uint64_t v) {
 
 }  // namespace
 
+void check_entry_state(const TrapFrame& frame) {
+  uint64_t flags;
+  asm volatile("pushfq; popq %0" : "=r"(flags));
+  if (flags & (rflags::DF | rflags::AC | rflags::TF | rflags::NT)) {
+    kprintf("\npvk: kernel entered with user-chosen RFLAGS 0x%lx (vector %lu): an entry stub skipped KERNEL_ENTRY\n",
+            flags, frame.vector);
+    report_crash(frame, 0);
+  }
+}
+
 extern "C" void trap_dispatch(TrapFrame* frame) {
+  check_entry_state(*frame);
   const bool from_user = g_platform->from_user && g_platform->from_user(*frame);
   if (frame->vector == vec::XenEvent && g_platform->handle_event) {
     const bool tick = g_platform->handle_event();
     if (from_user && tick) user_trap(*frame, 0);
     return;
+  }
+  if (frame->vector == vec::CompatSyscall) {
+    // 32-bit `syscall`/`sysenter`: no such ABI. Killed without running a
+    // handler, which would otherwise start in the caller's 32-bit segment.
+    if (from_user) do_exit(abi::wait_signaled(abi::SIGSEGV));
+    report_crash(*frame, 0);
   }
   const uint64_t fault_addr = frame->vector == vec::PageFault ? g_platform->fault_address() : 0;
   if (from_user) {
@@ -65,8 +82,15 @@ extern "C" void trap_dispatch(TrapFrame* frame) {
     g_platform->timer_ack();
     return;
   }
+  if (frame->vector == vec::Debug && (frame->rflags & rflags::TF)) {
+    // User mode's trap flag carried into the kernel by an entry that does
+    // not clear it (Xen's bounce to a callback) stops after one instruction
+    // of the stub; the prologue clears it for good, so just resume without it.
+    frame->rflags &= ~rflags::TF;
+    return;
+  }
   // The kernel touching user memory (a copy) demand-pages it like a user access.
-  if (frame->vector == vec::PageFault && kernel_fault_on_user_memory(fault_addr, frame->error_code)) return;
+  if (frame->vector == vec::PageFault && kernel_fault_on_user_memory(*frame, fault_addr)) return;
   if (frame->vector == vec::PageFault || frame->vector == vec::GeneralProtection) {
     if (uint64_t fixup = extable_fixup(frame->rip)) {
       frame->rip = fixup;

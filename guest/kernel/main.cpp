@@ -112,6 +112,8 @@ void kernel_main(Platform& platform, BootInfo& info) {
         .str("mmu", g_mmu.name)
         .str("pte", g_params.pte == PteAccess::Flags ? "flags" : "attrs")
         .u64("tsc_khz", platform.tsc_khz)
+        .boolean("smep", platform.smep)
+        .boolean("smap", platform.smap)
         .u64("boot_ns", tsc_to_ns(cpu::rdtsc() - info.boot_tsc))
         .u64("free_frames", baseline)
         .u64("total_frames", frames().max_pfn());

@@ -53,7 +53,10 @@ inline constexpr uint64_t MAP_SHARED = 0x01, MAP_PRIVATE = 0x02, MAP_FIXED = 0x1
 inline constexpr uint64_t MAP_FAILED = ~uint64_t{0};
 
 // Signals (Linux numbers) and sigaction (the kernel's struct layout on Linux).
-enum Signal : int { SIGKILL = 9, SIGSEGV = 11, SIGFPE = 8, SIGPIPE = 13, SIGTERM = 15, SIGCHLD = 17, SIGUSR1 = 10 };
+enum Signal : int {
+  SIGILL = 4, SIGTRAP = 5, SIGBUS = 7, SIGFPE = 8, SIGKILL = 9, SIGUSR1 = 10, SIGSEGV = 11, SIGPIPE = 13,
+  SIGTERM = 15, SIGCHLD = 17, SIGCONT = 18, SIGURG = 23, SIGWINCH = 28,
+};
 inline constexpr int kNumSignals = 64;
 inline constexpr uint64_t SA_RESTORER = 0x04000000;
 inline constexpr uint64_t SA_NODEFER = 0x40000000;  // the signal is not blocked while its handler runs
@@ -99,6 +102,9 @@ inline constexpr uint64_t kUserBase = 0x400000;           // programs are linked
 inline constexpr uint64_t kUserStackTop = 0x7ffffff000;   // initial stack grows down from here
 inline constexpr uint64_t kUserStackPages = 64;           // 256 KiB
 inline constexpr uint64_t kUserMmapBase = 0x100000000;    // mmap without a hint starts here
-inline constexpr uint64_t kUserTop = 0x0000800000000000;  // first non-user address
+// The last page below the canonical hole is never user memory (as on Linux):
+// a `syscall` in its last bytes would return to a non-canonical address.
+inline constexpr uint64_t kUserTop = 0x00007ffffffff000;  // first non-user address
+inline constexpr uint64_t kNonCanonicalStart = 0x0000800000000000;
 
 }  // namespace pvk::abi

@@ -121,14 +121,21 @@ ErrorOr<uint64_t> file_write(File* f, uint64_t user_buf, uint64_t len) {
   if (!user_range_ok(user_buf, len)) return Errno::EFAULT;
   switch (f->kind) {
     case File::Kind::Console: {
+      // A console write can be long (the serial port drains ~10 KB/s of
+      // real time under TCG): between chunks other processes get their
+      // turn and a signal that should interrupt (SIGKILL above all) ends
+      // the write with what it has done.
       char chunk[256];
-      for (uint64_t done = 0; done < len;) {
+      uint64_t done = 0;
+      while (done < len) {
+        if (signal_interrupts(*current())) return partial(done, Errno::EINTR);
         const uint64_t n = len - done < sizeof chunk ? len - done : sizeof chunk;
-        TRY(copy_from_user(chunk, user_buf + done, n));
-        console_write(chunk, n);
+        if (auto r = copy_from_user(chunk, user_buf + done, n); r.is_error()) return partial(done, r.error());
+        console_write_user(chunk, n);
         done += n;
+        cond_resched();
       }
-      return len;
+      return done;
     }
     case File::Kind::PipeWrite: {
       Pipe* p = f->pipe;

@@ -1,6 +1,7 @@
 // The process table, the scheduler, fork/exit/wait and signal delivery.
 #include "guest/proc/process.h"
 
+#include "guest/arch/cpu.h"
 #include "guest/arch/platform.h"
 #include "guest/console/console.h"
 #include "guest/console/record.h"
@@ -27,6 +28,8 @@ int g_next_pid = 1;
 int g_init_status = 0;
 bool g_init_exited = false;
 uint64_t g_scheduler_rsp = 0;  // the boot stack, parked while processes run
+uint64_t g_slice_start_tsc = 0;  // when the current process was last switched to
+constexpr uint64_t kSliceMs = 10;  // the same as the timer tick
 
 uint64_t sig_bit(int sig) { return uint64_t{1} << (sig - 1); }
 
@@ -53,6 +56,7 @@ void switch_to(Process* next) {
   Process* prev = g_current;
   if (next == prev) return;
   g_current = next;
+  g_slice_start_tsc = cpu::rdtsc();
   g_platform->set_kernel_stack(next->stack_top());
   if (next->as) must(g_mmu.load_root(next->as->root()), "load root");
   switch_context(prev ? &prev->saved_rsp : &g_scheduler_rsp, next->saved_rsp);
@@ -83,7 +87,11 @@ void release_resources(Process& p) {
   }
 }
 
-bool default_ignored(int sig) { return sig == abi::SIGCHLD; }
+// Signals whose default action is to do nothing (as on Linux; SIGCONT
+// would also resume a stopped process, and pvk has no stopped state).
+bool default_ignored(int sig) {
+  return sig == abi::SIGCHLD || sig == abi::SIGCONT || sig == abi::SIGURG || sig == abi::SIGWINCH;
+}
 
 }  // namespace
 
@@ -120,6 +128,11 @@ void schedule() {
 
 void on_timer_tick(bool from_user) {
   if (from_user && g_current && g_current->state == ProcState::Runnable) schedule();
+}
+
+void cond_resched() {
+  const uint64_t slice = kSliceMs * g_platform->tsc_khz;
+  if (g_current && g_current->state == ProcState::Runnable && cpu::rdtsc() - g_slice_start_tsc >= slice) schedule();
 }
 
 namespace {
@@ -172,6 +185,9 @@ void prepare_return_to_user(TrapFrame& f) {
       do_exit(abi::wait_signaled(sig));
     }
     if (a.handler == abi::SIG_IGN) continue;
+    // The handler address is the program's choice: one outside user space
+    // would make the return to user mode fault in the kernel.
+    if (a.handler >= abi::kUserTop) do_exit(abi::wait_signaled(abi::SIGSEGV));
     SigFrame sf{f, p.blocked};
     const abi::KernelSigaction action = a;
     if (a.flags & abi::SA_RESETHAND) p.actions[sig].handler = abi::SIG_DFL;
@@ -183,13 +199,15 @@ void prepare_return_to_user(TrapFrame& f) {
     p.blocked &= ~sig_bit(abi::SIGKILL);
     f.rsp = frame_at;
     f.rip = action.handler;
+    f.cs = g_platform->user_cs;  // the handler runs in 64-bit user mode, whatever was interrupted
+    f.ss = g_platform->user_ss;
     f.rdi = static_cast<uint64_t>(sig);
     f.rax = 0;
     break;  // one handler at a time; the rest wait for its sigreturn
   }
-  if (g_current->state == ProcState::Runnable) {
-    // nothing: timer preemption happens in on_timer_tick
-  }
+  // Last line of defence before iret: never return to a kernel or
+  // non-canonical address (the iret itself would fault in kernel mode).
+  if (f.rip >= abi::kUserTop) do_exit(abi::wait_signaled(abi::SIGSEGV));
 }
 
 int64_t do_sigreturn(TrapFrame& f) {

@@ -42,6 +42,10 @@ void sleep_on(const void* channel);  // block until wake_all(channel); the calle
 void wake_all(const void* channel);
 void schedule();                     // run someone else if anyone is runnable
 void on_timer_tick(bool from_user);
+// A preemption point for long kernel work (the kernel is otherwise never
+// preempted): once the current process has run a whole time slice, the
+// others run before it continues.
+void cond_resched();
 
 // Lifecycle.
 // Runs argv[0] as pid 1; returns its wait status when it exits.
@@ -61,6 +65,6 @@ void send_signal(Process& p, int sig);
 // Traps that came from user mode (and user page faults the kernel took
 // while copying), dispatched by guest/arch/traps.cpp.
 void user_trap(TrapFrame& f, uint64_t fault_addr);
-bool kernel_fault_on_user_memory(uint64_t fault_addr, uint64_t error_code);
+bool kernel_fault_on_user_memory(const TrapFrame& f, uint64_t fault_addr);
 
 }  // namespace pvk

@@ -91,16 +91,19 @@ int64_t sys_mmap(const Args& a) {
 }
 
 int64_t sys_mprotect(const Args& a) {
+  if (a[2] & ~uint64_t{abi::PROT_READ | abi::PROT_WRITE | abi::PROT_EXEC}) return result(Errno::EINVAL);
   return result(current()->as->mprotect(a[0], a[1], static_cast<uint32_t>(a[2])));
 }
+
+// A signal number from a 64-bit register: checked before it is narrowed.
+bool valid_signal(uint64_t sig) { return sig >= 1 && sig <= abi::kNumSignals; }
 
 int64_t sys_munmap(const Args& a) { return result(current()->as->munmap(a[0], a[1])); }
 int64_t sys_brk(const Args& a) { return result(current()->as->brk(a[0])); }
 
 int64_t sys_rt_sigaction(const Args& a) {
+  if (!valid_signal(a[0]) || a[0] == abi::SIGKILL || a[3] != sizeof(uint64_t)) return result(Errno::EINVAL);
   const int sig = static_cast<int>(a[0]);
-  if (sig <= 0 || sig > abi::kNumSignals || sig == abi::SIGKILL || a[3] != sizeof(uint64_t))
-    return result(Errno::EINVAL);
   Process& p = *current();
   abi::KernelSigaction fresh;
   if (a[1]) {
@@ -114,11 +117,16 @@ int64_t sys_rt_sigaction(const Args& a) {
 }
 
 int64_t sys_kill(const Args& a) {
-  Process* target = find_process(static_cast<int>(a[0]));
+  // pid and signal are ints in the ABI: a value that only fits the
+  // register is invalid, not a truncated other one.
+  const int64_t pid = static_cast<int64_t>(a[0]);
+  if (a[1] != 0 && !valid_signal(a[1])) return result(Errno::EINVAL);
+  if (pid < INT32_MIN || pid > INT32_MAX) return result(Errno::EINVAL);
+  Process* target = find_process(static_cast<int>(pid));
   if (!target || target->state == ProcState::Zombie) return result(Errno::ESRCH);
-  const int sig = static_cast<int>(a[1]);
-  if (sig < 0 || sig > abi::kNumSignals) return result(Errno::EINVAL);
-  if (sig) send_signal(*target, sig);
+  // init is the one process whose death ends the run: only it may signal itself.
+  if (target->pid == 1 && current()->pid != 1) return result(Errno::EPERM);
+  if (a[1]) send_signal(*target, static_cast<int>(a[1]));
   return 0;
 }
 
@@ -179,6 +187,9 @@ int64_t sys_pvk_shutdown(const Args& a) {
 }  // namespace
 
 extern "C" void syscall_dispatch(TrapFrame* f) {
+  check_entry_state(*f);
+  // Every entry from user mode lands at the top of the caller's kernel stack.
+  if (f != current()->frame()) panic("syscall frame at %p, not at the top of pid %d's kernel stack", f, current()->pid);
   const Args a = {f->rdi, f->rsi, f->rdx, f->r10, f->r8, f->r9};
   int64_t ret;
   switch (f->rax) {

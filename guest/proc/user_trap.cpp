@@ -1,17 +1,52 @@
 // Traps that concern processes: faults and ticks from user mode, and the
 // kernel's own faults on user memory while copying (demand paging).
+#include "guest/arch/probe.h"
 #include "guest/arch/platform.h"
 #include "guest/console/console.h"
 #include "guest/proc/process.h"
 
 namespace pvk {
+namespace {
+
+// Page-fault error code bits (the same natively and as Xen delivers them).
+namespace pf {
+inline constexpr uint64_t Write = 1u << 1;
+inline constexpr uint64_t Reserved = 1u << 3;  // a reserved bit set in an entry: a page-table bug
+inline constexpr uint64_t Fetch = 1u << 4;
+}  // namespace pf
+
+Access access_of(uint64_t error_code) {
+  if (error_code & pf::Fetch) return Access::Execute;
+  return (error_code & pf::Write) ? Access::Write : Access::Read;
+}
+
+// The signal a CPU exception in user mode turns into (Linux's choices).
+int signal_for_vector(uint64_t vector) {
+  switch (vector) {
+    case vec::DivideError: return abi::SIGFPE;
+    case vec::Debug:
+    case vec::Breakpoint: return abi::SIGTRAP;
+    case vec::InvalidOpcode: return abi::SIGILL;
+    case vec::X87Error:
+    case vec::SimdError: return abi::SIGFPE;
+    case vec::AlignmentCheck: return abi::SIGBUS;
+    default: return abi::SIGSEGV;  // #GP, #NP, #SS, #BR, anything unexpected
+  }
+}
+
+}  // namespace
 
 void user_trap(TrapFrame& f, uint64_t fault_addr) {
   Process& p = *current();
   switch (f.vector) {
     case vec::PageFault: {
-      const bool write = f.error_code & 2;
-      switch (p.as->handle_fault(fault_addr, write)) {
+      if (f.error_code & pf::Reserved) {
+        // Not the program's doing: an entry pvk wrote is malformed.
+        kprintf("pvk: pid %d (%s): reserved-bit page fault at 0x%lx\n", p.pid, p.name, fault_addr);
+        raise_fault_signal(abi::SIGSEGV);
+        break;
+      }
+      switch (p.as->handle_fault(fault_addr, access_of(f.error_code))) {
         case FaultOutcome::Handled: break;
         case FaultOutcome::BadAccess: raise_fault_signal(abi::SIGSEGV); break;
         case FaultOutcome::OutOfMemory:
@@ -20,21 +55,24 @@ void user_trap(TrapFrame& f, uint64_t fault_addr) {
       }
       break;
     }
-    case vec::DivideError: raise_fault_signal(abi::SIGFPE); break;
     case vec::Timer:
       g_platform->timer_ack();
       on_timer_tick(true);
       break;
     case vec::XenEvent: on_timer_tick(true); break;  // the platform handled the event itself
-    default: raise_fault_signal(abi::SIGSEGV); break;  // #GP, #UD, #BP...: the program is broken
+    default: raise_fault_signal(signal_for_vector(f.vector)); break;
   }
   prepare_return_to_user(f);
 }
 
-bool kernel_fault_on_user_memory(uint64_t fault_addr, uint64_t error_code) {
+bool kernel_fault_on_user_memory(const TrapFrame& f, uint64_t fault_addr) {
+  // Only the user-copy routines may touch user memory (they have an .extable
+  // fixup); anywhere else a fault on a user address is a kernel bug — and with
+  // SMAP a "handled" fault there would repeat forever.
+  if (!extable_fixup(f.rip)) return false;
   Process* p = current();
-  if (!p || !p->as || fault_addr >= abi::kUserTop) return false;
-  return p->as->handle_fault(fault_addr, error_code & 2) == FaultOutcome::Handled;
+  if (!p || !p->as || fault_addr >= abi::kUserTop || (f.error_code & pf::Reserved)) return false;
+  return p->as->handle_fault(fault_addr, access_of(f.error_code)) == FaultOutcome::Handled;
 }
 
 }  // namespace pvk

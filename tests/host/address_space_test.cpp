@@ -203,7 +203,7 @@ class AddressSpaceTest : public FakeMmuTest, public testing::WithParamInterface<
         ADD_FAILURE() << "0x" << std::hex << va << " faulted again after a handled fault (entry 0x" << e.raw << ")";
         return FaultOutcome::BadAccess;
       }
-      const FaultOutcome o = as->handle_fault(va, write);
+      const FaultOutcome o = as->handle_fault(va, write ? Access::Write : Access::Read);
       if (o != FaultOutcome::Handled) return o;
     }
   }
@@ -327,9 +327,25 @@ TEST_P(AddressSpaceTest, MunmapOfAMiddleHoleSplitsTheVmaInTwo) {
   EXPECT_EQ(frames().free_count(), free_before + 2);
   EXPECT_TRUE(entry(as, a + pg(3)).none());
   EXPECT_TRUE(entry(as, a + pg(4)).none());
-  EXPECT_EQ(as->handle_fault(a + pg(3), false), FaultOutcome::BadAccess);
-  EXPECT_EQ(as->handle_fault(a + pg(4) + 100, true), FaultOutcome::BadAccess);
+  EXPECT_EQ(as->handle_fault(a + pg(3), Access::Read), FaultOutcome::BadAccess);
+  EXPECT_EQ(as->handle_fault(a + pg(4) + 100, Access::Write), FaultOutcome::BadAccess);
   for (unsigned i : {0u, 1u, 2u, 5u, 6u, 7u}) EXPECT_TRUE(page_is(frame_at(as, a + pg(i)), 0x20 + i)) << i;
+}
+
+// An instruction fetch from a page mapped without PROT_EXEC must be a bad
+// access (SIGSEGV), also once the page is present: the leaf carries NX, so
+// calling it a stale translation would make the CPU fault again forever.
+TEST_P(AddressSpaceTest, ExecuteFromANonExecutableMappingIsABadAccess) {
+  AddressSpace* as = create();
+  ASSERT_NE(as, nullptr);
+  const uint64_t data = mmap(as, pg(2), kRw);
+  EXPECT_EQ(as->handle_fault(data, Access::Execute), FaultOutcome::BadAccess) << "not present yet";
+  write(as, data + pg(1), 0x5a);
+  EXPECT_EQ(as->handle_fault(data + pg(1), Access::Execute), FaultOutcome::BadAccess) << "present, NX";
+  EXPECT_TRUE(has(entry(as, data + pg(1)), pte_bit::Nx));
+  const uint64_t code = mmap(as, pg(1), kRx);
+  EXPECT_EQ(as->handle_fault(code, Access::Execute), FaultOutcome::Handled);
+  EXPECT_FALSE(has(entry(as, code), pte_bit::Nx));
 }
 
 TEST_P(AddressSpaceTest, MunmapSpanningSeveralVmasTrimsTheEndsAndDropsTheMiddle) {
@@ -719,8 +735,8 @@ TEST_P(AddressSpaceTest, AccessOutsideEveryVmaIsBadAccess) {
   fake().clear_events();
   for (uint64_t va : {uint64_t{0}, abi::kUserBase, a - 1, a + pg(2), a + pg(2) + 100, a + pg(4), abi::kUserTop - 1,
                       abi::kUserTop, uint64_t{PVK_PHYSMAP_BASE}, uint64_t{PVK_KERNEL_VMA}}) {
-    EXPECT_EQ(as->handle_fault(va, false), FaultOutcome::BadAccess) << std::hex << va;
-    EXPECT_EQ(as->handle_fault(va, true), FaultOutcome::BadAccess) << std::hex << va;
+    EXPECT_EQ(as->handle_fault(va, Access::Read), FaultOutcome::BadAccess) << std::hex << va;
+    EXPECT_EQ(as->handle_fault(va, Access::Write), FaultOutcome::BadAccess) << std::hex << va;
   }
   EXPECT_EQ(frames().free_count(), free_before);
   EXPECT_EQ(fake().count(Ev::Store), 0u);
@@ -793,8 +809,8 @@ TEST_P(AddressSpaceTest, OutOfFramesIsOutOfMemoryAndTheFaultCanBeRetried) {
   const uint64_t a = mmap(as, pg(2), kRw);
   fill(as, a, 1);  // the page tables exist now
   hoard(0);
-  EXPECT_EQ(as->handle_fault(a + pg(1), true), FaultOutcome::OutOfMemory);
-  EXPECT_EQ(as->handle_fault(a + pg(1), false), FaultOutcome::OutOfMemory);
+  EXPECT_EQ(as->handle_fault(a + pg(1), Access::Write), FaultOutcome::OutOfMemory);
+  EXPECT_EQ(as->handle_fault(a + pg(1), Access::Read), FaultOutcome::OutOfMemory);
   EXPECT_TRUE(entry(as, a + pg(1)).none());
   EXPECT_EQ(frames().free_count(), 0u);
   release_hoard();
@@ -811,7 +827,7 @@ TEST_P(AddressSpaceTest, CowCopyWithoutFramesIsOutOfMemoryAndKeepsTheSharedFrame
   AddressSpace* child = fork(parent);
   ASSERT_NE(child, nullptr);
   hoard(0);
-  EXPECT_EQ(child->handle_fault(a, true), FaultOutcome::OutOfMemory);
+  EXPECT_EQ(child->handle_fault(a, Access::Write), FaultOutcome::OutOfMemory);
   const Pte e = entry(child, a);
   EXPECT_EQ(entry_pfn(e), p);
   EXPECT_TRUE(has(e, pte_bit::Present | pte_bit::Cow));
@@ -847,7 +863,7 @@ TEST_P(AddressSpaceTest, FaultsThatRunOutOfFramesForPageTablesLeakNothing) {
       ASSERT_NE(as, nullptr);
       const uint64_t a = mmap(as, pg(1), kRw);
       hoard(budget);
-      const FaultOutcome o = as->handle_fault(a, c.write);
+      const FaultOutcome o = as->handle_fault(a, c.write ? Access::Write : Access::Read);
       release_hoard();
       const bool enough = budget >= (c.zero_page && !c.write ? 3u : 4u);
       EXPECT_EQ(o, enough ? FaultOutcome::Handled : FaultOutcome::OutOfMemory);
@@ -870,7 +886,7 @@ TEST_P(AddressSpaceTest, TheZeroPageCanBeMappedMoreThan65535Times) {
   constexpr uint64_t kPages = 65536;
   const uint64_t a = mmap(as, pg(kPages), kRo);
   for (uint64_t i = 0; i < kPages; ++i) {
-    ASSERT_EQ(as->handle_fault(a + pg(i), false), FaultOutcome::Handled) << i;
+    ASSERT_EQ(as->handle_fault(a + pg(i), Access::Read), FaultOutcome::Handled) << i;
     if (i % 4096 == 0) fake().clear_events();
   }
   EXPECT_EQ(g_mm_stats.zero_page_maps, kPages);

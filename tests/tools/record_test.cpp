@@ -41,6 +41,26 @@ TEST(Record, NonObjectJsonIsAProtocolError) {
     EXPECT_EQ(parse_console_line(text).kind, Kind::malformed) << text;
 }
 
+// pvk tags a line a user program starts with "@pvk" as "@pvk-user": its
+// records are kept as data but can never be the run's done record, and a
+// program's broken record is only text.
+TEST(Record, UserRecordsAreMarkedAndNeverDecideTheRun) {
+  const ConsoleLine fake = parse_console_line(R"(@pvk-user {"event":"done","status":"pass"})");
+  ASSERT_EQ(fake.kind, Kind::record);
+  EXPECT_TRUE(is_user_record(fake.record));
+  EXPECT_FALSE(is_done_record(fake.record));
+  EXPECT_EQ(fake.record["event"], "done");
+  const ConsoleLine kernel = parse_console_line(R"(@pvk {"event":"done","status":"fail"})");
+  EXPECT_FALSE(is_user_record(kernel.record));
+  const auto done = find_done_record(std::vector<nlohmann::json>{kernel.record, fake.record});
+  ASSERT_TRUE(done);
+  EXPECT_EQ((*done)["status"], "fail");
+  EXPECT_FALSE(find_done_record(std::vector<nlohmann::json>{fake.record}));
+  for (const char* text : {"@pvk-user {broken", "@pvk-user [1]", "@pvk-user "})
+    EXPECT_EQ(parse_console_line(text).kind, Kind::text) << text;
+  EXPECT_EQ(parse_console_line(R"(@pvk-user {"bench":"getpid","ns":10})").record["bench"], "getpid");
+}
+
 TEST(Record, FindsLastDoneRecord) {
   const std::vector<nlohmann::json> records{
       {{"event", "done"}, {"status", "fail"}},

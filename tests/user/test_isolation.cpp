@@ -66,10 +66,10 @@ void test_kernel_isolation() {
     check_killed_by_segv(wait_status_of(write_addr, a), "write", k, __LINE__, &faults);
     check_killed_by_segv(wait_status_of(jump_to, a), "jump", k, __LINE__, &faults);
   }
-  const KernelAddr noncanonical{"noncanonical", kUserTop};
-  check_killed_by_segv(wait_status_of(read_addr, reinterpret_cast<void*>(kUserTop)), "read", noncanonical, __LINE__,
+  const KernelAddr noncanonical{"noncanonical", kNonCanonicalStart};
+  check_killed_by_segv(wait_status_of(read_addr, reinterpret_cast<void*>(kNonCanonicalStart)), "read", noncanonical, __LINE__,
                        &faults);
-  check_killed_by_segv(wait_status_of(jump_to, reinterpret_cast<void*>(kUserTop)), "jump", noncanonical, __LINE__,
+  check_killed_by_segv(wait_status_of(jump_to, reinterpret_cast<void*>(kNonCanonicalStart)), "jump", noncanonical, __LINE__,
                        &faults);
   detail("killed", faults);
 

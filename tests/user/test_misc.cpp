@@ -11,7 +11,7 @@ struct BadPtr {
 };
 
 constexpr uint64_t kKernelAddr = 0xffff888000000000ull;
-constexpr uint64_t kNonCanonical = kUserTop;  // first address above user space
+constexpr uint64_t kNonCanonical = kNonCanonicalStart;  // first address of the canonical hole
 
 // A straddling buffer of `size` bytes whose first size/2 bytes are the last of
 // a mapping: on pvk the call fails with -EFAULT; Linux may instead transfer

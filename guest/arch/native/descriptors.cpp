@@ -1,5 +1,8 @@
 // Native GDT, TSS and IDT. Selector layout is fixed by syscall/sysret:
 // kernel code, kernel data, then user 32-bit code, user data, user code.
+// The user 32-bit code slot stays null: pvk has no 32-bit ABI (it returns
+// with iretq, never sysret), and a far jump to a compat segment is how user
+// code reaches `syscall`'s compatibility-mode entry.
 #include "guest/arch/native/descriptors.h"
 
 #include "guest/lib/kstring.h"
@@ -44,12 +47,13 @@ alignas(16) uint8_t g_double_fault_stack[8192];
 
 constexpr uint64_t kKernelCode64 = 0x00af9a000000ffff;
 constexpr uint64_t kKernelData = 0x00cf92000000ffff;
-constexpr uint64_t kUserCode32 = 0x00cffa000000ffff;
 constexpr uint64_t kUserData = 0x00cff2000000ffff;
 constexpr uint64_t kUserCode64 = 0x00affa000000ffff;
 constexpr unsigned kStubSize = 16;  // trap_entry.S aligns each stub to 16 bytes
 constexpr unsigned kStubCount = 48;  // exceptions 0..31, PIC IRQs 32..47
-constexpr uint8_t kInterruptGate = 0x8e;
+constexpr uint8_t kInterruptGate = 0x8e;      // present, DPL 0: `int N` from user mode is a #GP
+constexpr uint8_t kUserInterruptGate = 0xee;  // DPL 3: int3 from user mode is a #BP (SIGTRAP)
+constexpr unsigned kBreakpointVector = 3;
 constexpr unsigned kDoubleFaultIst = 1;
 
 }  // namespace
@@ -58,7 +62,7 @@ void load_descriptors() {
   g_gdt[0] = 0;
   g_gdt[kKernelCs / 8] = kKernelCode64;
   g_gdt[kKernelDs / 8] = kKernelData;
-  g_gdt[3] = kUserCode32;
+  g_gdt[3] = 0;  // no user compat segment
   g_gdt[kUserDs / 8] = kUserData;
   g_gdt[kUserCs / 8] = kUserCode64;
   memset(&g_tss, 0, sizeof g_tss);
@@ -90,7 +94,8 @@ void load_descriptors() {
   for (unsigned v = 0; v < kStubCount; ++v) {
     const uint64_t handler = reinterpret_cast<uint64_t>(native_trap_stubs) + v * kStubSize;
     g_idt[v] = IdtGate{static_cast<uint16_t>(handler), kKernelCs,
-                       static_cast<uint8_t>(v == 8 ? kDoubleFaultIst : 0), kInterruptGate,
+                       static_cast<uint8_t>(v == 8 ? kDoubleFaultIst : 0),
+                       v == kBreakpointVector ? kUserInterruptGate : kInterruptGate,
                        static_cast<uint16_t>(handler >> 16), static_cast<uint32_t>(handler >> 32), 0};
   }
   DescriptorPointer idtr{sizeof g_idt - 1, reinterpret_cast<uint64_t>(g_idt)};

@@ -12,26 +12,52 @@
 #include "mm/physmap.h"
 
 extern "C" uint64_t native_kernel_rsp;
-extern "C" char native_syscall_entry[], native_ret_to_user[];
+extern "C" char native_syscall_entry[], native_compat_syscall_entry[], native_ret_to_user[];
+extern "C" uint8_t pvk_smap;
 extern "C" void* pvk_ret_to_user;
 
 namespace pvk::native {
 
+extern Platform g_native_platform;
+
+namespace msr {
+inline constexpr uint32_t Efer = 0xc0000080, Star = 0xc0000081, Lstar = 0xc0000082, Cstar = 0xc0000083,
+                          Sfmask = 0xc0000084;
+inline constexpr uint32_t SysenterCs = 0x174, SysenterEsp = 0x175, SysenterEip = 0x176;
+}  // namespace msr
+
+// Every instruction that enters ring 0 on purpose gets a deliberate target:
+// `syscall` from 64-bit mode the real entry, from compatibility mode a stub
+// that kills the caller (an unprogrammed CSTAR would enter ring 0 at 0 on
+// the user's stack), and `sysenter` a null SYSENTER_CS, which makes it #GP.
 void enable_syscalls() {
-  constexpr uint32_t kEfer = 0xc0000080, kStar = 0xc0000081, kLstar = 0xc0000082, kSfmask = 0xc0000084;
-  auto wrmsr = [](uint32_t msr, uint64_t v) {
-    asm volatile("wrmsr" : : "c"(msr), "a"(static_cast<uint32_t>(v)), "d"(static_cast<uint32_t>(v >> 32)));
-  };
-  auto rdmsr = [](uint32_t msr) {
-    uint32_t lo, hi;
-    asm volatile("rdmsr" : "=a"(lo), "=d"(hi) : "c"(msr));
-    return (uint64_t{hi} << 32) | lo;
-  };
-  wrmsr(kEfer, rdmsr(kEfer) | 1);  // SCE
-  // syscall: CS = kKernelCs, SS = +8; sysret would use user code32 base 0x18.
-  wrmsr(kStar, (uint64_t{0x18 | 3} << 48) | (uint64_t{kKernelCs} << 32));
-  wrmsr(kLstar, reinterpret_cast<uint64_t>(native_syscall_entry));
-  wrmsr(kSfmask, 0x47700);  // IF, TF, DF, AC, NT cleared on entry
+  cpu::wrmsr(msr::Efer, cpu::rdmsr(msr::Efer) | 1);  // SCE
+  // syscall: CS = kKernelCs, SS = +8; the sysret half is unused (iretq).
+  cpu::wrmsr(msr::Star, (uint64_t{0x18 | 3} << 48) | (uint64_t{kKernelCs} << 32));
+  cpu::wrmsr(msr::Lstar, reinterpret_cast<uint64_t>(native_syscall_entry));
+  cpu::wrmsr(msr::Cstar, reinterpret_cast<uint64_t>(native_compat_syscall_entry));
+  cpu::wrmsr(msr::Sfmask, rflags::IF | rflags::TF | rflags::DF | rflags::AC | rflags::NT | (3u << 12) /* IOPL */);
+  cpu::wrmsr(msr::SysenterCs, 0);
+  cpu::wrmsr(msr::SysenterEsp, 0);
+  cpu::wrmsr(msr::SysenterEip, 0);
+}
+
+// SMEP: ring 0 never executes a user page; SMAP: ring 0 reads and writes
+// user pages only inside raw_copy_user (stac/clac, gated on pvk_smap).
+void enable_supervisor_protections() {
+  uint32_t a, b, c, d;
+  cpu::cpuid(0, 0, a, b, c, d);
+  if (a < 7) return;
+  cpu::cpuid(7, 0, a, b, c, d);
+  constexpr uint32_t kSmepBit = 1u << 7, kSmapBit = 1u << 20;
+  constexpr uint64_t kCr4Smep = 1u << 20, kCr4Smap = 1u << 21;
+  uint64_t cr4 = cpu::read_cr4();
+  if (b & kSmepBit) cr4 |= kCr4Smep;
+  if (b & kSmapBit) cr4 |= kCr4Smap;
+  cpu::write_cr4(cr4);
+  pvk_smap = (b & kSmapBit) ? 1 : 0;
+  g_native_platform.smep = (b & kSmepBit) != 0;
+  g_native_platform.smap = (b & kSmapBit) != 0;
 }
 
 namespace {
@@ -96,8 +122,12 @@ void set_kernel_stack_native(uint64_t top) {
   native_kernel_rsp = top;  // the syscall entry's stack
 }
 
+}  // namespace
+
 Platform g_native_platform{"native", "native", &serial_write, &shutdown, &fault_address, nullptr, nullptr, 0,
                            kUserCs, kUserDs, &set_kernel_stack_native, &start_timer, &timer_ack, &from_user};
+
+namespace {
 
 char g_cmdline[kMaxCmdline + 2];
 BootInfo g_boot_info;
@@ -138,6 +168,7 @@ extern "C" [[noreturn]] void native_boot_entry(uint32_t start_info_paddr) {
   serial_init();
   load_descriptors();
   enable_syscalls();
+  enable_supervisor_protections();
   pvk_ret_to_user = native_ret_to_user;
   g_native_platform.tsc_khz = calibrate_tsc_khz();
   g_boot_info.boot_tsc = tsc;

@@ -1,6 +1,6 @@
 /* Native exception entry: one stub per vector pushes a uniform
  * (vector, error code) pair, then the common path saves the registers in
- * TrapFrame order and calls trap_dispatch(frame). */
+ * TrapFrame order (KERNEL_ENTRY) and calls trap_dispatch(frame). */
 #include "guest/arch/trap_regs.inc"
 
 .macro TRAP_NOERR vec
@@ -57,9 +57,7 @@ native_trap_stubs:
     .endr
 
 trap_common:
-    SAVE_REGS
-    mov %rsp, %rdi
-    cld
+    KERNEL_ENTRY
     call trap_dispatch
     RESTORE_REGS
     add $16, %rsp

@@ -17,6 +17,7 @@ extern char boot_stack_top[];
 void xen_event_callback();
 void xen_failsafe_callback();
 void xen_syscall_callback();
+void xen_compat_syscall_callback();
 extern char xen_ret_to_user[];
 extern void* pvk_ret_to_user;
 #define PVK_TRAP_STUB(n) void xen_trap_##n();
@@ -170,22 +171,42 @@ void install_traps() {
 #undef PVK_TRAP
       {0, 0, 0, 0},
   };
-  // Flag 4: mask events on entry, like an interrupt gate — the kernel is
-  // never interrupted; events wait for the return to user mode.
+  // Events masked on entry, like an interrupt gate — the kernel is never
+  // interrupted; events wait for the return to user mode. Only int3 may be
+  // raised by user code with a software interrupt (DPL 3, so it is SIGTRAP
+  // as on hardware); any other `int N` from user mode is a #GP.
   static trap_info traps[sizeof kTraps / sizeof kTraps[0]];
   for (size_t i = 0; i < sizeof kTraps / sizeof kTraps[0]; ++i) {
     traps[i] = kTraps[i];
-    if (traps[i].address) traps[i].flags |= 4;
+    if (!traps[i].address) continue;
+    TI_SET_IF(&traps[i], 1);
+    if (traps[i].vector == 3) TI_SET_DPL(&traps[i], 3);
   }
-  xen::set_trap_table(traps);
+  if (xen::set_trap_table(traps) < 0) {
+    const char* msg = "pvk: Xen refused the trap table\n";
+    console_io_write(msg, strlen(msg));
+    shutdown(ExitStatus::Fail);
+  }
   callback_register event{CALLBACKTYPE_event, CALLBACKF_mask_events, reinterpret_cast<xen_callback_t>(&xen_event_callback)};
   callback_register failsafe{CALLBACKTYPE_failsafe, CALLBACKF_mask_events,
                              reinterpret_cast<xen_callback_t>(&xen_failsafe_callback)};
   callback_register syscall{CALLBACKTYPE_syscall, CALLBACKF_mask_events,
                             reinterpret_cast<xen_callback_t>(&xen_syscall_callback)};
-  xen::callback_op(CALLBACKOP_register, &event);
-  xen::callback_op(CALLBACKOP_register, &failsafe);
-  xen::callback_op(CALLBACKOP_register, &syscall);
+  // 32-bit user code (Xen's GDT has FLAT_USER_CS32) may `syscall` or
+  // `sysenter`: both land in a stub that kills the caller, never in the
+  // 64-bit syscall path with truncated registers.
+  callback_register syscall32{CALLBACKTYPE_syscall32, CALLBACKF_mask_events,
+                              reinterpret_cast<xen_callback_t>(&xen_compat_syscall_callback)};
+  callback_register sysenter{CALLBACKTYPE_sysenter, CALLBACKF_mask_events,
+                             reinterpret_cast<xen_callback_t>(&xen_compat_syscall_callback)};
+  callback_register* const callbacks[] = {&event, &failsafe, &syscall, &syscall32, &sysenter};
+  for (callback_register* cb : callbacks) {
+    if (xen::callback_op(CALLBACKOP_register, cb) < 0) {
+      const char* msg = "pvk: Xen refused a callback registration\n";
+      console_io_write(msg, strlen(msg));
+      shutdown(ExitStatus::Fail);
+    }
+  }
   pvk_ret_to_user = xen_ret_to_user;
   xen::stack_switch(FLAT_KERNEL_SS, reinterpret_cast<uint64_t>(boot_stack_top));
 }

@@ -1,6 +1,7 @@
 /* Xen PV exception and event entry. Xen bounces a trap onto the kernel
  * stack as the hardware would, with %rcx and %r11 pushed on top; popping
- * them leaves the native frame, so the rest is the shared TrapFrame path.
+ * them leaves the native frame, so the rest is the shared TrapFrame path
+ * (KERNEL_ENTRY, the prologue the native stubs end with too).
  * Return is the iret hypercall: its stub pushes %rcx, %r11 and %rax itself,
  * so we leave (flags, rip, cs, rflags, rsp, ss) and jump to it. */
 #include <xen/xen.h>
@@ -9,78 +10,74 @@
 #define PV_EVENT_VECTOR 256
 #define PV_FAILSAFE_VECTOR 257
 #define PV_SYSCALL_TAG 258
+#define PV_COMPAT_SYSCALL_TAG 259
 
-.macro PV_TRAP_NOERR vec
-    .global xen_trap_\vec
-xen_trap_\vec:
+/* Turns Xen's bounce frame into a TrapFrame and enters the kernel. */
+.macro PV_FRAME vec, has_error
     popq %rcx
     popq %r11
+    .if !\has_error
     pushq $0
+    .endif
     pushq $\vec
-    jmp xen_trap_common
+    KERNEL_ENTRY
 .endm
-.macro PV_TRAP_ERR vec
+
+.macro PV_TRAP vec, has_error
     .global xen_trap_\vec
 xen_trap_\vec:
-    popq %rcx
-    popq %r11
-    pushq $\vec
+    PV_FRAME \vec, \has_error
     jmp xen_trap_common
 .endm
 
     .text
-    PV_TRAP_NOERR 0
-    PV_TRAP_NOERR 1
-    PV_TRAP_NOERR 3
-    PV_TRAP_NOERR 4
-    PV_TRAP_NOERR 5
-    PV_TRAP_NOERR 6
-    PV_TRAP_NOERR 7
-    PV_TRAP_ERR 8
-    PV_TRAP_ERR 10
-    PV_TRAP_ERR 11
-    PV_TRAP_ERR 12
-    PV_TRAP_ERR 13
-    PV_TRAP_ERR 14
-    PV_TRAP_NOERR 16
-    PV_TRAP_ERR 17
-    PV_TRAP_NOERR 18
-    PV_TRAP_NOERR 19
+    PV_TRAP 0, 0
+    PV_TRAP 1, 0
+    PV_TRAP 3, 0
+    PV_TRAP 4, 0
+    PV_TRAP 5, 0
+    PV_TRAP 6, 0
+    PV_TRAP 7, 0
+    PV_TRAP 8, 1
+    PV_TRAP 10, 1
+    PV_TRAP 11, 1
+    PV_TRAP 12, 1
+    PV_TRAP 13, 1
+    PV_TRAP 14, 1
+    PV_TRAP 16, 0
+    PV_TRAP 17, 1
+    PV_TRAP 18, 0
+    PV_TRAP 19, 0
 
     /* Event upcall: same frame as an exception without an error code. */
     .global xen_event_callback
 xen_event_callback:
-    popq %rcx
-    popq %r11
-    pushq $0
-    pushq $PV_EVENT_VECTOR
+    PV_FRAME PV_EVENT_VECTOR, 0
     jmp xen_trap_common
 
     /* Failsafe: Xen could not load our segments on return; fatal. */
     .global xen_failsafe_callback
 xen_failsafe_callback:
-    popq %rcx
-    popq %r11
-    pushq $0
-    pushq $PV_FAILSAFE_VECTOR
+    PV_FRAME PV_FAILSAFE_VECTOR, 0
+    jmp xen_trap_common
+
+    /* `syscall` from 32-bit compatibility mode (FLAT_USER_CS32 is in Xen's
+     * GDT, so user code can get there with a far jump) and `sysenter`: pvk
+     * has no 32-bit ABI; trap_dispatch kills the caller. */
+    .global xen_compat_syscall_callback
+xen_compat_syscall_callback:
+    PV_FRAME PV_COMPAT_SYSCALL_TAG, 0
     jmp xen_trap_common
 
     /* System call from user mode: Xen switched to our kernel stack and
      * built the same frame as for an event. */
     .global xen_syscall_callback
 xen_syscall_callback:
-    popq %rcx
-    popq %r11
-    pushq $0
-    pushq $PV_SYSCALL_TAG
-    SAVE_REGS
-    mov %rsp, %rdi
+    PV_FRAME PV_SYSCALL_TAG, 0
     call syscall_dispatch
     jmp xen_ret_to_user
 
 xen_trap_common:
-    SAVE_REGS
-    mov %rsp, %rdi
     call trap_dispatch
     /* fall through */
 

@@ -1,5 +1,8 @@
 // Console protocol: a line "@pvk " + one JSON object is a machine-readable
 // record; every other line is human text (DESIGN.md, "Console protocol").
+// pvk writes a line a user program starts with "@pvk" as "@pvk-user": such
+// records (benchmark results, test reports) are data, never the kernel's
+// word — the parser marks them "origin":"user" and no verdict trusts them.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -12,6 +15,9 @@
 namespace pvk {
 
 inline constexpr std::string_view record_prefix = "@pvk ";
+inline constexpr std::string_view user_record_prefix = "@pvk-user ";
+// The member the parser adds to a user program's record.
+inline constexpr std::string_view origin_key = "origin";
 
 struct ConsoleLine {
   enum class Kind {
@@ -29,7 +35,10 @@ struct ConsoleLine {
 // records has a bug the run must not hide.
 ConsoleLine parse_console_line(std::string_view line);
 
-// True for a record {"event":"done",...}.
+// True for a record a user program wrote ("@pvk-user ").
+bool is_user_record(const nlohmann::json& record);
+
+// True for the kernel's record {"event":"done",...} (never a user program's).
 bool is_done_record(const nlohmann::json& record);
 
 // The last done record, if any.
