@@ -69,13 +69,20 @@ constexpr size_t kNumParams = sizeof(kParams) / sizeof(kParams[0]);
 
 bool word_equals(const char* word, size_t len, const char* s) { return strlen(s) == len && !strncmp(word, s, len); }
 
+// Copies at most cap-1 bytes of a word for an error message, each byte
+// outside printable ASCII as '?': the message stays one line (no '\r', no
+// escape sequences) and valid UTF-8 whatever the command line holds.
+void quote(char* out, size_t cap, const char* word, size_t len) {
+  size_t n = len < cap - 1 ? len : cap - 1;
+  for (size_t i = 0; i < n; ++i) out[i] = word[i] >= 0x20 && word[i] <= 0x7e ? word[i] : '?';
+  out[n] = 0;
+}
+
 void fail(ParseResult& r, const char* fmt, const char* a, size_t alen, const char* b = "", size_t blen = 0,
           const char* c = "") {
   char aa[64], bb[64];
-  size_t an = alen < sizeof aa - 1 ? alen : sizeof aa - 1;
-  memcpy(aa, a, an), aa[an] = 0;
-  size_t bn = blen < sizeof bb - 1 ? blen : sizeof bb - 1;
-  memcpy(bb, b, bn), bb[bn] = 0;
+  quote(aa, sizeof aa, a, alen);
+  quote(bb, sizeof bb, b, blen);
   r.ok = false;
   format(r.error, sizeof r.error, fmt, aa, bb, c);
 }

@@ -450,6 +450,23 @@ TEST(BootParams, FailKindNames) {
   EXPECT_STREQ(fail_kind_name(FailKind::Count), "?");
 }
 
+// Words echoed in an error keep it one printable line: a '\r' or an escape
+// sequence from the command line would split or rewrite the console line,
+// a non-UTF-8 byte would make the error record invalid JSON.
+TEST(BootParams, ErrorsEchoOnlyPrintableAscii) {
+  for (const char* line : {"mmu=nat\rive", "k\x1b[2Jey=1", "mmu=\xff\xfe", "fail=mmu_update:1/\x80", "bench=a\r"}) {
+    SCOPED_TRACE(testing::PrintToString(std::string(line)));
+    const Parsed p = parse(line);
+    if (!strcmp(line, "bench=a\r")) {
+      expect_ok(p);  // accepted values are the program's business
+      continue;
+    }
+    expect_error(p);
+    for (const char* c = p.result.error; *c; ++c) EXPECT_TRUE(*c >= 0x20 && *c <= 0x7e) << int(*c);
+    EXPECT_THAT(p.result.error, HasSubstr("?"));
+  }
+}
+
 TEST(BootParams, BackendNames) {
   EXPECT_STREQ(backend_name(MmuBackend::Default), "default");
   // Each name parses back to its backend.
