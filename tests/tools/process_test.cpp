@@ -39,6 +39,20 @@ TEST(Process, StreamsLinesAndReturnsExitCode) {
   EXPECT_EQ(c.lines, (std::vector<std::string>{"one", "two", "three"}));
 }
 
+// A guest that writes megabytes without a newline must not make the host
+// hold them: the line arrives in bounded pieces, every byte accounted for.
+TEST(Process, ALineThatNeverEndsArrivesInBoundedPieces) {
+  const Captured c = run({"sh", "-c", "head -c 1000000 /dev/zero | tr '\\0' x; echo; echo after"});
+  ASSERT_GE(c.lines.size(), 3u);
+  size_t bytes = 0;
+  for (size_t i = 0; i + 1 < c.lines.size(); ++i) {
+    EXPECT_LE(c.lines[i].size(), 64u * 1024) << i;
+    bytes += c.lines[i].size();
+  }
+  EXPECT_EQ(bytes, 1000000u);
+  EXPECT_EQ(c.lines.back(), "after");
+}
+
 TEST(Process, MergesStderrIntoTheSameStream) {
   const Captured c = run({"sh", "-c", "echo out; echo err >&2"});
   EXPECT_EQ(c.result.exit_code, 0);

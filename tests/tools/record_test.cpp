@@ -1,6 +1,7 @@
 // Console protocol parsing: which lines are records, and malformed records
 // being reported rather than dropped.
 #include "pvk/record.hpp"
+#include "pvk/run.hpp"
 
 #include <gtest/gtest.h>
 
@@ -59,6 +60,21 @@ TEST(Record, UserRecordsAreMarkedAndNeverDecideTheRun) {
   for (const char* text : {"@pvk-user {broken", "@pvk-user [1]", "@pvk-user "})
     EXPECT_EQ(parse_console_line(text).kind, Kind::text) << text;
   EXPECT_EQ(parse_console_line(R"(@pvk-user {"bench":"getpid","ns":10})").record["bench"], "getpid");
+}
+
+// What a run keeps is bounded: past the cap lines are only counted, user
+// records stop being kept, and the kernel's records always are.
+TEST(Record, ARunKeepsABoundedConsole) {
+  RunResult r;
+  const std::string line(1 << 20, 'x');
+  for (int i = 0; i < 40; ++i) r.add_console_line(line);
+  EXPECT_LE(r.lines.size() * line.size(), RunResult::kMaxKeptBytes);
+  EXPECT_EQ(r.lines.size() + r.lines_dropped, 40u);
+  EXPECT_GT(r.lines_dropped, 0u);
+  for (uint64_t i = 0; i < RunResult::kMaxUserRecords + 5; ++i) r.add_console_line(R"(@pvk-user {"n":1})");
+  r.add_console_line(R"(@pvk {"event":"done","status":"pass"})");
+  EXPECT_EQ(r.records.size(), RunResult::kMaxUserRecords + 1);
+  ASSERT_TRUE(find_done_record(r.records));
 }
 
 TEST(Record, FindsLastDoneRecord) {

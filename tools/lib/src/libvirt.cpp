@@ -298,10 +298,7 @@ RunResult run_libvirt_native(const RunOptions& options, const ConsoleEcho& echo,
   FileTail tail(console_log);
   auto on_line = [&](std::string_view line) {
     if (echo) echo(line);
-    result.lines.emplace_back(line);
-    ConsoleLine parsed = parse_console_line(line);
-    if (parsed.kind == ConsoleLine::Kind::record) result.records.push_back(std::move(parsed.record));
-    if (parsed.kind == ConsoleLine::Kind::malformed) result.protocol_errors.push_back(std::move(parsed.error));
+    result.add_console_line(line);
   };
   const bool limited = timeout.count() > 0;
   bool cancelled = false;

@@ -208,10 +208,7 @@ RunResult run_linux(const RunOptions& options, const ConsoleEcho& echo, std::chr
   RunResult result;
   auto show = [&](std::string_view line) {
     if (echo) echo(line);
-    result.lines.emplace_back(line);
-    ConsoleLine parsed = parse_console_line(line);
-    if (parsed.kind == ConsoleLine::Kind::record) result.records.push_back(std::move(parsed.record));
-    if (parsed.kind == ConsoleLine::Kind::malformed) result.protocol_errors.push_back(std::move(parsed.error));
+    result.add_console_line(line);
   };
   XenTroubleLog xen_trouble;
   std::vector<std::string> linux_trouble;

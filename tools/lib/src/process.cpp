@@ -169,6 +169,8 @@ class Child {
 // Splits a byte stream into lines for the sink; "\r" before "\n" is dropped.
 class LineSplitter {
  public:
+  static constexpr size_t kMaxLine = 64 * 1024;
+
   explicit LineSplitter(const LineSink& sink) : sink_(sink) {}
 
   // Returns true if the sink asked to stop; lines after that one are dropped.
@@ -184,6 +186,16 @@ class LineSplitter {
       }
     }
     pending_.erase(0, start);
+    // A line that never ends (a program writing megabytes without a
+    // newline) is delivered in pieces: what we hold stays bounded.
+    while (pending_.size() > kMaxLine) {
+      const bool stop = emit(std::string_view(pending_).substr(0, kMaxLine));
+      pending_.erase(0, kMaxLine);
+      if (stop) {
+        pending_.clear();
+        return true;
+      }
+    }
     return false;
   }
 

@@ -17,6 +17,21 @@
 #include <unistd.h>
 
 namespace pvk {
+void RunResult::add_console_line(std::string_view line) {
+  if (kept_bytes_ + line.size() <= kMaxKeptBytes) {
+    kept_bytes_ += line.size();
+    lines.emplace_back(line);
+  } else {
+    ++lines_dropped;
+  }
+  ConsoleLine parsed = parse_console_line(line);
+  if (parsed.kind == ConsoleLine::Kind::record) {
+    const bool user = is_user_record(parsed.record);
+    if (!user || ++user_records_ <= kMaxUserRecords) records.push_back(std::move(parsed.record));
+  }
+  if (parsed.kind == ConsoleLine::Kind::malformed) protocol_errors.push_back(std::move(parsed.error));
+}
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -31,10 +46,7 @@ class Console {
   // output that is shown with it (Xen, the xl driver).
   void shown(std::string_view line) {
     if (echo_) echo_(line);
-    result_.lines.emplace_back(line);
-    ConsoleLine parsed = parse_console_line(line);
-    if (parsed.kind == ConsoleLine::Kind::record) result_.records.push_back(std::move(parsed.record));
-    if (parsed.kind == ConsoleLine::Kind::malformed) result_.protocol_errors.push_back(std::move(parsed.error));
+    result_.add_console_line(line);
   }
   // Kept for the failure report only.
   void hidden(std::string_view line) { result_.hidden_lines.emplace_back(line); }

@@ -57,7 +57,8 @@ struct RunResult {
   int term_signal = 0;
   bool timed_out = false;
   std::vector<std::string> xen_trouble;  // Xen lines that indicate trouble
-  std::vector<std::string> lines;        // all console output, in order
+  std::vector<std::string> lines;        // console output, in order (up to kMaxKeptBytes)
+  uint64_t lines_dropped = 0;            // lines past that cap: counted, echoed, not kept
   // Output that is not shown unless the run fails: dom0's console under
   // xen-domu, libvirtd's and QEMU's logs under libvirt.
   std::vector<std::string> hidden_lines;
@@ -65,6 +66,19 @@ struct RunResult {
   std::chrono::milliseconds elapsed{0};
   bool pass = false;
   std::string reason;  // one line, for "pvk: FAIL: <reason>"
+
+  // What a run keeps of its console is bounded, whatever the guest prints
+  // (a program may write gigabytes): lines up to this many bytes, then only
+  // a count; user programs' records up to kMaxUserRecords. The kernel's own
+  // records are always kept (the verdict needs them).
+  static constexpr uint64_t kMaxKeptBytes = 16u << 20;
+  static constexpr uint64_t kMaxUserRecords = 200000;
+  // Keeps one console line (within the caps) and parses it as a record.
+  void add_console_line(std::string_view line);
+
+ private:
+  uint64_t kept_bytes_ = 0;
+  uint64_t user_records_ = 0;
 };
 
 // Called with every console line as it arrives (e.g. to echo it).
