@@ -1,5 +1,6 @@
 #include "hypercalls/mmu_sink.h"
 
+#include "guest/lib/fault_inject.h"
 #include "hypercalls/hypercall.h"
 
 namespace pvk::xen {
@@ -7,6 +8,17 @@ namespace {
 
 SinkResult send(mmu_update_t* u, unsigned nu, mmuext_op_t* e, unsigned ne) {
   SinkResult r;
+  // fail=: Xen refusing the send's first request, as it would a bad one
+  // (nothing after it is applied).
+  if (nu && fault_inject_fails(FaultSite::MmuUpdate)) {
+    r.update_rc = -static_cast<long>(Errno::ENOMEM);
+    return r;
+  }
+  if (ne && fault_inject_fails(FaultSite::MmuextOp)) {
+    if (nu) r.update_rc = mmu_update(u, nu, &r.updates_done);  // the updates before it still happen
+    if (r.update_rc >= 0) r.ext_rc = -static_cast<long>(Errno::ENOMEM);
+    return r;
+  }
   if (nu && ne) {
     unsigned udone = 0, edone = 0;
     multicall_entry_t calls[2] = {

@@ -1,5 +1,7 @@
 #include "mm/frame_allocator.h"
 
+#include "guest/lib/fault_inject.h"
+
 namespace pvk {
 
 namespace {
@@ -37,7 +39,7 @@ void FrameAllocator::reserve_range(Pfn first, uint64_t count) {
 }
 
 ErrorOr<Pfn> FrameAllocator::try_alloc() {
-  if (free_count_ == 0) return Errno::ENOMEM;
+  if (free_count_ == 0 || fault_inject_fails(FaultSite::FrameAlloc)) return Errno::ENOMEM;
   const uint64_t words = words_for(max_pfn_);
   for (uint64_t n = 0; n < words; ++n) {
     uint64_t w = (hint_word_ + n) % words;

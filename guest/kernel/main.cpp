@@ -6,6 +6,7 @@
 #include "guest/console/record.h"
 #include "guest/kernel/boot_info.h"
 #include "guest/kernel/finish.h"
+#include "guest/lib/fault_inject.h"
 #include "guest/lib/format.h"
 #include "guest/lib/kstring.h"
 #include "guest/params/boot_params.h"
@@ -27,12 +28,44 @@ constexpr uint64_t kTimeSliceNs = 10'000'000;
 
 // init=: run the program as pid 1; the boot passes if it exits 0 and every
 // frame it and its descendants used came back.
+static_assert(static_cast<unsigned>(FailKind::Count) == kFaultSites, "fail= kinds are the fault-injection sites");
+
+void configure_fault_injection() {
+  FaultRate rates[kFaultSites];
+  for (unsigned i = 0; i < kFaultSites; ++i) rates[i] = {g_params.fail[i].num, g_params.fail[i].den};
+  fault_inject_configure(rates, g_params.fail_seed);
+}
+
+// One record per run with fail=: how many operations of each kind were
+// made to fail, out of how many tried, that the run survived.
+bool fault_injection_configured() {
+  for (const FailRate& r : g_params.fail)
+    if (r.den) return true;
+  return false;
+}
+
+void report_fault_injection() {
+  if (!fault_injection_configured()) return;
+  Record r("fault_injection");
+  r.u64("seed", g_params.fail_seed);
+  for (unsigned i = 0; i < kFaultSites; ++i) {
+    const FaultSite site = static_cast<FaultSite>(i);
+    const FaultSiteStats st = fault_inject_stats(site);
+    char key[32];
+    format(key, sizeof key, "%s_injected", fault_site_name(site));
+    r.u64(key, st.injected);
+    format(key, sizeof key, "%s_trials", fault_site_name(site));
+    r.u64(key, st.trials);
+  }
+}
+
 bool run_init(const char* const* argv) {
   const char* program = argv[0];
   set_mm_policy({g_params.zero_page == Switch::On, g_params.pgd_cache == Switch::On});
   const uint64_t before = frames().free_count();
+  configure_fault_injection();
   g_platform->start_timer(kTimeSliceNs);
-  auto status = start_init(argv);
+  auto status = start_init(argv);  // fail= is armed while the processes run
   if (status.is_error()) {
     char line[128];
     format(line, sizeof line, "pvk: boot parameter 'init': cannot start '%s' (%s)", program, errno_name(status.error()));
@@ -51,7 +84,12 @@ bool run_init(const char* const* argv) {
       .u64("page_faults", g_mm_stats.page_faults)
       .u64("cow_copies", g_mm_stats.cow_copies)
       .u64("zero_page_maps", g_mm_stats.zero_page_maps);
+  report_fault_injection();
   if (after != before) kprintf("pvk: processes leaked %ld frames\n", static_cast<int64_t>(before - after));
+  // Under fail= the workload is expected to see errors (a fork that says
+  // ENOMEM fails a test that needed it); the run judges the kernel: it kept
+  // going, and every frame came back.
+  if (fault_injection_configured()) return after == before;
   return abi::WIFEXITED(ws) && abi::WEXITSTATUS(ws) == 0 && after == before;
 }
 

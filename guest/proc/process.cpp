@@ -5,6 +5,7 @@
 #include "guest/arch/platform.h"
 #include "guest/console/console.h"
 #include "guest/console/record.h"
+#include "guest/lib/fault_inject.h"
 #include "guest/lib/kstring.h"
 #include "guest/proc/exec.h"
 #include "guest/proc/file.h"
@@ -308,7 +309,9 @@ ErrorOr<int> start_init(const char* const* argv) {
   prepare_first_switch(*p);
   p->state = ProcState::Runnable;
   g_current = nullptr;
+  fault_inject_arm(true);  // fail= (if configured) concerns what the processes do
   switch_to(p);  // returns when init exits
+  fault_inject_arm(false);
   // Init is gone: whatever is left dies with it, without running again.
   for (Process& q : g_procs) {
     if (q.state == ProcState::Free) continue;
