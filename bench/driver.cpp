@@ -327,6 +327,84 @@ void run_bench(const BenchDef& b, Options& opts) {
   }
 }
 
+// ---------------------------------------------------------------------------
+// Programs as items: `hostile[:timeout=S:only=INDEX]` and
+// `sysfuzz[:seed=N:iters=N:children=N:parallel=N:regress=0|1]` fork and
+// execve the embedded program of that name with one key=value argument per
+// option; the item passes iff the program exits 0 and every frame it used
+// came back. Their own records (one per attack / per fuzzed child, and a
+// summary) come first; then {"bench":NAME,"args":..,"pass":..}.
+
+struct ProgramItem {
+  const char* name;
+  const char* keys[6];
+};
+const ProgramItem kProgramItems[] = {
+    {"hostile", {"timeout", "only"}},
+    {"sysfuzz", {"seed", "iters", "children", "parallel", "regress"}},
+};
+
+void run_program_item(const ProgramItem& p, const char* item, const char* opts) {
+  // "k=v:k=v" -> argv {"NAME", "k=v", "k=v"}; each key must be one of p.keys.
+  static char store[512];
+  const char* argv[12] = {p.name};
+  unsigned argc = 1;
+  size_t n = 0;
+  while (*opts) {
+    if (argc + 1 >= sizeof argv / sizeof argv[0]) return item_error(item, "too many options");
+    char* arg = store + n;
+    while (*opts && *opts != ':' && n + 1 < sizeof store) store[n++] = *opts++;
+    store[n++] = 0;
+    if (*opts == ':') ++opts;
+    bool known = false;
+    for (const char* k : p.keys) {
+      if (!k) break;
+      const size_t kl = strlen(k);
+      known |= strncmp(arg, k, kl) == 0 && arg[kl] == '=';
+    }
+    uint64_t v;
+    const char* eq = arg;
+    while (*eq && *eq != '=') ++eq;
+    if (!known || !*eq || !parse_u64(eq + 1, &v)) {
+      char why[96];
+      pvk::format(why, sizeof why, "'%s' has no parameter '%s' (or its value is not a number)", p.name, arg);
+      return item_error(item, why);
+    }
+    argv[argc++] = arg;
+  }
+  argv[argc] = nullptr;
+  printf("bench: %s: running the %s program\n", item, p.name);
+  const Counters before = read_all_counters();
+  const uint64_t t0 = now_ns();
+  const int64_t pid = fork();
+  if (pid == 0) {
+    const char* envp[] = {nullptr};
+    const int64_t r = execve(p.name, argv, envp);
+    printf("bench: execve(%s) failed: %ld\n", p.name, r);
+    exit_group(127);
+  }
+  int status = 0;
+  const bool reaped = pid > 0 && wait4(pid, &status, 0) == pid;
+  const uint64_t ns = now_ns() - t0;
+  reap_leftovers();
+  const Counters after = read_all_counters();
+  const bool leak = g_have_counters && after.free_frames != before.free_frames;
+  const bool pass = reaped && WIFEXITED(status) && WEXITSTATUS(status) == 0 && !leak;
+  {
+    Line l("bench", p.name);
+    l.str("args", item).u64("ns", ns);
+    if (WIFEXITED(status)) l.u64("exit_code", static_cast<uint64_t>(WEXITSTATUS(status)));
+    if (WIFSIGNALED(status)) l.u64("signal", static_cast<uint64_t>(WTERMSIG(status)));
+    if (g_have_counters) l.u64("free_frames_before", before.free_frames).u64("free_frames_after", after.free_frames);
+    l.boolean("pass", pass);
+    if (!pass)
+      l.str("error", !reaped ? "fork/wait failed" : leak ? "frame leak" : "the program failed (see its records)");
+  }
+  ++g_records;
+  if (!pass) ++g_failed;
+  printf("bench: %s: %s\n", item, pass ? "pass" : "FAIL");
+}
+
 void run_item(const char* item) {
   char name[40];
   size_t k = 0;
@@ -337,6 +415,8 @@ void run_item(const char* item) {
   }
   name[k] = 0;
   if (*s == ':') ++s;
+  for (const ProgramItem& p : kProgramItems)
+    if (strcmp(p.name, name) == 0) return run_program_item(p, item, s);
   Options opts;
   char why[120];
   if (!parse_options(s, opts, why, sizeof why)) {

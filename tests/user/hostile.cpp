@@ -1,7 +1,10 @@
 // hostile: user programs that attack the kernel (issue 13), run by pvk as
 // init ("init=hostile") or through the bench driver ("bench=hostile").
 //
-//   hostile [timeout=SECONDS] [ATTACK...]
+//   hostile [timeout=SECONDS] [only=INDEX] [ATTACK...]
+//
+// (only=INDEX runs the attack at that position of kAttacks, counting from
+// 0: a number, so the bench driver's numeric options can name it.)
 //
 // Each attack runs in its own forked "attack process" under a deadline; the
 // attack forks the victims it needs (each with its own deadline) and checks
@@ -209,7 +212,7 @@ unsigned reap_orphans() {
   return n;
 }
 
-uint64_t g_timeout_s = 60;
+uint64_t g_timeout_s = 20;
 uint64_t g_baseline;
 
 // Runs one attack in its own process; returns true if it passed.
@@ -283,7 +286,10 @@ void touch_data() {
   }
 }
 
+uint64_t g_only = ~0ull;
+
 bool selected(const Attack& a, int argc, char** argv) {
+  if (g_only != ~0ull) return &a == &kAttacks[g_only];
   bool any = false;
   for (int i = 1; i < argc; ++i) {
     bool option = false;
@@ -304,6 +310,9 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i)
     if (strncmp(argv[i], "timeout=", 8) == 0 && !parse_u64(argv[i] + 8, &g_timeout_s)) {
       printf("hostile: bad %s\n", argv[i]);
+      return 2;
+    } else if (strncmp(argv[i], "only=", 5) == 0 && (!parse_u64(argv[i] + 5, &g_only) || g_only >= kAttackCount)) {
+      printf("hostile: bad %s (0..%u)\n", argv[i], kAttackCount - 1);
       return 2;
     }
   g_results = static_cast<Results*>(map_anon(kPage, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS));

@@ -381,7 +381,7 @@ void one_call() {
         auto* act = reinterpret_cast<volatile uint64_t*>(kArena + 8 * g_rng.below(500));
         static const uint64_t kHandlers[] = {SIG_DFL, SIG_IGN, 0, 0, 0};
         uint64_t h = kHandlers[g_rng.below(5)];
-        if (h == 0) h = g_rng.one_in(3) ? hostile_addr() : reinterpret_cast<uint64_t>(fuzz_handler);
+        if (h == 0) h = g_rng.one_in(8) ? hostile_addr() : reinterpret_cast<uint64_t>(fuzz_handler);
         if (h == 0x1) h = SIG_IGN;
         act[0] = h;
         act[1] = g_rng.one_in(6) ? g_rng.next() : (SA_RESTORER | (g_rng.one_in(2) ? SA_NODEFER : 0));
@@ -447,10 +447,10 @@ void one_call() {
     // hostile address, the rest random.
     auto* f = reinterpret_cast<volatile uint64_t*>(kScratchStack + 2 * kPage);
     for (int i = 0; i < 23; ++i) f[i] = g_rng.next();
-    f[17] = g_rng.one_in(3) ? hostile_addr() : reinterpret_cast<uint64_t>(sysfuzz_landing);         // rip
-    f[20] = g_rng.one_in(4) ? hostile_addr() : kScratchStack + kPage + g_rng.below(512) * 8;       // rsp
+    f[17] = g_rng.one_in(8) ? hostile_addr() : reinterpret_cast<uint64_t>(sysfuzz_landing);         // rip
+    f[20] = g_rng.one_in(8) ? hostile_addr() : kScratchStack + kPage + g_rng.below(512) * 8;       // rsp
     f[19] = f[19] & ~kTF;   // never single-step the harness (TF is not fuzzed here)
-    f[22] = f[22] & ~(1ull << (SIGUSR2 - 1));                                                            // blocked
+    f[22] = f[22] & ~((1ull << (SIGUSR2 - 1)) | (g_rng.one_in(8) ? 0 : 0x1d8ull));  // mostly keep fault signals deliverable                                                            // blocked
     g_slot->done = g_slot->done + 1;
     asm volatile("mov %0, %%rsp\n\tmov $15, %%eax\n\tsyscall\n\tud2" : : "r"(f) : "memory");
     __builtin_unreachable();
@@ -596,14 +596,21 @@ bool run(const Config& cfg, Slot* slots, Totals& t) {
   bool ok = true;
   constexpr uint64_t kKickAfterNs = 30'000'000, kKillAfterNs = 3'000'000'000;
   for (;;) {
-    while (alive < cfg.parallel && next < cfg.children) {
+    // Children that die early leave calls unmade: more children (new seeds)
+    // take over until the budget is spent, up to 4x the count asked for.
+    uint64_t spent = 0;
+    for (unsigned i = 0; i < next; ++i) spent += slots[i].done;
+    for (unsigned i = 0; i < alive; ++i) spent += per_child;  // what the running ones may still make
+    const uint64_t max_children = cfg.children * 4;
+    while (alive < cfg.parallel && (next < cfg.children || (next < max_children && spent < cfg.iters))) {
       Slot& s = slots[next];
       memset(&s, 0, sizeof s);
       Running& c = run[alive];
       c = Running{};
       c.index = next;
       c.seed = mix(cfg.seed * 0x100000001b3ull + next);
-      const uint64_t mine = cfg.iters > per_child * next ? cfg.iters - per_child * next : 0;
+      const uint64_t mine = next < cfg.children ? (cfg.iters > per_child * next ? cfg.iters - per_child * next : 0)
+                                                : (cfg.iters > spent ? cfg.iters - spent : 0);
       const int64_t pid = fork();
       if (pid == 0) fuzz_child(&s, c.seed, mine < per_child ? mine : per_child);
       if (pid < 0) {
@@ -614,6 +621,7 @@ bool run(const Config& cfg, Slot* slots, Totals& t) {
       c.last_progress_ns = now_ns();
       ++alive;
       ++next;
+      spent += per_child;
     }
     if (alive == 0) break;
     bool reaped = false;
@@ -671,8 +679,8 @@ bool parse_args(int argc, char** argv, Config& cfg) {
       return false;
     }
   }
-  if (cfg.children == 0 || cfg.children > 4096 || cfg.parallel == 0 || cfg.parallel > 8) {
-    printf("sysfuzz: children must be 1..4096 and parallel 1..8\n");
+  if (cfg.children == 0 || cfg.children > 1024 || cfg.parallel == 0 || cfg.parallel > 8) {
+    printf("sysfuzz: children must be 1..1024 and parallel 1..8\n");
     return false;
   }
   return true;
@@ -689,8 +697,8 @@ __attribute__((noinline)) void pretouch_stack() {
 int main(int argc, char** argv) {
   Config cfg;
   if (!parse_args(argc, argv, cfg)) return 2;
-  uint64_t max_children = cfg.children;
-  if (cfg.regress && max_children < kRegressChildren) max_children = kRegressChildren;
+  uint64_t max_children = cfg.children * 4;
+  if (cfg.regress && max_children < kRegressChildren * 4) max_children = kRegressChildren * 4;
   const uint64_t slot_bytes = (max_children * sizeof(Slot) + kPage - 1) / kPage * kPage;
   auto* slots = static_cast<Slot*>(map_anon(slot_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS));
   if (!slots) {
