@@ -22,7 +22,8 @@ void classify(std::string_view line, std::vector<nlohmann::json>& records) {
       check(!line.starts_with(pvk::record_prefix));
       break;
     case pvk::ConsoleLine::Kind::malformed:
-      check(!c.error.empty());
+      check(!c.error.empty() && c.error.size() < 2000);
+      (void)nlohmann::json(c.error).dump();  // valid UTF-8, or this throws
       break;
     case pvk::ConsoleLine::Kind::record:
       check(c.record.is_object());
