@@ -3,6 +3,7 @@
 #include "guest/arch/probe.h"
 #include "guest/arch/platform.h"
 #include "guest/console/console.h"
+#include "guest/console/record.h"
 #include "guest/proc/process.h"
 
 namespace pvk {
@@ -50,7 +51,8 @@ void user_trap(TrapFrame& f, uint64_t fault_addr) {
         case FaultOutcome::Handled: break;
         case FaultOutcome::BadAccess: raise_fault_signal(abi::SIGSEGV); break;
         case FaultOutcome::OutOfMemory:
-          kprintf("pvk: pid %d (%s): out of memory at 0x%lx\n", p.pid, p.name, fault_addr);
+          kprintf("pvk: pid %d (%s): out of memory at 0x%lx, killed\n", p.pid, p.name, fault_addr);
+          Record("oom_kill").i64("pid", p.pid).str("program", p.name).u64("address", fault_addr);
           do_exit(abi::wait_signaled(abi::SIGKILL));
       }
       break;
