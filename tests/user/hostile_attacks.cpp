@@ -881,7 +881,12 @@ bool far_case(const FarCase& c, bool verbose) {
   for (int i = 0; i < 8; ++i) g_markers[i] = 0;
   g_case = c;
   if (verbose) printf("hostile: %s to 0x%x, then %s\n", kMethods[c.method], c.sel, kModes[c.mode]);
+  PvkCounters c0, c1;
+  read_counters(&c0);
   const Outcome o = run_victim(far_victim, 0, 1000);
+  read_counters(&c1);
+  // A victim that hangs: page faults taken meanwhile tell a fault loop from a spin.
+  if (o.timed_out) detail("hung_victim_page_faults", static_cast<int64_t>(c1.page_faults - c0.page_faults));
   char what[80];
   pvk::format(what, sizeof what, "%s to selector 0x%x, then %s", kMethods[c.method], c.sel, kModes[c.mode]);
   EXPECT_SIGNAL(what, o, SIGSEGV, SIGILL, SIGKILL, SIGBUS, SIGTRAP);
