@@ -29,6 +29,10 @@ struct Process {
   uint64_t pending = 0;  // bit n-1: signal n
   uint64_t blocked = 0;
   char name[32] = {};
+  // The last user page fault, to tell a livelock from demand paging.
+  uint64_t last_fault_rip = 0;
+  uint64_t last_fault_addr = 0;
+  unsigned fault_repeats = 0;
 
   uint8_t* stack_base() const;
   uint64_t stack_top() const { return reinterpret_cast<uint64_t>(stack_base()) + kStackSize; }

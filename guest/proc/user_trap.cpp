@@ -12,6 +12,7 @@ namespace {
 // Page-fault error code bits (the same natively and as Xen delivers them).
 namespace pf {
 inline constexpr uint64_t Write = 1u << 1;
+inline constexpr uint64_t User = 1u << 2;  // the access was made at user privilege
 inline constexpr uint64_t Reserved = 1u << 3;  // a reserved bit set in an entry: a page-table bug
 inline constexpr uint64_t Fetch = 1u << 4;
 }  // namespace pf
@@ -35,6 +36,18 @@ int signal_for_vector(uint64_t vector) {
   }
 }
 
+// The same instruction faulting on the same address again and again after
+// each fault was "handled" is a livelock (the entry already allows what the
+// CPU keeps refusing); a program never needs more than a few retries.
+bool repeats_without_progress(Process& p, uint64_t rip, uint64_t addr) {
+  constexpr unsigned kMaxRepeats = 16;
+  if (p.last_fault_rip == rip && p.last_fault_addr == addr) return ++p.fault_repeats > kMaxRepeats;
+  p.last_fault_rip = rip;
+  p.last_fault_addr = addr;
+  p.fault_repeats = 0;
+  return false;
+}
+
 }  // namespace
 
 void user_trap(TrapFrame& f, uint64_t fault_addr) {
@@ -47,8 +60,17 @@ void user_trap(TrapFrame& f, uint64_t fault_addr) {
         raise_fault_signal(abi::SIGSEGV);
         break;
       }
+      if (!(f.error_code & pf::User)) {
+        // An implicit supervisor-mode access the program caused (a descriptor
+        // table read, a far transfer's stack access under SMAP in some CPU
+        // models): demand paging cannot fix it, so it would repeat forever.
+        raise_fault_signal(abi::SIGSEGV);
+        break;
+      }
       switch (p.as->handle_fault(fault_addr, access_of(f.error_code))) {
-        case FaultOutcome::Handled: break;
+        case FaultOutcome::Handled:
+          if (repeats_without_progress(p, f.rip, fault_addr)) raise_fault_signal(abi::SIGSEGV);
+          break;
         case FaultOutcome::BadAccess: raise_fault_signal(abi::SIGSEGV); break;
         case FaultOutcome::OutOfMemory:
           kprintf("pvk: pid %d (%s): out of memory at 0x%lx, killed\n", p.pid, p.name, fault_addr);
