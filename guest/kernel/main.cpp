@@ -169,10 +169,9 @@ void kernel_main(Platform& platform, BootInfo& info) {
     // bench=A,B:k=v,... runs the benchmark driver with one argument per item.
     static char items[sizeof g_params.bench];
     memcpy(items, g_params.bench, sizeof items);
-    constexpr unsigned kMaxItems = 32;
-    const char* argv[kMaxItems + 2] = {"bench"};
+    const char* argv[kMaxBenchItems + 2] = {"bench"};  // the parser refused more items
     unsigned argc = 1;
-    for (char* p = items; *p && argc <= kMaxItems;) {
+    for (char* p = items; *p && argc <= kMaxBenchItems;) {
       argv[argc++] = p;
       while (*p && *p != ',') ++p;
       if (*p) *p++ = 0;
