@@ -38,6 +38,7 @@ ErrorOr<void> MmuQueue::push_ext(const mmuext_op_t& op) {
 ErrorOr<void> MmuQueue::flush() {
   if (!nu_ && !ne_) return {};
   const unsigned nu = nu_, ne = ne_;
+  sent_nu_ = nu, sent_ne_ = ne;
   nu_ = ne_ = 0;
   ++sends_;
   const SinkResult r = sink_.send(nu ? updates_ : nullptr, nu, ne ? ext_ : nullptr, ne);
@@ -52,6 +53,22 @@ ErrorOr<void> MmuQueue::flush() {
     return errno_from_xen(r.ext_rc);
   }
   return {};
+}
+
+void MmuQueue::requeue_refused() {
+  // The arrays still hold the failed send: flush() only reset the counts.
+  if (failure_.is_update) {
+    const unsigned first = failure_.index;
+    for (unsigned k = first; k < sent_nu_; ++k) updates_[k - first] = updates_[k];
+    nu_ = sent_nu_ - first;
+    ne_ = sent_ne_;
+  } else {
+    const unsigned first = failure_.index;
+    for (unsigned k = first; k < sent_ne_; ++k) ext_[k - first] = ext_[k];
+    nu_ = 0;
+    ne_ = sent_ne_ - first;
+  }
+  sent_nu_ = sent_ne_ = 0;
 }
 
 }  // namespace pvk::xen

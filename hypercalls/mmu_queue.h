@@ -50,6 +50,12 @@ class MmuQueue {
   // Sends whatever is queued. On failure the rest of the queue is dropped
   // and last_failure() names the refused request.
   ErrorOr<void> flush();
+  // Right after a failed flush(): queues again what Xen did not apply — the
+  // refused request and everything after it — for a caller that must not
+  // give up (a teardown). The ops of a send whose updates were refused are
+  // queued again too: queued ops are TLB flushes, which must follow the
+  // updates and are harmless to repeat.
+  void requeue_refused();
 
   unsigned pending_updates() const { return nu_; }
   unsigned pending_ext() const { return ne_; }
@@ -63,6 +69,8 @@ class MmuQueue {
   mmuext_op_t ext_[kMaxExt] = {};
   unsigned nu_ = 0;
   unsigned ne_ = 0;
+  unsigned sent_nu_ = 0;  // what the last flush() sent
+  unsigned sent_ne_ = 0;
   uint64_t sends_ = 0;
   QueueFailure failure_{};
 };

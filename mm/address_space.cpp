@@ -116,7 +116,10 @@ ErrorOr<AddressSpace*> AddressSpace::try_fork() {
   child->count_ = count_;
   child->brk_base_ = brk_base_;
   child->brk_end_ = brk_end_;
-  MmuBatch batch(root_);
+  // The parent's leaves are write-protected as they are shared: that must not
+  // stop halfway (a refused request is sent again), and only the child is
+  // undone if the fork fails.
+  MmuBatch batch(root_, OnRefusal::Retry);
   ErrorOr<void> r;
   for (unsigned i = 0; i < count_ && !r.is_error(); ++i) {
     const Vma& v = vmas_[i];
@@ -132,7 +135,7 @@ ErrorOr<AddressSpace*> AddressSpace::try_fork() {
 }
 
 ErrorOr<void> AddressSpace::destroy() {
-  MmuBatch batch(root_);
+  MmuBatch batch(root_, OnRefusal::Retry);
   ErrorOr<void> r;
   for (unsigned i = 0; i < count_ && !r.is_error(); ++i)
     r = g_mmu.range.unmap(root_, VirtAddr{vmas_[i].start}, vmas_[i].pages(), UnmapVisitor{&drop_frame, nullptr},
@@ -200,7 +203,7 @@ void AddressSpace::merge_neighbours() {
 }
 
 ErrorOr<void> AddressSpace::unmap_pages(uint64_t start, uint64_t end) {
-  MmuBatch batch(root_);
+  MmuBatch batch(root_, OnRefusal::Retry);
   auto r = g_mmu.range.unmap(root_, VirtAddr{start}, (end - start) >> kPageShift, UnmapVisitor{&drop_frame, nullptr},
                              batch);
   return finish(batch, r);
@@ -287,7 +290,7 @@ ErrorOr<void> AddressSpace::mprotect(uint64_t addr, uint64_t len, uint32_t prot)
   const PteFlags want = leaf_flags(prot);
   const uint64_t managed = pte_bit::Present | pte_bit::ProtNone | pte_bit::Write | pte_bit::Nx;
   merge_neighbours();
-  MmuBatch batch(root_);
+  MmuBatch batch(root_, OnRefusal::Retry);  // the VMAs already say the new rights
   auto r = g_mmu.range.protect(root_, VirtAddr{addr}, (end - addr) >> kPageShift, PteFlags{want.bits & managed},
                                PteFlags{~want.bits & managed}, batch);
   return finish(batch, r);
@@ -315,7 +318,7 @@ ErrorOr<uint64_t> AddressSpace::brk(uint64_t new_end) {
 
 ErrorOr<void> AddressSpace::map_frames(uint64_t addr, const Pfn* frames_in, uint64_t count, uint32_t prot) {
   for (uint64_t i = 0; i < count; ++i) frame_refs().set(frames_in[i], 1);
-  MmuBatch batch(root_);
+  MmuBatch batch(root_, OnRefusal::Fail);  // what was not mapped is read back and undone
   auto r = finish(batch, g_mmu.range.map(root_, VirtAddr{addr}, count, FrameSource{frames_in, {}}, leaf_flags(prot),
                                          batch));
   if (r.is_error()) {
@@ -344,8 +347,13 @@ FaultOutcome AddressSpace::handle_fault(uint64_t va, Access access) {
   const PteFlags flags = leaf_flags(v->prot);
   auto pte = g_mmu.range.lookup(root_, page);
 
-  MmuBatch batch(root_);
+  // A fault only grants access, so a refused update is not retried: the
+  // tables are read back afterwards and say whether the new frame made it.
+  MmuBatch batch(root_, OnRefusal::Fail);
   ErrorOr<void> r;
+  Pfn fresh{};          // a frame this fault took, if any
+  Pfn replaced{};       // the shared frame a copy replaces (copied = true)
+  bool took = false, copied = false;
   if (pte.is_error()) {
     if (!write && !(v->flags & vm::Shared) && g_policy.zero_page) {
       ++g_mm_stats.zero_page_maps;
@@ -356,10 +364,10 @@ FaultOutcome AddressSpace::handle_fault(uint64_t va, Access access) {
         must(batch.finish(), "fault batch");
         return FaultOutcome::OutOfMemory;
       }
-      memset(phys_to_virt(f.value()), 0, kPageSize);
-      frame_refs().set(f.value(), 1);
-      r = g_mmu.range.remap(root_, page, f.value(), flags, batch);
-      if (r.is_error()) frame_refs().set(f.value(), 0), frames().must_free(f.value());
+      fresh = f.value(), took = true;
+      memset(phys_to_virt(fresh), 0, kPageSize);
+      frame_refs().set(fresh, 1);
+      r = g_mmu.range.remap(root_, page, fresh, flags, batch);
     }
   } else if (write && (pte.value().raw & pte_bit::Cow)) {
     const Pfn old = g_mmu.pte_pfn(pte.value());
@@ -371,14 +379,10 @@ FaultOutcome AddressSpace::handle_fault(uint64_t va, Access access) {
         must(batch.finish(), "fault batch");
         return FaultOutcome::OutOfMemory;
       }
-      memcpy(phys_to_virt(f.value()), phys_to_virt(old), kPageSize);
-      frame_refs().set(f.value(), 1);
-      ++g_mm_stats.cow_copies;
-      r = g_mmu.range.remap(root_, page, f.value(), flags, batch);
-      if (r.is_error())
-        frame_refs().set(f.value(), 0), frames().must_free(f.value());
-      else if (frame_refs().dec(old) == 0)
-        frames().must_free(old);
+      fresh = f.value(), took = true, replaced = old, copied = true;
+      memcpy(phys_to_virt(fresh), phys_to_virt(old), kPageSize);
+      frame_refs().set(fresh, 1);
+      r = g_mmu.range.remap(root_, page, fresh, flags, batch);
     }
   } else if (write && !(g_mmu.pte_flags(pte.value()).has(pte_bit::Write))) {
     r = g_mmu.range.remap(root_, page, g_mmu.pte_pfn(pte.value()), flags, batch);
@@ -386,7 +390,18 @@ FaultOutcome AddressSpace::handle_fault(uint64_t va, Access access) {
     batch.invalidate(page);  // a stale translation: the entry already allows it
   }
   r = finish(batch, r);
-  return r.is_error() ? FaultOutcome::OutOfMemory : FaultOutcome::Handled;
+  if (!took) return r.is_error() ? FaultOutcome::OutOfMemory : FaultOutcome::Handled;
+  const auto now = g_mmu.range.lookup(root_, page);
+  if (now.is_error() || g_mmu.pte_pfn(now.value()) != fresh) {
+    frame_refs().set(fresh, 0);  // never referenced by an entry: give it back
+    frames().must_free(fresh);
+    return FaultOutcome::OutOfMemory;
+  }
+  if (copied) {
+    ++g_mm_stats.cow_copies;
+    if (frame_refs().dec(replaced) == 0) frames().must_free(replaced);
+  }
+  return FaultOutcome::Handled;
 }
 
 }  // namespace pvk

@@ -9,7 +9,7 @@ namespace {
 bool is_kernel_half(VirtAddr va) { return raw(va) >> 63; }
 }  // namespace
 
-MmuBatch::MmuBatch(Pfn root) : root_(root) { g_mmu.enter_lazy_mmu(); }
+MmuBatch::MmuBatch(Pfn root, OnRefusal on_refusal) : root_(root) { g_mmu.enter_lazy_mmu(on_refusal); }
 
 MmuBatch::~MmuBatch() {
   if (!finished_) panic("MmuBatch destroyed without finish()");

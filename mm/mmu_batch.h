@@ -11,7 +11,9 @@ namespace pvk {
 
 class MmuBatch {
  public:
-  explicit MmuBatch(Pfn root);
+  // on_refusal: see OnRefusal (pvops/mmu_ops.h) — Retry for work that takes
+  // access away and must not stop halfway.
+  explicit MmuBatch(Pfn root, OnRefusal on_refusal = OnRefusal::Fail);
   MmuBatch(const MmuBatch&) = delete;
   MmuBatch& operator=(const MmuBatch&) = delete;
   ~MmuBatch();

@@ -63,6 +63,17 @@ struct MmuRangeOps {
 
 enum class PteAccess : uint8_t { Attrs, Flags };  // boot parameter pte=
 
+// What a lazy-MMU section does when the hypervisor refuses a queued
+// page-table update (Xen PV; natively nothing is ever refused).
+//  Fail:  the error ends the section; what was not applied is dropped, and
+//         the caller learns what happened by reading the tables back — for
+//         work that grants access (a fault's mapping) and can be undone.
+//  Retry: the refused requests are reported and sent again, a few times,
+//         before the error is given up — for work that takes access away
+//         (unmap, teardown, write-protect for fork, mprotect), which must not
+//         stop halfway.
+enum class OnRefusal : uint8_t { Fail, Retry };
+
 struct MmuOps {
   const char* name;
 
@@ -79,7 +90,7 @@ struct MmuOps {
   PteFlags (*pte_flags)(Pte pte);
   CacheAttr (*pte_attrs)(Pte pte);
 
-  void (*enter_lazy_mmu)();
+  void (*enter_lazy_mmu)(OnRefusal on_refusal);
   ErrorOr<void> (*flush_lazy_mmu)();  // push queued updates, stay lazy
   ErrorOr<void> (*leave_lazy_mmu)();
   void (*flush_tlb_one)(VirtAddr va);

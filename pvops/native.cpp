@@ -32,7 +32,7 @@ struct NativePolicy {
 };
 static_assert(MmuPolicy<NativePolicy>);
 
-void enter_lazy() { ++g_mmu_counters.lazy_sections; }
+void enter_lazy(OnRefusal) { ++g_mmu_counters.lazy_sections; }
 ErrorOr<void> no_queue() { return {}; }
 
 void flush_one(VirtAddr va) {

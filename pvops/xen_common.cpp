@@ -15,6 +15,8 @@ namespace {
 
 Config g_config{};
 bool g_lazy = false;
+OnRefusal g_on_refusal = OnRefusal::Fail;  // of the current lazy section; Fail outside one
+constexpr unsigned kMaxResends = 3;
 xen::MmuQueue g_queue;
 
 // One bit per pseudo-physical frame: is it a page table right now?
@@ -36,8 +38,34 @@ ErrorOr<void> remap_accessor(Pfn pfn, PteFlags flags) {
   return {};
 }
 
+// Work that undoes or tears down must not stop at one refusal, whatever
+// section it runs in: while this lives, refusals are sent again.
+class MustComplete {
+ public:
+  MustComplete() : saved_(g_on_refusal) { g_on_refusal = OnRefusal::Retry; }
+  ~MustComplete() { g_on_refusal = saved_; }
+  MustComplete(const MustComplete&) = delete;
+  MustComplete& operator=(const MustComplete&) = delete;
+
+ private:
+  OnRefusal saved_;
+};
+
+// The outcome of a queue operation that may have sent the queue. In a
+// section that must complete, a refusal is reported and what Xen did not
+// apply is sent again (a refusal that persists is given up all the same).
+ErrorOr<void> settle(ErrorOr<void> r, const char* during) {
+  for (unsigned tries = 0; r.is_error() && g_on_refusal == OnRefusal::Retry && tries < kMaxResends; ++tries) {
+    report_failure(during, r.error());
+    g_queue.requeue_refused();
+    r = g_queue.flush();
+  }
+  if (r.is_error()) return report_failure(during, r.error());
+  return {};
+}
+
 ErrorOr<void> ext_now(unsigned cmd, uint64_t arg) {
-  TRY(g_queue.flush());
+  TRY(settle(g_queue.flush(), "mmu batch"));
   mmuext_op_t op{};
   op.cmd = cmd;
   op.arg1.mfn = arg;
@@ -52,7 +80,10 @@ void tlb_op(unsigned cmd, uint64_t va) {
   op.cmd = cmd;
   op.arg1.linear_addr = va;
   if (g_lazy && g_config.defer_in_lazy) {
-    if (auto r = g_queue.push_ext(op); r.is_error()) report_failure("mmuext_op", r.error());
+    // A full queue is sent first; if that is refused (and settled), the op
+    // still needs queueing.
+    if (auto r = g_queue.push_ext(op); r.is_error() && !settle(r, "mmuext_op").is_error())
+      if (g_queue.push_ext(op).is_error()) report_failure("mmuext_op", Errno::EIO);
     return;
   }
   if (ext_now(cmd, va).is_error()) {
@@ -61,20 +92,19 @@ void tlb_op(unsigned cmd, uint64_t va) {
   }
 }
 
-void enter_lazy() {
+void enter_lazy(OnRefusal on_refusal) {
   ++g_mmu_counters.lazy_sections;
   g_lazy = true;
+  g_on_refusal = on_refusal;
 }
 
-ErrorOr<void> flush_lazy() {
-  auto r = g_queue.flush();
-  if (r.is_error()) return report_failure("mmu batch", r.error());
-  return {};
-}
+ErrorOr<void> flush_lazy() { return settle(g_queue.flush(), "mmu batch"); }
 
 ErrorOr<void> leave_lazy() {
+  auto r = flush_lazy();
   g_lazy = false;
-  return flush_lazy();
+  g_on_refusal = OnRefusal::Fail;
+  return r;
 }
 
 void flush_tlb_one(VirtAddr va) {
@@ -106,7 +136,7 @@ RootPair* pair_of(Pfn root) {
 
 ErrorOr<void> load_root(Pfn root) {
   ++g_mmu_counters.root_loads;
-  TRY(g_queue.flush());
+  TRY(settle(g_queue.flush(), "mmu batch"));
   const RootPair* pair = pair_of(root);
   if (!pair) panic("xen: root 0x%lx has no user root", raw(root));
   mmuext_op_t ops[2] = {};
@@ -153,18 +183,15 @@ Errno report_failure(const char* op, Errno e) {
 }
 
 ErrorOr<void> update_now(uint64_t ptr, uint64_t val) {
-  auto r = g_queue.flush();
-  if (!r.is_error()) r = g_queue.push_update(ptr, val);
-  if (!r.is_error()) r = g_queue.flush();
-  if (r.is_error()) return report_failure("mmu_update", r.error());
-  return {};
+  TRY(settle(g_queue.flush(), "mmu batch"));
+  TRY(settle(g_queue.push_update(ptr, val), "mmu_update"));
+  return settle(g_queue.flush(), "mmu_update");
 }
 
 ErrorOr<void> update_queued(uint64_t ptr, uint64_t val) {
-  auto r = g_queue.push_update(ptr, val);
-  if (!r.is_error() && !(g_lazy && g_config.defer_in_lazy)) r = g_queue.flush();
-  if (r.is_error()) return report_failure("mmu_update", r.error());
-  return {};
+  TRY(settle(g_queue.push_update(ptr, val), "mmu_update"));  // sends the queue when it is full
+  if (g_lazy && g_config.defer_in_lazy) return {};
+  return settle(g_queue.flush(), "mmu_update");
 }
 
 bool is_page_table(Pfn pfn) {
@@ -198,6 +225,7 @@ ErrorOr<void> pin_new_root(Pfn pfn) {
 }
 
 void unpin_root(Pfn pfn) {
+  MustComplete teardown;
   if (ext_now(MMUEXT_UNPIN_TABLE, raw(xen::pfn_to_mfn(pfn))).is_error()) return;
   mark_page_table(pfn, 1, false);
   must(remap_accessor(pfn, pte_flags::KernelRw), "restore accessor");
@@ -209,6 +237,17 @@ ErrorOr<void> mirror_user_l4(Pte* slot, Pte v) {
   const RootPair* pair = pair_of(virt_to_pfn(slot));
   if (!pair) return {};
   return update_now(xen::machine_address(phys_to_virt<Pte>(pair->user) + index) | MMU_NORMAL_PT_UPDATE, v.raw);
+}
+
+ErrorOr<void> store_l4(Pte* slot, Pte v) {
+  const Pte old = *slot;
+  TRY(mirror_user_l4(slot, v));  // the twin first: if Xen refuses it, nothing changed
+  auto r = update_now(xen::machine_address(slot) | MMU_NORMAL_PT_UPDATE, v.raw);
+  if (r.is_error()) {
+    MustComplete undo;  // put the twin back
+    must(mirror_user_l4(slot, old), "restore the user root's entry");
+  }
+  return r;
 }
 
 ErrorOr<void> prepare_table(Pfn pfn, Level level) {
@@ -239,6 +278,7 @@ ErrorOr<void> prepare_table(Pfn pfn, Level level) {
 }
 
 ErrorOr<void> retire_table(Pfn pfn, Level level) {
+  MustComplete teardown;
   if (level == Level::L4) {
     TRY(ext_now(MMUEXT_UNPIN_TABLE, raw(xen::pfn_to_mfn(pfn))));
     if (RootPair* pair = pair_of(pfn)) {

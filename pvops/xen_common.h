@@ -39,6 +39,9 @@ void mark_page_table(Pfn first, uint64_t count, bool is_table);
 // companion user root sharing its user-half L3 tables; stores to the user
 // half of a root's L4 are mirrored there.
 ErrorOr<void> mirror_user_l4(Pte* slot, Pte v);
+// An L4 store: the root's entry and, for the user half, its user-only
+// twin's change together or not at all.
+ErrorOr<void> store_l4(Pte* slot, Pte v);
 
 ErrorOr<void> prepare_table(Pfn pfn, Level level);
 ErrorOr<void> retire_table(Pfn pfn, Level level);

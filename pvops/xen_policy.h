@@ -14,9 +14,8 @@ struct XenPolicy {
   static ErrorOr<void> store(Pte* slot, Pte v, Level level) {
     ++g_mmu_counters.pte_writes;
     if (level == Level::L1) return L1Writer::store(slot, v);
-    TRY(update_now(xen::machine_address(slot) | MMU_NORMAL_PT_UPDATE, v.raw));
-    if (level == Level::L4) return mirror_user_l4(slot, v);
-    return {};
+    if (level == Level::L4) return store_l4(slot, v);
+    return update_now(xen::machine_address(slot) | MMU_NORMAL_PT_UPDATE, v.raw);
   }
   // Xen keeps hardware A/D bits for us: PRESERVE_AD on commit (queued
   // writers) or the trapped store's emulation (wrpt) merges them.

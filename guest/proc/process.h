@@ -33,6 +33,7 @@ struct Process {
   uint64_t last_fault_rip = 0;
   uint64_t last_fault_addr = 0;
   unsigned fault_repeats = 0;
+  unsigned fault_failures = 0;  // consecutive faults that ran out of frames or were refused
 
   uint8_t* stack_base() const;
   uint64_t stack_top() const { return reinterpret_cast<uint64_t>(stack_base()) + kStackSize; }

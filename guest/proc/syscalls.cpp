@@ -191,6 +191,7 @@ extern "C" void syscall_dispatch(TrapFrame* f) {
   // Every entry from user mode lands at the top of the caller's kernel stack.
   if (f != current()->frame()) panic("syscall frame at %p, not at the top of pid %d's kernel stack", f, current()->pid);
   current()->fault_repeats = 0;  // a system call is progress: not a fault livelock
+  current()->fault_failures = 0;
   current()->last_fault_rip = 0;
   const Args a = {f->rdi, f->rsi, f->rdx, f->r10, f->r8, f->r9};
   int64_t ret;

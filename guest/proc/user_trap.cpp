@@ -17,6 +17,10 @@ inline constexpr uint64_t Reserved = 1u << 3;  // a reserved bit set in an entry
 inline constexpr uint64_t Fetch = 1u << 4;
 }  // namespace pf
 
+// How often a fault that could not get its frame or mapping is retried
+// before the process is killed as out of memory.
+constexpr unsigned kFaultRetries = 3;
+
 Access access_of(uint64_t error_code) {
   if (error_code & pf::Fetch) return Access::Execute;
   return (error_code & pf::Write) ? Access::Write : Access::Read;
@@ -69,10 +73,14 @@ void user_trap(TrapFrame& f, uint64_t fault_addr) {
       }
       switch (p.as->handle_fault(fault_addr, access_of(f.error_code))) {
         case FaultOutcome::Handled:
+          p.fault_failures = 0;
           if (repeats_without_progress(p, f.rip, fault_addr)) raise_fault_signal(abi::SIGSEGV);
           break;
         case FaultOutcome::BadAccess: raise_fault_signal(abi::SIGSEGV); break;
         case FaultOutcome::OutOfMemory:
+          // A frame or a mapping refused once may be there the next time:
+          // let the access fault again a few times before giving up.
+          if (++p.fault_failures <= kFaultRetries) break;
           kprintf("pvk: pid %d (%s): out of memory at 0x%lx, killed\n", p.pid, p.name, fault_addr);
           Record("oom_kill").i64("pid", p.pid).str("program", p.name).u64("address", fault_addr);
           do_exit(abi::wait_signaled(abi::SIGKILL));
@@ -96,7 +104,14 @@ bool kernel_fault_on_user_memory(const TrapFrame& f, uint64_t fault_addr) {
   if (!extable_fixup(f.rip)) return false;
   Process* p = current();
   if (!p || !p->as || fault_addr >= abi::kUserTop || (f.error_code & pf::Reserved)) return false;
-  return p->as->handle_fault(fault_addr, access_of(f.error_code)) == FaultOutcome::Handled;
+  for (unsigned attempt = 0; attempt <= kFaultRetries; ++attempt) {
+    switch (p->as->handle_fault(fault_addr, access_of(f.error_code))) {
+      case FaultOutcome::Handled: return true;
+      case FaultOutcome::BadAccess: return false;
+      case FaultOutcome::OutOfMemory: break;  // maybe transient: try again
+    }
+  }
+  return false;  // the copy fails: EFAULT
 }
 
 }  // namespace pvk

@@ -840,6 +840,38 @@ TEST_P(AddressSpaceTest, CowCopyWithoutFramesIsOutOfMemoryAndKeepsTheSharedFrame
   EXPECT_TRUE(page_is(p, 0x21));
 }
 
+// The hypervisor refusing a fault's mapping: the fault says OutOfMemory
+// (the process is killed), the frame it took for the copy goes back, and
+// the shared frame keeps both its entry and its count — read back from the
+// tables, whatever the refused request had been queued with.
+TEST_P(AddressSpaceTest, ARefusedCowMappingGivesTheCopyBackAndKeepsTheSharedFrame) {
+  AddressSpace* parent = create();
+  ASSERT_NE(parent, nullptr);
+  const uint64_t a = mmap(parent, pg(1), kRw);
+  fill(parent, a, 0x31);
+  const Pfn p = frame_at(parent, a);
+  AddressSpace* child = fork(parent);
+  ASSERT_NE(child, nullptr);
+  const uint64_t free_before = frames().free_count();
+  bool refused = false;
+  fake().fault = [&](const MmuEvent& ev) {
+    if (refused || ev.kind != Ev::Store || ev.level != Level::L1) return Errno::Ok;
+    refused = true;
+    return Errno::EINVAL;
+  };
+  EXPECT_EQ(child->handle_fault(a, Access::Write), FaultOutcome::OutOfMemory);
+  fake().fault = nullptr;
+  EXPECT_TRUE(refused);
+  EXPECT_EQ(frames().free_count(), free_before);
+  EXPECT_EQ(entry_pfn(entry(child, a)), p);
+  EXPECT_EQ(refs(p), 2u);
+  EXPECT_EQ(g_mm_stats.cow_copies, 0u);
+  write(child, a, 0x32);
+  EXPECT_EQ(g_mm_stats.cow_copies, 1u);
+  EXPECT_TRUE(page_is(p, 0x31));
+  EXPECT_EQ(refs(p), 1u);
+}
+
 // A fault in a stretch with no page tables yet: with too few frames for the
 // new frame *and* the tables, remap() fails after the fault handler took
 // what it needed, and the handler returns OutOfMemory without giving it

@@ -368,7 +368,7 @@ MmuOps make_fake_ops(PteAccess access) {
     return g_builder_pte_flags(e);
   };
   ops.pte_attrs = [](Pte e) { return cache_attr_for(pat_value(kPowerOnPat), e); };
-  ops.enter_lazy_mmu = [] {
+  ops.enter_lazy_mmu = [](OnRefusal) {
     FakeMmu& f = fake();
     ++f.lazy_depth_;
     ++g_mmu_counters.lazy_sections;

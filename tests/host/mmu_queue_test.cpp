@@ -150,6 +150,38 @@ TEST_F(MmuQueueTest, APartialFailureNamesTheRefusedRequestAndDropsTheRest) {
   EXPECT_EQ(g_sink.sends.size(), 2u);
 }
 
+// A section that must complete sends again exactly what Xen did not apply:
+// the refused update, the ones after it and the send's ops, in order.
+TEST_F(MmuQueueTest, RequeueRefusedSendsTheUnappliedSuffixAgain) {
+  q().init(MmuSink{&fake_send}, 8);
+  for (uint64_t i = 0; i < 5; ++i) ASSERT_FALSE(q().push_update(0x2000 + 8 * i, i).is_error());
+  ASSERT_FALSE(q().push_ext(flush_op(0x7000)).is_error());
+  g_sink.fail_update_at = 2;
+  ASSERT_TRUE(q().flush().is_error());
+  q().requeue_refused();
+  EXPECT_EQ(q().pending_updates(), 3u);
+  EXPECT_EQ(q().pending_ext(), 1u);
+  ASSERT_FALSE(q().flush().is_error());
+  ASSERT_EQ(g_sink.sends.size(), 2u);
+  const Send& again = g_sink.sends[1];
+  ASSERT_EQ(again.updates.size(), 3u);
+  for (unsigned k = 0; k < 3; ++k) EXPECT_EQ(again.updates[k].val, 2u + k);
+  ASSERT_EQ(again.ext.size(), 1u);
+  EXPECT_EQ(again.ext[0].arg1.linear_addr, 0x7000u);
+
+  // A refused op: only it and the ops after it go again.
+  ASSERT_FALSE(q().push_ext(flush_op(0x8000)).is_error());
+  ASSERT_FALSE(q().push_ext(flush_op(0x9000)).is_error());
+  g_sink.fail_ext_at = 1;
+  ASSERT_TRUE(q().flush().is_error());
+  q().requeue_refused();
+  EXPECT_EQ(q().pending_updates(), 0u);
+  ASSERT_EQ(q().pending_ext(), 1u);
+  ASSERT_FALSE(q().flush().is_error());
+  ASSERT_EQ(g_sink.sends.back().ext.size(), 1u);
+  EXPECT_EQ(g_sink.sends.back().ext[0].arg1.linear_addr, 0x9000u);
+}
+
 TEST_F(MmuQueueTest, ARefusedOpIsReportedWithItsCommand) {
   q().init(MmuSink{&fake_send}, 8);
   g_sink.fail_ext_at = 1;

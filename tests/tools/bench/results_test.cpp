@@ -12,6 +12,20 @@ namespace {
 using testing::bench_line;
 using testing::sample;
 
+// On pvk the bench driver's lines reach the console tagged "@pvk-user" (the
+// kernel marks what programs write): they are the benchmark results all
+// the same.
+TEST(Records, ProgramRecordsTaggedByTheKernelAreResults) {
+  const auto records = parse_records({
+      R"(@pvk {"event":"boot","platform":"native","mmu":"native","pte":"attrs"})",
+      "@pvk-user " + bench_line("getpid", "", 100, 90, 110, 10).substr(5),
+      R"(@pvk-user {"event":"bench_done","benchmarks":1,"failed":0})",
+  });
+  ASSERT_EQ(records.size(), 3u);
+  EXPECT_EQ(records[1]["bench"], "getpid");
+  EXPECT_EQ(records[2]["event"], "bench_done");
+}
+
 TEST(Records, ParsedInConsoleOrder) {
   const auto records = parse_records({
       "pvk: booting (native, bare metal)",

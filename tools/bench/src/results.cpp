@@ -94,8 +94,11 @@ std::string params_text(const Params& params) {
 std::vector<OJson> parse_records(const std::vector<std::string>& lines) {
   std::vector<OJson> out;
   for (const auto& line : lines) {
-    if (!line.starts_with(record_prefix)) continue;
-    OJson j = OJson::parse(line.substr(record_prefix.size()), nullptr, /*allow_exceptions=*/false);
+    // Benchmark results come from the bench driver, a user program: its
+    // lines arrive tagged "@pvk-user" on pvk, untagged on Linux.
+    const std::optional<std::string_view> body = record_body(line);
+    if (!body) continue;
+    OJson j = OJson::parse(*body, nullptr, /*allow_exceptions=*/false);
     if (j.is_object()) out.push_back(std::move(j));
   }
   return out;

@@ -50,12 +50,20 @@ std::string excerpt(std::string_view line) {
 
 }  // namespace
 
+std::optional<std::string_view> record_body(std::string_view line, bool* user) {
+  const bool from_user = line.starts_with(user_record_prefix);
+  if (user) *user = from_user;
+  if (from_user) return line.substr(user_record_prefix.size());
+  if (line.starts_with(record_prefix)) return line.substr(record_prefix.size());
+  return std::nullopt;
+}
+
 ConsoleLine parse_console_line(std::string_view line) {
   ConsoleLine out;
-  const bool user = line.starts_with(user_record_prefix);
-  if (!user && !line.starts_with(record_prefix)) return out;
-
-  const std::string_view body = line.substr(user ? user_record_prefix.size() : record_prefix.size());
+  bool user = false;
+  const std::optional<std::string_view> found = record_body(line, &user);
+  if (!found) return out;
+  const std::string_view body = *found;
   if (nested_too_deep(body)) {
     if (user) return out;
     out.kind = ConsoleLine::Kind::malformed;

@@ -30,6 +30,10 @@ struct ConsoleLine {
   std::string error;      // kind == malformed: what is wrong with it
 };
 
+// The JSON text of a record line, kernel's ("@pvk ") or a program's
+// ("@pvk-user "); nullopt for any other line. `user` says which.
+std::optional<std::string_view> record_body(std::string_view line, bool* user = nullptr);
+
 // Classifies one console line (without its line terminator). Malformed
 // records are reported rather than skipped: a kernel that prints broken
 // records has a bug the run must not hide.
