@@ -605,6 +605,8 @@ bool run(const Config& cfg, Slot* slots, Totals& t) {
   bool slot_used[kMaxParallel] = {};
   unsigned next = 0, alive = 0;
   const uint64_t reaped_before = t.syscalls;  // t also carries earlier runs (regression seeds)
+  constexpr unsigned kMaxForkFailures = 1000;  // in a row
+  unsigned fork_failures = 0;
   bool ok = true;
   constexpr uint64_t kKickAfterNs = 30'000'000, kKillAfterNs = 3'000'000'000;
   for (;;) {
@@ -627,13 +629,20 @@ bool run(const Config& cfg, Slot* slots, Totals& t) {
       c.seed = mix(cfg.seed * 0x100000001b3ull + next);
       const uint64_t mine = next < cfg.children ? (cfg.iters > per_child * next ? cfg.iters - per_child * next : 0)
                                                 : (cfg.iters > spent ? cfg.iters - spent : 0);
-      const int64_t pid = fork();
       c.budget = mine < per_child ? mine : per_child;
+      const int64_t pid = fork();
       if (pid == 0) fuzz_child(&s, c.seed, c.budget);
       if (pid < 0) {
+        // Out of memory or processes (fail= makes forks fail on purpose):
+        // wait for the running children, or try again a while.
+        if ((pid == -ENOMEM || pid == -EAGAIN) && ++fork_failures < kMaxForkFailures) {
+          if (!alive) sched_yield();
+          break;
+        }
         printf("sysfuzz: fork failed: %ld\n", pid);
         return false;
       }
+      fork_failures = 0;
       c.pid = pid;
       slot_used[slot] = true;
       c.last_progress_ns = now_ns();
@@ -641,7 +650,7 @@ bool run(const Config& cfg, Slot* slots, Totals& t) {
       ++next;
       spent += per_child;
     }
-    if (alive == 0) break;
+    if (alive == 0 && !fork_failures) break;  // a failed fork with nothing running tries again
     bool reaped = false;
     for (unsigned i = 0; i < alive; ++i) {
       Running& c = run[i];
