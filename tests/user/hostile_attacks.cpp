@@ -2,6 +2,7 @@
 // the end gives the order. Each runs in its own attack process (hostile.cpp)
 // and forks victims with deadlines through run_victim().
 #include "guest/layout.h"
+#include "flagged_syscall.h"
 #include "hostile.h"
 
 extern "C" char hostile_compat_entry[], hostile_int_stubs[], hostile_landing_pad[];
@@ -30,25 +31,6 @@ inline uint16_t read_ss() {
   uint16_t v;
   asm volatile("mov %%ss, %0" : "=r"(v));
   return v;
-}
-
-// A system call entered with `fl` ORed into RFLAGS right before `syscall`;
-// DF, AC, NT and TF are cleared again right after it.
-inline int64_t flagged_syscall(uint64_t fl, uint64_t nr, uint64_t a1 = 0, uint64_t a2 = 0, uint64_t a3 = 0) {
-  int64_t r;
-  asm volatile(
-      "pushfq\n\t"
-      "orq %[fl], (%%rsp)\n\t"
-      "popfq\n\t"
-      "syscall\n\t"
-      "pushfq\n\t"
-      "andq %[clr], (%%rsp)\n\t"
-      "popfq\n\t"
-      "cld"
-      : "=a"(r)
-      : "a"(nr), "D"(a1), "S"(a2), "d"(a3), [fl] "r"(fl), [clr] "r"(~kClearAfter)
-      : "rcx", "r11", "memory", "cc");
-  return r;
 }
 
 // A store entered with `fl` set (a page fault when the page is fresh).

@@ -35,6 +35,7 @@
 
 #include "bench/libc/user.h"
 #include "guest/lib/format.h"
+#include "flagged_syscall.h"
 
 namespace {
 
@@ -127,23 +128,8 @@ constexpr int SIGUSR2 = 12;
 constexpr uint64_t kTF = 1u << 8, kDF = 1u << 10, kNT = 1u << 14, kAC = 1u << 18, kIOPL = 3u << 12;
 
 int64_t raw_syscall(uint64_t nr, const uint64_t* a, uint64_t fl) {
-  int64_t r;
-  register uint64_t r10 asm("r10") = a[3];
-  register uint64_t r8 asm("r8") = a[4];
-  register uint64_t r9 asm("r9") = a[5];
-  asm volatile(
-      "pushfq\n\t"
-      "orq %[fl], (%%rsp)\n\t"
-      "popfq\n\t"
-      "syscall\n\t"
-      "pushfq\n\t"
-      "andq %[clr], (%%rsp)\n\t"
-      "popfq\n\t"
-      "cld"
-      : "=a"(r), "+r"(r10), "+r"(r8), "+r"(r9)
-      : "a"(nr), "D"(a[0]), "S"(a[1]), "d"(a[2]), [fl] "r"(fl), [clr] "r"(~(kDF | kAC | kNT | kTF))
-      : "rcx", "r11", "memory", "cc");
-  return r;
+  const uint64_t args[6] = {a[0], a[1], a[2], a[3], a[4], a[5]};
+  return flagged_syscall6(fl, nr, args);
 }
 
 // ---------------------------------------------------------------------------
