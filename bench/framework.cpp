@@ -2,8 +2,8 @@
 #include <stddef.h>
 
 #include "bench/bench.h"
-#include "guest/lib/error_or.h"  // pvk::panic
-#include "guest/lib/format.h"
+#include "base/lib/error_or.h"  // pvk::panic
+#include "base/lib/format.h"
 
 namespace bench {
 

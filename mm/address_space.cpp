@@ -1,13 +1,13 @@
 #include "mm/address_space.h"
 
-#include "guest/layout.h"
-#include "guest/lib/kstring.h"
-#include "guest/proc/abi.h"
-#include "mm/frame_allocator.h"
-#include "mm/frame_refs.h"
+#include "base/layout.h"
+#include "base/lib/kstring.h"
+#include "base/abi.h"
+#include "base/frames/frame_allocator.h"
+#include "base/frames/frame_refs.h"
 #include "mm/kernel_space.h"
-#include "mm/mmu_batch.h"
-#include "mm/physmap.h"
+#include "pvops/mmu_batch.h"
+#include "base/frames/physmap.h"
 
 namespace pvk {
 

@@ -4,7 +4,7 @@
 // page-table work goes through the pvops range operations inside lazy-MMU
 // batches, so each backend decides how the writes travel.
 #pragma once
-#include "guest/lib/error_or.h"
+#include "base/lib/error_or.h"
 #include "pvops/mmu_ops.h"
 
 namespace pvk {

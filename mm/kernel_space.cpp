@@ -1,11 +1,11 @@
 #include "mm/kernel_space.h"
 
-#include "guest/layout.h"
-#include "guest/lib/kstring.h"
-#include "mm/frame_allocator.h"
-#include "mm/frame_refs.h"
-#include "mm/mmu_batch.h"
-#include "mm/physmap.h"
+#include "base/layout.h"
+#include "base/lib/kstring.h"
+#include "base/frames/frame_allocator.h"
+#include "base/frames/frame_refs.h"
+#include "pvops/mmu_batch.h"
+#include "base/frames/physmap.h"
 #include "pvops/mmu_ops.h"
 
 extern "C" char __kernel_start[], __text_end[], __rodata_end[], __kernel_end[];

@@ -6,12 +6,12 @@
 //  - single-entry verbs (set_pte, ptep_modify_prot_start/commit, ...), for
 //    paths that touch one entry (a fault);
 //  - range operations (map/protect/unmap/lookup), which are the shared walk
-//    (mm/page_walk.h) instantiated with the backend's policy, so a hot loop
+//    (pvops/page_walk.h) instantiated with the backend's policy, so a hot loop
 //    costs one indirect call per range, not per entry — except under
 //    pte=flags, where every flag read deliberately goes through pte_flags.
 #pragma once
-#include "guest/lib/error_or.h"
-#include "pvops/counters.h"
+#include "base/lib/error_or.h"
+#include "base/counters.h"
 #include "pvops/pte.h"
 
 namespace pvk {

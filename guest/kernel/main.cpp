@@ -1,21 +1,21 @@
 // kernel_main: the environment-neutral half of boot. Entry points (native
 // PVH, Xen PV) hand over a Platform and a BootInfo; from here on nothing
 // asks where we run except through g_platform and pvops.
-#include "guest/arch/cpu.h"
-#include "guest/console/console.h"
-#include "guest/console/record.h"
-#include "guest/kernel/boot_info.h"
+#include "base/arch/cpu.h"
+#include "base/console/console.h"
+#include "base/console/record.h"
+#include "base/boot_info.h"
 #include "guest/kernel/finish.h"
-#include "guest/lib/fault_inject.h"
-#include "guest/lib/format.h"
-#include "guest/lib/kstring.h"
+#include "base/lib/fault_inject.h"
+#include "base/lib/format.h"
+#include "base/lib/kstring.h"
 #include "guest/params/boot_params.h"
 #include "guest/selftest/selftest.h"
-#include "mm/frame_allocator.h"
+#include "base/frames/frame_allocator.h"
 #include "mm/address_space.h"
 #include "mm/kernel_space.h"
 #include "guest/proc/process.h"
-#include "pvops/select.h"
+#include "guest/boot/select.h"
 
 namespace pvk {
 namespace {

@@ -2,14 +2,14 @@
 
 #include <elf.h>
 
-#include "guest/arch/platform.h"
-#include "guest/lib/kstring.h"
+#include "base/arch/platform.h"
+#include "base/lib/kstring.h"
 #include "guest/proc/elf_image.h"
 #include "guest/proc/process.h"
 #include "guest/proc/programs.h"
-#include "mm/frame_allocator.h"
+#include "base/frames/frame_allocator.h"
 #include "mm/kernel_space.h"
-#include "mm/physmap.h"
+#include "base/frames/physmap.h"
 
 namespace pvk {
 namespace {

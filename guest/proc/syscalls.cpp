@@ -1,14 +1,14 @@
-// The system call table (numbers and meanings in guest/proc/abi.h). Every
+// The system call table (numbers and meanings in base/abi.h). Every
 // user pointer goes through user_copy; errors come back as -errno.
-#include "guest/arch/cpu.h"
-#include "guest/arch/platform.h"
-#include "guest/console/console.h"
+#include "base/arch/cpu.h"
+#include "base/arch/platform.h"
+#include "base/console/console.h"
 #include "guest/kernel/finish.h"
 #include "guest/proc/exec.h"
 #include "guest/proc/file.h"
 #include "guest/proc/process.h"
 #include "guest/proc/user_copy.h"
-#include "mm/frame_allocator.h"
+#include "base/frames/frame_allocator.h"
 
 namespace pvk {
 

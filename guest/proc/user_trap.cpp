@@ -1,9 +1,9 @@
 // Traps that concern processes: faults and ticks from user mode, and the
 // kernel's own faults on user memory while copying (demand paging).
-#include "guest/arch/probe.h"
-#include "guest/arch/platform.h"
-#include "guest/console/console.h"
-#include "guest/console/record.h"
+#include "base/arch/probe.h"
+#include "base/arch/platform.h"
+#include "base/console/console.h"
+#include "base/console/record.h"
 #include "guest/proc/process.h"
 
 namespace pvk {

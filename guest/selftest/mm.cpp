@@ -2,17 +2,17 @@
 // again and unmapped through pvops, each step checked twice — by walking the
 // tables (lookup) and by touching memory (probes that survive faults). Also
 // the error paths: EEXIST on a double map, ENOMEM with no frame leaked.
-#include "guest/arch/cpu.h"
-#include "guest/arch/probe.h"
-#include "guest/console/console.h"
-#include "guest/console/record.h"
+#include "base/arch/cpu.h"
+#include "base/arch/probe.h"
+#include "base/console/console.h"
+#include "base/console/record.h"
 #include "guest/kernel/finish.h"
-#include "guest/layout.h"
+#include "base/layout.h"
 #include "guest/selftest/selftest.h"
-#include "mm/frame_allocator.h"
+#include "base/frames/frame_allocator.h"
 #include "mm/kernel_space.h"
-#include "mm/mmu_batch.h"
-#include "mm/physmap.h"
+#include "pvops/mmu_batch.h"
+#include "base/frames/physmap.h"
 #include "pvops/mmu_ops.h"
 
 namespace pvk {

@@ -3,16 +3,16 @@
 // make_pte's read-only rule. Under Xen every backend must return an error
 // (and emit a hypercall_error record naming the request) and leave the
 // entry as it was; natively there is no such rule and the store succeeds.
-#include "guest/arch/platform.h"
-#include "guest/console/console.h"
-#include "guest/console/record.h"
-#include "guest/layout.h"
-#include "guest/lib/kstring.h"
+#include "base/arch/platform.h"
+#include "base/console/console.h"
+#include "base/console/record.h"
+#include "base/layout.h"
+#include "base/lib/kstring.h"
 #include "guest/selftest/selftest.h"
-#include "mm/frame_allocator.h"
+#include "base/frames/frame_allocator.h"
 #include "mm/kernel_space.h"
-#include "mm/mmu_batch.h"
-#include "mm/physmap.h"
+#include "pvops/mmu_batch.h"
+#include "base/frames/physmap.h"
 #include "pvops/mmu_ops.h"
 
 namespace pvk {

@@ -25,12 +25,12 @@
 #include <algorithm>
 #include <vector>
 
-#include "guest/layout.h"
-#include "guest/proc/abi.h"
+#include "base/layout.h"
+#include "base/abi.h"
 #include "kernel_space_host.h"
 #include "mm/address_space.h"
-#include "mm/frame_refs.h"
-#include "mm/physmap.h"
+#include "base/frames/frame_refs.h"
+#include "base/frames/physmap.h"
 #include "mmu_fixture.h"
 #include "panic_host.h"
 

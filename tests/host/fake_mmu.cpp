@@ -6,13 +6,13 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "mm/frame_allocator.h"
-#include "mm/physmap.h"
-#if __has_include("mm/frame_refs.h")
-#include "mm/frame_refs.h"
+#include "base/frames/frame_allocator.h"
+#include "base/frames/physmap.h"
+#if __has_include("base/frames/frame_refs.h")
+#include "base/frames/frame_refs.h"
 #define PVK_HOST_HAVE_FRAME_REFS 1
 #endif
-#include "pvops/counters.h"
+#include "base/counters.h"
 #include "pvops/ops_builder.h"
 #include "pvops/pte_attrs.h"
 

@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-#include "mm/mmu_policy.h"
+#include "pvops/mmu_policy.h"
 #include "pvops/mmu_ops.h"
 
 namespace pvk::test {

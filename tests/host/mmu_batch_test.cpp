@@ -1,4 +1,4 @@
-// MmuBatch (mm/mmu_batch.{h,cpp}): the lazy-MMU section object — TLB
+// MmuBatch (pvops/mmu_batch.{h,cpp}): the lazy-MMU section object — TLB
 // invalidation gathering, deferred page-table release, finish() rules.
 #include "host_compat.h"  // first: see there
 
@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "guest/layout.h"
+#include "base/layout.h"
 #include "mmu_fixture.h"
 #include "panic_host.h"
 

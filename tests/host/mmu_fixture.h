@@ -12,9 +12,9 @@
 #include <string>
 
 #include "fake_mmu.h"
-#include "mm/frame_allocator.h"
-#include "mm/mmu_batch.h"
-#include "mm/physmap.h"
+#include "base/frames/frame_allocator.h"
+#include "pvops/mmu_batch.h"
+#include "base/frames/physmap.h"
 #include "pvops/mmu_ops.h"
 
 namespace pvk {

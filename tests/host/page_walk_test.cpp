@@ -1,4 +1,4 @@
-// The shared page walk (mm/page_walk.h) through the fake backend, in both
+// The shared page walk (pvops/page_walk.h) through the fake backend, in both
 // pte= modes and with L1 stores immediate or deferred to the lazy flush.
 #include "host_compat.h"  // first: see there
 
@@ -12,9 +12,9 @@
 #include <set>
 #include <vector>
 
-#include "guest/layout.h"
-#include "mm/frame_refs.h"
-#include "mm/physmap.h"
+#include "base/layout.h"
+#include "base/frames/frame_refs.h"
+#include "base/frames/physmap.h"
 #include "mmu_fixture.h"
 
 namespace pvk::test {

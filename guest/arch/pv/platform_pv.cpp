@@ -1,16 +1,16 @@
 // The Xen PV environment: console (console_io as the initial domain, the
 // console ring otherwise), shutdown through SCHEDOP_shutdown, the shared
 // info page (fault address, time, events), and the PV entry's C++ half.
-#include "guest/arch/cpu.h"
-#include "guest/arch/probe.h"
+#include "base/arch/cpu.h"
+#include "base/arch/probe.h"
 #include "guest/arch/trap_frame.h"
-#include "guest/kernel/boot_info.h"
-#include "guest/layout.h"
-#include "guest/lib/kstring.h"
+#include "base/boot_info.h"
+#include "base/layout.h"
+#include "base/lib/kstring.h"
 #include "guest/params/boot_params.h"
 #include "hypercalls/hypercall.h"
 #include "hypercalls/p2m.h"
-#include "mm/physmap.h"
+#include "base/frames/physmap.h"
 
 extern "C" {
 extern char boot_stack_top[];

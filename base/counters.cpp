@@ -1,6 +1,6 @@
-#include "pvops/counters.h"
+#include "base/counters.h"
 
-#include "guest/console/record.h"
+#include "base/console/record.h"
 
 namespace pvk {
 

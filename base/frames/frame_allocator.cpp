@@ -1,6 +1,6 @@
-#include "mm/frame_allocator.h"
+#include "base/frames/frame_allocator.h"
 
-#include "guest/lib/fault_inject.h"
+#include "base/lib/fault_inject.h"
 
 namespace pvk {
 

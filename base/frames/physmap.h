@@ -3,7 +3,7 @@
 // temporary mappings. The kernel sets the offset to PVK_PHYSMAP_BASE; host
 // tests point it at an in-memory arena standing in for RAM.
 #pragma once
-#include "guest/lib/types.h"
+#include "base/lib/types.h"
 
 namespace pvk {
 

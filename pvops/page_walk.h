@@ -1,14 +1,14 @@
 // The one page-table walk. Every backend instantiates it with its policy
-// (mm/mmu_policy.h) and publishes the instantiations in its pvops table, so
+// (pvops/mmu_policy.h) and publishes the instantiations in its pvops table, so
 // the walk — table allocation, range splitting, emptiness tracking, TLB
 // bookkeeping — exists once, and backends only vary how an entry is written.
 #pragma once
-#include "guest/lib/kstring.h"
-#include "mm/frame_allocator.h"
-#include "mm/frame_refs.h"
-#include "mm/mmu_batch.h"
-#include "mm/mmu_policy.h"
-#include "mm/physmap.h"
+#include "base/lib/kstring.h"
+#include "base/frames/frame_allocator.h"
+#include "base/frames/frame_refs.h"
+#include "pvops/mmu_batch.h"
+#include "pvops/mmu_policy.h"
+#include "base/frames/physmap.h"
 #include "pvops/mmu_ops.h"
 
 namespace pvk {

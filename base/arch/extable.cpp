@@ -1,4 +1,4 @@
-#include "guest/arch/probe.h"
+#include "base/arch/probe.h"
 
 struct ExtableEntry {
   uint64_t insn;

@@ -1,7 +1,7 @@
-#include "mm/frame_refs.h"
+#include "base/frames/frame_refs.h"
 
-#include "guest/lib/error_or.h"
-#include "guest/lib/kstring.h"
+#include "base/lib/error_or.h"
+#include "base/lib/kstring.h"
 
 namespace pvk {
 namespace {

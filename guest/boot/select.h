@@ -3,7 +3,7 @@
 #pragma once
 #include <stddef.h>
 
-#include "guest/arch/platform.h"
+#include "base/arch/platform.h"
 #include "guest/params/boot_params.h"
 
 namespace pvk {

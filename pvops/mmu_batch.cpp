@@ -1,6 +1,6 @@
-#include "mm/mmu_batch.h"
+#include "pvops/mmu_batch.h"
 
-#include "mm/frame_allocator.h"
+#include "base/frames/frame_allocator.h"
 
 namespace pvk {
 

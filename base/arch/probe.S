@@ -7,7 +7,7 @@
  *   bool probe_write_u8(void* p, uint8_t v)
  *   bool probe_read_u64(const void* p, uint64_t* out)
  *   bool probe_write_u64(void* p, uint64_t v)  */
-#include "guest/arch/extable.inc"
+#include "base/arch/extable.inc"
 
     .text
     FAULT_FN probe_read_u8, "", "movb (%rdi), %al", "movb %al, (%rsi)"

@@ -1,4 +1,4 @@
-#include "guest/lib/fault_inject.h"
+#include "base/lib/fault_inject.h"
 
 namespace pvk {
 namespace detail {

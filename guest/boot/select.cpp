@@ -1,7 +1,7 @@
-#include "pvops/select.h"
+#include "guest/boot/select.h"
 
-#include "guest/lib/format.h"
-#include "guest/lib/kstring.h"
+#include "base/lib/format.h"
+#include "base/lib/kstring.h"
 #include "pvops/backends.h"
 
 namespace pvk {

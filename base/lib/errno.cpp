@@ -1,4 +1,4 @@
-#include "guest/lib/error_or.h"
+#include "base/lib/error_or.h"
 
 namespace pvk {
 

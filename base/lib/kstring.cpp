@@ -1,4 +1,4 @@
-#include "guest/lib/kstring.h"
+#include "base/lib/kstring.h"
 
 #include <stdint.h>
 

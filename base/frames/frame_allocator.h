@@ -6,8 +6,8 @@
 // of RAM after the image; host tests use a vector), so this class does no
 // allocation itself and builds unchanged in the kernel and on the host.
 #pragma once
-#include "guest/lib/error_or.h"
-#include "guest/lib/types.h"
+#include "base/lib/error_or.h"
+#include "base/lib/types.h"
 
 namespace pvk {
 

@@ -1,4 +1,4 @@
-#include "guest/lib/format.h"
+#include "base/lib/format.h"
 
 #include <stdint.h>
 

@@ -1,8 +1,8 @@
-#include "guest/console/record.h"
+#include "base/console/record.h"
 
-#include "guest/console/console.h"
-#include "guest/lib/format.h"
-#include "guest/lib/kstring.h"
+#include "base/console/console.h"
+#include "base/lib/format.h"
+#include "base/lib/kstring.h"
 
 namespace pvk {
 

@@ -1,7 +1,7 @@
-#include "guest/console/console.h"
+#include "base/console/console.h"
 
-#include "guest/arch/platform.h"
-#include "guest/lib/format.h"
+#include "base/arch/platform.h"
+#include "base/lib/format.h"
 
 namespace pvk {
 namespace {

@@ -1,8 +1,8 @@
 // What an entry point (native PVH or Xen PV) learned about the machine,
 // in environment-neutral terms, for kernel_main.
 #pragma once
-#include "guest/arch/platform.h"
-#include "guest/lib/types.h"
+#include "base/arch/platform.h"
+#include "base/lib/types.h"
 
 namespace pvk {
 

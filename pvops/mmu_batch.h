@@ -4,7 +4,7 @@
 // finish() — which must be called exactly once — pushes the queued updates,
 // flushes the TLB and only then gives the tables back to the allocator.
 #pragma once
-#include "guest/lib/error_or.h"
+#include "base/lib/error_or.h"
 #include "pvops/mmu_ops.h"
 
 namespace pvk {

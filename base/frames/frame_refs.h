@@ -3,8 +3,8 @@
 // when its last mapping goes. Storage is carved out of RAM at boot, beside
 // the allocator's bitmap.
 #pragma once
-#include "guest/lib/error_or.h"
-#include "guest/lib/types.h"
+#include "base/lib/error_or.h"
+#include "base/lib/types.h"
 
 namespace pvk {
 

@@ -1,4 +1,4 @@
-#include "mm/physmap.h"
+#include "base/frames/physmap.h"
 
 namespace pvk {
 uint64_t g_physmap_offset = 0;

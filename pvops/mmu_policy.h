@@ -9,7 +9,7 @@
 #pragma once
 #include <concepts>
 
-#include "guest/lib/error_or.h"
+#include "base/lib/error_or.h"
 #include "pvops/pte.h"
 
 namespace pvk {

@@ -4,7 +4,7 @@
 // with TRY(expr) or insist with must(expr), which panics with the error's
 // name. try_/must_ function pairs follow the same convention.
 #pragma once
-#include "guest/lib/types.h"
+#include "base/lib/types.h"
 
 namespace pvk {
 
