@@ -86,12 +86,11 @@ inline constexpr int CLOCK_MONOTONIC = 1;
 
 // SYS_pvk_counters: the pvops counters plus what mm counts, so user-mode
 // benchmarks can report deltas next to their times.
+// The counters are every line of base/counters.inc, in its order.
 struct PvkCounters {
-  uint64_t pte_writes, lazy_sections, tlb_flush_one, tlb_flush_all, root_loads, pt_pages_alloc,
-      pt_pages_release, hypercalls, multicalls, mmu_update_entries, mmuext_ops, ptwr_traps;
-  uint64_t page_faults;     // every user page fault
-  uint64_t cow_copies;      // write faults that copied a shared frame
-  uint64_t zero_page_maps;  // read faults served by the shared zero page
+#define PVK_MMU_COUNTER(name) uint64_t name;
+#define PVK_MM_COUNTER(name) uint64_t name;
+#include "base/counters.inc"
   uint64_t free_frames;
   uint64_t tsc_khz;
   const char* platform_unused;  // reserved (0)

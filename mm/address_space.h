@@ -36,10 +36,10 @@ ErrorOr<void> init_user_mm();  // the zero page
 // Frees the cached roots (before a leak check).
 ErrorOr<void> drain_root_cache();
 
+// The fields are the PVK_MM_COUNTER lines of base/counters.inc.
 struct MmStats {
-  uint64_t page_faults = 0;
-  uint64_t cow_copies = 0;
-  uint64_t zero_page_maps = 0;
+#define PVK_MM_COUNTER(name) uint64_t name = 0;
+#include "base/counters.inc"
 };
 extern MmStats g_mm_stats;
 

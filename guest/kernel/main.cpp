@@ -74,16 +74,17 @@ bool run_init(const char* const* argv) {
   must(drain_root_cache(), "drain root cache");
   const uint64_t after = frames().free_count();
   const int ws = status.value();
-  Record("init_exit")
-      .str("program", program)
-      .boolean("exited", abi::WIFEXITED(ws))
-      .i64("code", abi::WIFEXITED(ws) ? abi::WEXITSTATUS(ws) : -1)
-      .i64("signal", abi::WIFSIGNALED(ws) ? abi::WTERMSIG(ws) : 0)
-      .u64("free_frames_before", before)
-      .u64("free_frames_after", after)
-      .u64("page_faults", g_mm_stats.page_faults)
-      .u64("cow_copies", g_mm_stats.cow_copies)
-      .u64("zero_page_maps", g_mm_stats.zero_page_maps);
+  {
+    Record r("init_exit");
+    r.str("program", program)
+        .boolean("exited", abi::WIFEXITED(ws))
+        .i64("code", abi::WIFEXITED(ws) ? abi::WEXITSTATUS(ws) : -1)
+        .i64("signal", abi::WIFSIGNALED(ws) ? abi::WTERMSIG(ws) : 0)
+        .u64("free_frames_before", before)
+        .u64("free_frames_after", after);
+#define PVK_MM_COUNTER(name) r.u64(#name, g_mm_stats.name);
+#include "base/counters.inc"
+  }  // the record is emitted here, before anything below prints
   report_fault_injection();
   if (after != before) kprintf("pvk: processes leaked %ld frames\n", static_cast<int64_t>(before - after));
   // Under fail= the workload is expected to see errors (a fork that says

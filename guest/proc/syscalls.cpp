@@ -172,10 +172,13 @@ int64_t sys_clock_gettime(const Args& a) {
 
 int64_t sys_pvk_counters(const Args& a) {
   const MmuCounters& c = g_mmu_counters;
-  abi::PvkCounters out{c.pte_writes, c.lazy_sections, c.tlb_flush_one, c.tlb_flush_all, c.root_loads,
-                       c.pt_pages_alloc, c.pt_pages_release, c.hypercalls, c.multicalls, c.mmu_update_entries,
-                       c.mmuext_ops, c.ptwr_traps, g_mm_stats.page_faults, g_mm_stats.cow_copies,
-                       g_mm_stats.zero_page_maps, frames().free_count(), g_platform->tsc_khz, nullptr};
+  abi::PvkCounters out{};
+#define PVK_MMU_COUNTER(name) out.name = c.name;
+#define PVK_MM_COUNTER(name) out.name = g_mm_stats.name;
+#include "base/counters.inc"
+  out.free_frames = frames().free_count();
+  out.tsc_khz = g_platform->tsc_khz;
+  out.platform_unused = nullptr;
   return result(copy_to_user(a[0], &out, sizeof out));
 }
 
