@@ -6,7 +6,7 @@
 #include "base/lib/kstring.h"
 #include "base/frames/frame_allocator.h"
 #include "base/frames/frame_refs.h"
-#include "pvops/mmu_batch.h"
+#include "pvops/lazy_mmu_section.h"
 #include "pvops/mmu_policy.h"
 #include "base/frames/physmap.h"
 #include "pvops/mmu_ops.h"
@@ -16,8 +16,7 @@ namespace pvk {
 template <MmuPolicy P, PteAccess Access>
 class PageWalk {
  public:
-  static ErrorOr<void> map(Pfn root, VirtAddr va, uint64_t pages, FrameSource src, PteFlags flags,
-                           MmuBatch&) {
+  static ErrorOr<void> map(Pfn root, VirtAddr va, uint64_t pages, FrameSource src, PteFlags flags) {
     return each_table(root, va, pages, Alloc::Yes, [&](Pte* l1, unsigned first, unsigned count, uint64_t i) -> ErrorOr<void> {
       for (unsigned k = 0; k < count; ++k) {
         if (mapped(l1[first + k])) return Errno::EEXIST;
@@ -29,7 +28,7 @@ class PageWalk {
   }
 
   static ErrorOr<void> protect(Pfn root, VirtAddr va, uint64_t pages, PteFlags set, PteFlags clear,
-                               MmuBatch& batch) {
+                               LazyMmuSection& section) {
     return each_table(root, va, pages, Alloc::No, [&](Pte* l1, unsigned first, unsigned count, uint64_t i) -> ErrorOr<void> {
       for (unsigned k = 0; k < count; ++k) {
         Pte* slot = &l1[first + k];
@@ -40,13 +39,13 @@ class PageWalk {
         // protection: the write fault will give this mapping its own copy.
         if (updated.raw & pte_bit::Cow) updated.raw &= ~pte_bit::Write;
         TRY(P::modify_prot_commit(slot, old, updated));
-        batch.invalidate(va + (i + k) * kPageSize);
+        section.invalidate(va + (i + k) * kPageSize);
       }
       return {};
     });
   }
 
-  static ErrorOr<void> unmap(Pfn root, VirtAddr va, uint64_t pages, UnmapVisitor visit, MmuBatch& batch) {
+  static ErrorOr<void> unmap(Pfn root, VirtAddr va, uint64_t pages, UnmapVisitor visit, LazyMmuSection& section) {
     uint64_t i = 0;
     while (i < pages) {
       const VirtAddr v = va + i * kPageSize;
@@ -60,7 +59,7 @@ class PageWalk {
       if (!present(l2_lookup.value()[index_at(v, Level::L2)])) {
         // No L1 here, but the L2 may be empty (a map that failed after
         // creating it): reclaim it like one emptied by this unmap.
-        TRY(release_if_empty(root, v, l2_lookup.value(), Level::L2, batch));
+        TRY(release_if_empty(root, v, l2_lookup.value(), Level::L2, section));
         i += in_table;
         continue;
       }
@@ -76,14 +75,14 @@ class PageWalk {
           const Pte old = l1[idx];
           if (!mapped(old)) continue;
           const VirtAddr at = va + (i + idx) * kPageSize;
-          batch.invalidate(at);
+          section.invalidate(at);
           if (visit.fn) visit.fn(visit.ctx, at, old);
         }
         i += in_table;
         TRY(P::store(l2_slot, Pte{}, Level::L2));
-        batch.invalidate(v);
-        TRY(batch.release_table(l1_pfn, Level::L1));
-        TRY(release_if_empty(root, v, l2, Level::L2, batch));
+        section.invalidate(v);
+        TRY(section.release_table(l1_pfn, Level::L1));
+        TRY(release_if_empty(root, v, l2, Level::L2, section));
         continue;
       }
       for (unsigned idx = first; idx < first + in_table; ++idx) {
@@ -92,7 +91,7 @@ class PageWalk {
         TRY(P::store(&l1[idx], Pte{}, Level::L1));
         const VirtAddr at = va + (i + (idx - first)) * kPageSize;
         if (mapped(old)) {
-          batch.invalidate(at);
+          section.invalidate(at);
           if (visit.fn) visit.fn(visit.ctx, at, old);
         }
       }
@@ -113,9 +112,9 @@ class PageWalk {
         // The CPU may cache the unhooked table's entry (paging-structure
         // caches) even when no leaf under it was present: invalidate an
         // address it covered before the frame is reused.
-        batch.invalidate(v);
-        TRY(batch.release_table(l1_pfn, Level::L1));
-        TRY(release_if_empty(root, v, l2, Level::L2, batch));
+        section.invalidate(v);
+        TRY(section.release_table(l1_pfn, Level::L1));
+        TRY(release_if_empty(root, v, l2, Level::L2, section));
       }
     }
     return {};
@@ -133,17 +132,17 @@ class PageWalk {
     return {};
   }
 
-  static ErrorOr<void> remap(Pfn root, VirtAddr va, Pfn pfn, PteFlags flags, MmuBatch& batch) {
+  static ErrorOr<void> remap(Pfn root, VirtAddr va, Pfn pfn, PteFlags flags, LazyMmuSection& section) {
     Pte* l1 = TRY(table_for(root, va, Alloc::Yes));
     Pte* slot = &l1[index_at(va, Level::L1)];
     const bool was_present = mapped(*slot);
     TRY(P::store(slot, P::make(pfn, flags), Level::L1));
-    if (was_present) batch.invalidate(va);
+    if (was_present) section.invalidate(va);
     return {};
   }
 
   static ErrorOr<void> fork_range(Pfn parent, Pfn child, VirtAddr va, uint64_t pages, ForkMode mode,
-                                  MmuBatch& batch) {
+                                  LazyMmuSection& section) {
     return each_table(parent, va, pages, Alloc::No, [&](Pte* src, unsigned first, unsigned count, uint64_t i) -> ErrorOr<void> {
       // The child's table for this stretch. A table the child does not have
       // yet is filled as ordinary private memory and published (validated,
@@ -164,7 +163,7 @@ class PageWalk {
           } else {
             fresh = TRY(frames().try_alloc());
             dst = phys_to_virt<Pte>(fresh);
-            memset(dst, 0, kPageSize);
+            memset(static_cast<void*>(dst), 0, kPageSize);
             fresh_slot = slot;
           }
         }
@@ -176,7 +175,7 @@ class PageWalk {
           const Pte old = P::modify_prot_start(&src[first + k]);
           e = Pte{(old.raw & ~pte_bit::Write) | pte_bit::Cow};
           TRY(P::modify_prot_commit(&src[first + k], old, e));
-          if (old.raw & pte_bit::Write) batch.invalidate(at);
+          if (old.raw & pte_bit::Write) section.invalidate(at);
         }
         frame_refs().inc(P::pfn_of(e));
         if (fresh_slot) {
@@ -200,14 +199,14 @@ class PageWalk {
     });
   }
 
-  static ErrorOr<void> release_user_tables(Pfn root, MmuBatch& batch) {
+  static ErrorOr<void> release_user_tables(Pfn root, LazyMmuSection& section) {
     Pte* l4 = phys_to_virt<Pte>(root);
     for (unsigned i4 = 0; i4 < kEntriesPerTable / 2; ++i4) {
       if (!present(l4[i4])) continue;
       const Pfn l3_pfn = P::pfn_of(l4[i4]);
       if (!none_outside(phys_to_virt<Pte>(l3_pfn), 0, 0)) return Errno::EBUSY;
       TRY(P::store(&l4[i4], Pte{}, Level::L4));
-      TRY(batch.release_table(l3_pfn, Level::L3));
+      TRY(section.release_table(l3_pfn, Level::L3));
     }
     return {};
   }
@@ -309,12 +308,12 @@ class PageWalk {
   // After an entry of `table` (at `level`) was cleared: if the table is now
   // empty, unhook it from its parent and free it. Stops at L2: L3 and L4
   // tables live as long as their address space (kernel L3s are shared).
-  static ErrorOr<void> release_if_empty(Pfn root, VirtAddr va, Pte* table, Level level, MmuBatch& batch) {
+  static ErrorOr<void> release_if_empty(Pfn root, VirtAddr va, Pte* table, Level level, LazyMmuSection& section) {
     if (level != Level::L2 || !none_outside(table, 0, 0)) return {};
     Pte* l3 = TRY(table_for_level(root, va, Level::L3));
     TRY(P::store(&l3[index_at(va, Level::L3)], Pte{}, Level::L3));
-    batch.invalidate(va);
-    return batch.release_table(virt_to_pfn(table), Level::L2);
+    section.invalidate(va);
+    return section.release_table(virt_to_pfn(table), Level::L2);
   }
 };
 

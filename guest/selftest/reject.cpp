@@ -11,7 +11,7 @@
 #include "guest/selftest/selftest.h"
 #include "base/frames/frame_allocator.h"
 #include "mm/kernel_space.h"
-#include "pvops/mmu_batch.h"
+#include "pvops/lazy_mmu_section.h"
 #include "base/frames/physmap.h"
 #include "pvops/mmu_ops.h"
 
@@ -36,9 +36,9 @@ bool selftest_reject() {
 
   // A harmless read-only mapping first, so the tables down to L1 exist.
   {
-    MmuBatch batch(kernel_root());
-    auto r = g_mmu.range.map(kernel_root(), kVa, 1, FrameSource{nullptr, frame}, pte_flags::KernelRo, batch);
-    must(batch.finish(), "batch");
+    LazyMmuSection section(kernel_root());
+    auto r = g_mmu.range.map(kernel_root(), kVa, 1, FrameSource{nullptr, frame}, pte_flags::KernelRo);
+    must(section.finish(), "section");
     must(r, "map");
   }
   Pte* slot = l1_slot(kernel_root(), kVa);
@@ -57,9 +57,9 @@ bool selftest_reject() {
   // Put the harmless entry back (natively the bad one went in), then unmap.
   if (after != before) must(g_mmu.set_pte(slot, before), "restore");
   {
-    MmuBatch batch(kernel_root());
-    auto u = g_mmu.range.unmap(kernel_root(), kVa, 1, {}, batch);
-    must(batch.finish(), "batch");
+    LazyMmuSection section(kernel_root());
+    auto u = g_mmu.range.unmap(kernel_root(), kVa, 1, {}, section);
+    must(section.finish(), "section");
     must(u, "unmap");
   }
   frames().must_free(frame);

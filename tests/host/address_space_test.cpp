@@ -37,7 +37,7 @@
 namespace pvk {
 
 inline void PrintTo(FaultOutcome o, std::ostream* os) {
-  switch (o) {
+  switch (o.kind) {
     case FaultOutcome::Handled: *os << "Handled"; return;
     case FaultOutcome::BadAccess: *os << "BadAccess"; return;
     case FaultOutcome::OutOfMemory: *os << "OutOfMemory"; return;
@@ -890,7 +890,6 @@ TEST_P(AddressSpaceTest, FaultsThatRunOutOfFramesForPageTablesLeakNothing) {
                                       << ", frames left " << budget);
       set_mm_policy({.zero_page = c.zero_page, .pgd_cache = false});
       const uint64_t free_start = frames().free_count();
-      const uint16_t zero_refs = refs(zero_page_);
       AddressSpace* as = create();
       ASSERT_NE(as, nullptr);
       const uint64_t a = mmap(as, pg(1), kRw);
@@ -910,7 +909,7 @@ TEST_P(AddressSpaceTest, FaultsThatRunOutOfFramesForPageTablesLeakNothing) {
 // takes a reference, so the 65,535th mapping of it (one process reading
 // 256 MiB of fresh anonymous memory, or a few forks of smaller ones) makes
 // inc() panic ("reference count overflow"); on the host the panic, raised
-// inside a live MmuBatch, ends the process. The zero page is never freed, so
+// inside a live LazyMmuSection, ends the process. The zero page is never freed, so
 // it needs no count at all (Linux does not count it). See the report.
 TEST_P(AddressSpaceTest, TheZeroPageCanBeMappedMoreThan65535Times) {
   AddressSpace* as = create();
@@ -1370,7 +1369,7 @@ TEST_P(AddressSpaceTest, TheRootCacheIsBounded) {
 // mapped ones again: frame_refs().dec() of a count that map_frames never set
 // panics ("reference count underflow"), after the frames were handed back to
 // the allocator while still mapped. On the host the panic, inside a live
-// MmuBatch, ends the process. See the report.
+// LazyMmuSection, ends the process. See the report.
 TEST_P(AddressSpaceTest, ASharedMmapThatRunsOutOfFramesUndoesItselfCleanly) {
   AddressSpace* as = create();
   ASSERT_NE(as, nullptr);

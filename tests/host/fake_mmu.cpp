@@ -370,6 +370,8 @@ MmuOps make_fake_ops(PteAccess access) {
   ops.pte_attrs = [](Pte e) { return cache_attr_for(pat_value(kPowerOnPat), e); };
   ops.enter_lazy_mmu = [](OnRefusal) {
     FakeMmu& f = fake();
+    // As strict as Xen, where a nested enter/leave would end the outer section.
+    if (f.lazy_depth_ > 0) f.violation("enter_lazy_mmu inside a lazy section (sections do not nest)");
     ++f.lazy_depth_;
     ++g_mmu_counters.lazy_sections;
     f.events_.push_back({Ev::LazyEnter});

@@ -1,4 +1,4 @@
-#include "pvops/mmu_batch.h"
+#include "pvops/lazy_mmu_section.h"
 
 #include "base/frames/frame_allocator.h"
 
@@ -7,15 +7,25 @@ namespace pvk {
 namespace {
 // Kernel-half translations are live in every root.
 bool is_kernel_half(VirtAddr va) { return raw(va) >> 63; }
+
+// Sections do not nest: under Xen an inner section's leave would end the
+// outer one's batching (and its OnRefusal) without anyone noticing.
+bool g_section_open = false;
 }  // namespace
 
-MmuBatch::MmuBatch(Pfn root, OnRefusal on_refusal) : root_(root) { g_mmu.enter_lazy_mmu(on_refusal); }
-
-MmuBatch::~MmuBatch() {
-  if (!finished_) panic("MmuBatch destroyed without finish()");
+LazyMmuSection::LazyMmuSection(Pfn root, OnRefusal on_refusal) : root_(root) {
+  if (g_section_open) panic("LazyMmuSection opened inside another (lazy-MMU sections do not nest)");
+  g_section_open = true;
+  g_mmu.enter_lazy_mmu(on_refusal);
 }
 
-void MmuBatch::invalidate(VirtAddr va) {
+LazyMmuSection::~LazyMmuSection() {
+  if (finished_) return;
+  g_section_open = false;
+  panic("LazyMmuSection destroyed without finish()");
+}
+
+void LazyMmuSection::invalidate(VirtAddr va) {
   // An address space that is not loaded has nothing cached (no PCIDs).
   if (root_ != g_current_root && !is_kernel_half(va)) return;
   if (flush_all_) return;
@@ -26,7 +36,7 @@ void MmuBatch::invalidate(VirtAddr va) {
   pages_[page_count_++] = va;
 }
 
-ErrorOr<void> MmuBatch::release_table(Pfn pfn, Level level) {
+ErrorOr<void> LazyMmuSection::release_table(Pfn pfn, Level level) {
   // A failed drain still makes room (it drops what it processed), so the
   // new table is queued either way and the error is passed on.
   ErrorOr<void> drained;
@@ -36,7 +46,7 @@ ErrorOr<void> MmuBatch::release_table(Pfn pfn, Level level) {
   return drained;
 }
 
-ErrorOr<void> MmuBatch::drain() {
+ErrorOr<void> LazyMmuSection::drain() {
   // TLB flushes are queued before the lazy flush so a batching backend can
   // send them in the same multicall as the updates they follow.
   if (flush_all_) {
@@ -65,9 +75,10 @@ ErrorOr<void> MmuBatch::drain() {
   return {};
 }
 
-ErrorOr<void> MmuBatch::finish() {
-  if (finished_) panic("MmuBatch::finish() called twice");
+ErrorOr<void> LazyMmuSection::finish() {
+  if (finished_) panic("LazyMmuSection::finish() called twice");
   finished_ = true;
+  g_section_open = false;  // a section may open again once this one has left lazy mode
   auto drained = drain();
   auto left = g_mmu.leave_lazy_mmu();
   if (drained.is_error()) return drained;

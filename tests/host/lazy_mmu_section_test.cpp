@@ -1,4 +1,4 @@
-// MmuBatch (pvops/mmu_batch.{h,cpp}): the lazy-MMU section object — TLB
+// LazyMmuSection (pvops/lazy_mmu_section.{h,cpp}): the lazy-MMU section object — TLB
 // invalidation gathering, deferred page-table release, finish() rules.
 #include "host_compat.h"  // first: see there
 
@@ -20,7 +20,7 @@ using testing::HasSubstr;
 constexpr VirtAddr kUser{0x400000};
 constexpr VirtAddr kKernel{PVK_SCRATCH_BASE};
 
-class MmuBatchTest : public FakeMmuTest {
+class LazyMmuSectionTest : public FakeMmuTest {
  protected:
   void SetUp() override { start({512, PteAccess::Attrs, false}); }
 
@@ -38,29 +38,29 @@ class MmuBatchTest : public FakeMmuTest {
     return k;
   }
 };
-using MmuBatchDeathTest = MmuBatchTest;
+using LazyMmuSectionDeathTest = LazyMmuSectionTest;
 
 VirtAddr user_page(unsigned i) { return kUser + i * kPageSize; }
 
-TEST_F(MmuBatchTest, EntersLazyModeOnConstructionAndLeavesOnFinish) {
-  MmuBatch batch(root_);
+TEST_F(LazyMmuSectionTest, EntersLazyModeOnConstructionAndLeavesOnFinish) {
+  LazyMmuSection section(root_);
   EXPECT_EQ(fake().lazy_depth(), 1);
   EXPECT_THAT(kinds(), ElementsAreArray({Ev::LazyEnter}));
-  EXPECT_EQ(error_of(batch.finish()), Errno::Ok);
+  EXPECT_EQ(error_of(section.finish()), Errno::Ok);
   EXPECT_EQ(fake().lazy_depth(), 0);
   EXPECT_THAT(kinds(), ElementsAreArray({Ev::LazyEnter, Ev::LazyFlush, Ev::LazyLeave}));
 }
 
-TEST_F(MmuBatchDeathTest, DestroyingWithoutFinishPanics) {
-  EXPECT_DEATH({ MmuBatch batch(root_); }, "MmuBatch destroyed without finish");
+TEST_F(LazyMmuSectionDeathTest, DestroyingWithoutFinishPanics) {
+  EXPECT_DEATH({ LazyMmuSection section(root_); }, "LazyMmuSection destroyed without finish");
 }
 
-TEST_F(MmuBatchTest, FinishTwicePanics) {
-  MmuBatch batch(root_);
-  EXPECT_EQ(error_of(batch.finish()), Errno::Ok);
+TEST_F(LazyMmuSectionTest, FinishTwicePanics) {
+  LazyMmuSection section(root_);
+  EXPECT_EQ(error_of(section.finish()), Errno::Ok);
   const unsigned panics = panic_count();
   try {
-    (void)batch.finish();
+    (void)section.finish();
     ADD_FAILURE() << "second finish() returned";
   } catch (const PanicError& e) {
     EXPECT_THAT(e.what(), HasSubstr("twice"));
@@ -69,14 +69,41 @@ TEST_F(MmuBatchTest, FinishTwicePanics) {
   EXPECT_EQ(fake().count(Ev::LazyLeave), 1u) << "the second finish must not leave lazy mode again";
 }
 
-TEST_F(MmuBatchTest, InvalidationsOfAnUnloadedRootAreDroppedExceptKernelHalf) {
+TEST_F(LazyMmuSectionTest, NestingPanics) {
+  LazyMmuSection outer(root_);
+  const unsigned panics = panic_count();
+  try {
+    LazyMmuSection inner(root_);
+    ADD_FAILURE() << "a nested section was opened";
+    (void)inner.finish();
+  } catch (const PanicError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("do not nest"));
+  }
+  EXPECT_EQ(panic_count(), panics + 1);
+  EXPECT_EQ(fake().lazy_depth(), 1) << "the inner section never entered lazy mode";
+  EXPECT_EQ(error_of(outer.finish()), Errno::Ok);
+  LazyMmuSection after(root_);  // the outer one is closed: a new section may open
+  EXPECT_EQ(error_of(after.finish()), Errno::Ok);
+}
+
+TEST_F(LazyMmuSectionTest, TheFakeRefusesANestedEnterAsXenWould) {
+  g_mmu.enter_lazy_mmu(OnRefusal::Fail);
+  g_mmu.enter_lazy_mmu(OnRefusal::Fail);
+  ASSERT_EQ(fake().violations().size(), 1u);
+  EXPECT_THAT(fake().violations()[0], HasSubstr("do not nest"));
+  fake().violations().clear();
+  EXPECT_EQ(error_of(g_mmu.leave_lazy_mmu()), Errno::Ok);
+  EXPECT_EQ(error_of(g_mmu.leave_lazy_mmu()), Errno::Ok);
+}
+
+TEST_F(LazyMmuSectionTest, InvalidationsOfAnUnloadedRootAreDroppedExceptKernelHalf) {
   ASSERT_NE(g_current_root, root_);
   {
-    MmuBatch batch(root_);
-    batch.invalidate(user_page(1));
-    batch.invalidate(kKernel);
+    LazyMmuSection section(root_);
+    section.invalidate(user_page(1));
+    section.invalidate(kKernel);
     EXPECT_EQ(fake().count(Ev::FlushOne), 0u) << "flushes wait for finish()";
-    EXPECT_EQ(error_of(batch.finish()), Errno::Ok);
+    EXPECT_EQ(error_of(section.finish()), Errno::Ok);
   }
   auto flushed = fake().events(Ev::FlushOne);
   ASSERT_EQ(flushed.size(), 1u);
@@ -85,10 +112,10 @@ TEST_F(MmuBatchTest, InvalidationsOfAnUnloadedRootAreDroppedExceptKernelHalf) {
   ASSERT_EQ(error_of(g_mmu.load_root(root_)), Errno::Ok);
   fake().clear_events();
   {
-    MmuBatch batch(root_);
-    batch.invalidate(user_page(1));
-    batch.invalidate(kKernel);
-    EXPECT_EQ(error_of(batch.finish()), Errno::Ok);
+    LazyMmuSection section(root_);
+    section.invalidate(user_page(1));
+    section.invalidate(kKernel);
+    EXPECT_EQ(error_of(section.finish()), Errno::Ok);
   }
   flushed = fake().events(Ev::FlushOne);
   ASSERT_EQ(flushed.size(), 2u);
@@ -96,15 +123,15 @@ TEST_F(MmuBatchTest, InvalidationsOfAnUnloadedRootAreDroppedExceptKernelHalf) {
   EXPECT_EQ(flushed[1].va, kKernel);
 }
 
-TEST_F(MmuBatchTest, UpToTheLimitFlushesEachPageThenTheWholeTlb) {
+TEST_F(LazyMmuSectionTest, UpToTheLimitFlushesEachPageThenTheWholeTlb) {
   ASSERT_EQ(error_of(g_mmu.load_root(root_)), Errno::Ok);
-  for (unsigned n : {0u, 1u, MmuBatch::kMaxSinglePageFlushes, MmuBatch::kMaxSinglePageFlushes + 1, 1000u}) {
+  for (unsigned n : {0u, 1u, LazyMmuSection::kMaxSinglePageFlushes, LazyMmuSection::kMaxSinglePageFlushes + 1, 1000u}) {
     SCOPED_TRACE(n);
     fake().clear_events();
-    MmuBatch batch(root_);
-    for (unsigned i = 0; i < n; ++i) batch.invalidate(user_page(i));
-    EXPECT_EQ(error_of(batch.finish()), Errno::Ok);
-    if (n <= MmuBatch::kMaxSinglePageFlushes) {
+    LazyMmuSection section(root_);
+    for (unsigned i = 0; i < n; ++i) section.invalidate(user_page(i));
+    EXPECT_EQ(error_of(section.finish()), Errno::Ok);
+    if (n <= LazyMmuSection::kMaxSinglePageFlushes) {
       std::vector<uint64_t> vas, expected;
       for (const MmuEvent& e : fake().events(Ev::FlushOne)) vas.push_back(raw(e.va));
       for (unsigned i = 0; i < n; ++i) expected.push_back(raw(user_page(i)));
@@ -117,7 +144,7 @@ TEST_F(MmuBatchTest, UpToTheLimitFlushesEachPageThenTheWholeTlb) {
   }
 }
 
-TEST_F(MmuBatchTest, TablesAreFreedOnlyAfterTheFlushes) {
+TEST_F(LazyMmuSectionTest, TablesAreFreedOnlyAfterTheFlushes) {
   ASSERT_EQ(error_of(g_mmu.load_root(root_)), Errno::Ok);
   const Pfn a = make_table(Level::L1), b = make_table(Level::L2);
   const uint64_t free_before = frames().free_count();
@@ -130,13 +157,13 @@ TEST_F(MmuBatchTest, TablesAreFreedOnlyAfterTheFlushes) {
   };
   fake().clear_events();
   {
-    MmuBatch batch(root_);
-    batch.invalidate(user_page(0));
-    EXPECT_EQ(error_of(batch.release_table(a, Level::L1)), Errno::Ok);
-    EXPECT_EQ(error_of(batch.release_table(b, Level::L2)), Errno::Ok);
+    LazyMmuSection section(root_);
+    section.invalidate(user_page(0));
+    EXPECT_EQ(error_of(section.release_table(a, Level::L1)), Errno::Ok);
+    EXPECT_EQ(error_of(section.release_table(b, Level::L2)), Errno::Ok);
     EXPECT_FALSE(frames().is_free(a)) << "not before finish()";
     EXPECT_EQ(fake().count(Ev::RetireTable), 0u);
-    EXPECT_EQ(error_of(batch.finish()), Errno::Ok);
+    EXPECT_EQ(error_of(section.finish()), Errno::Ok);
   }
   fake().fault = nullptr;
   EXPECT_THAT(kinds(), ElementsAreArray({Ev::LazyEnter, Ev::FlushOne, Ev::LazyFlush, Ev::RetireTable, Ev::RetireTable,
@@ -151,34 +178,34 @@ TEST_F(MmuBatchTest, TablesAreFreedOnlyAfterTheFlushes) {
   EXPECT_EQ(frames().free_count(), free_before + 2);
 }
 
-TEST_F(MmuBatchTest, MoreThanMaxPendingTablesDrainsEarly) {
+TEST_F(LazyMmuSectionTest, MoreThanMaxPendingTablesDrainsEarly) {
   ASSERT_EQ(error_of(g_mmu.load_root(root_)), Errno::Ok);
-  const unsigned n = MmuBatch::kMaxPendingTables + 1;
+  const unsigned n = LazyMmuSection::kMaxPendingTables + 1;
   std::vector<Pfn> tables;
   for (unsigned i = 0; i < n; ++i) tables.push_back(make_table());
   const uint64_t free_before = frames().free_count();
   fake().clear_events();
   {
-    MmuBatch batch(root_);
-    for (unsigned i = 0; i < 3; ++i) batch.invalidate(user_page(i));
-    for (unsigned i = 0; i + 1 < n; ++i) EXPECT_EQ(error_of(batch.release_table(tables[i], Level::L1)), Errno::Ok);
+    LazyMmuSection section(root_);
+    for (unsigned i = 0; i < 3; ++i) section.invalidate(user_page(i));
+    for (unsigned i = 0; i + 1 < n; ++i) EXPECT_EQ(error_of(section.release_table(tables[i], Level::L1)), Errno::Ok);
     EXPECT_EQ(fake().count(Ev::RetireTable), 0u) << "a full batch is not drained until it must be";
     EXPECT_EQ(frames().free_count(), free_before);
 
     // One more: the pending ones go first, after the TLB and lazy flushes.
-    EXPECT_EQ(error_of(batch.release_table(tables[n - 1], Level::L1)), Errno::Ok);
+    EXPECT_EQ(error_of(section.release_table(tables[n - 1], Level::L1)), Errno::Ok);
     std::vector<Ev> expected = {Ev::LazyEnter, Ev::FlushOne, Ev::FlushOne, Ev::FlushOne, Ev::LazyFlush};
-    expected.insert(expected.end(), MmuBatch::kMaxPendingTables, Ev::RetireTable);
+    expected.insert(expected.end(), LazyMmuSection::kMaxPendingTables, Ev::RetireTable);
     EXPECT_THAT(kinds(), ElementsAreArray(expected));
-    EXPECT_EQ(frames().free_count(), free_before + MmuBatch::kMaxPendingTables);
+    EXPECT_EQ(frames().free_count(), free_before + LazyMmuSection::kMaxPendingTables);
     for (unsigned i = 0; i + 1 < n; ++i) EXPECT_TRUE(frames().is_free(tables[i])) << i;
     EXPECT_FALSE(frames().is_free(tables[n - 1]));
     EXPECT_EQ(fake().lazy_depth(), 1) << "still in the section";
 
     // The drain started over: a new invalidation is flushed by finish().
     fake().clear_events();
-    batch.invalidate(user_page(7));
-    EXPECT_EQ(error_of(batch.finish()), Errno::Ok);
+    section.invalidate(user_page(7));
+    EXPECT_EQ(error_of(section.finish()), Errno::Ok);
   }
   EXPECT_THAT(kinds(), ElementsAreArray({Ev::FlushOne, Ev::LazyFlush, Ev::RetireTable, Ev::LazyLeave}));
   EXPECT_EQ(fake().events(Ev::FlushOne)[0].va, user_page(7));
@@ -186,26 +213,26 @@ TEST_F(MmuBatchTest, MoreThanMaxPendingTablesDrainsEarly) {
   EXPECT_EQ(frames().free_count(), free_before + n);
 }
 
-TEST_F(MmuBatchTest, EarlyDrainResetsTheFullFlush) {
+TEST_F(LazyMmuSectionTest, EarlyDrainResetsTheFullFlush) {
   ASSERT_EQ(error_of(g_mmu.load_root(root_)), Errno::Ok);
   std::vector<Pfn> tables;
-  for (unsigned i = 0; i <= MmuBatch::kMaxPendingTables; ++i) tables.push_back(make_table());
+  for (unsigned i = 0; i <= LazyMmuSection::kMaxPendingTables; ++i) tables.push_back(make_table());
   fake().clear_events();
-  MmuBatch batch(root_);
-  for (unsigned i = 0; i < MmuBatch::kMaxSinglePageFlushes + 5; ++i) batch.invalidate(user_page(i));
-  for (Pfn t : tables) EXPECT_EQ(error_of(batch.release_table(t, Level::L1)), Errno::Ok);
+  LazyMmuSection section(root_);
+  for (unsigned i = 0; i < LazyMmuSection::kMaxSinglePageFlushes + 5; ++i) section.invalidate(user_page(i));
+  for (Pfn t : tables) EXPECT_EQ(error_of(section.release_table(t, Level::L1)), Errno::Ok);
   EXPECT_EQ(fake().count(Ev::FlushAll), 1u);
-  batch.invalidate(user_page(1));
-  EXPECT_EQ(error_of(batch.finish()), Errno::Ok);
+  section.invalidate(user_page(1));
+  EXPECT_EQ(error_of(section.finish()), Errno::Ok);
   EXPECT_EQ(fake().count(Ev::FlushAll), 1u) << "the full flush was already done";
   EXPECT_EQ(fake().count(Ev::FlushOne), 1u);
 }
 
-TEST_F(MmuBatchTest, FinishReportsAFailedLazyFlushAndStillLeaves) {
+TEST_F(LazyMmuSectionTest, FinishReportsAFailedLazyFlushAndStillLeaves) {
   const auto saved = g_mmu.flush_lazy_mmu;
   g_mmu.flush_lazy_mmu = []() -> ErrorOr<void> { return Errno::EIO; };
-  MmuBatch batch(root_);
-  const Errno e = error_of(batch.finish());
+  LazyMmuSection section(root_);
+  const Errno e = error_of(section.finish());
   g_mmu.flush_lazy_mmu = saved;
   EXPECT_EQ(e, Errno::EIO);
   EXPECT_EQ(fake().lazy_depth(), 0) << "leave_lazy_mmu runs even when the flush failed";
@@ -215,8 +242,8 @@ TEST_F(MmuBatchTest, FinishReportsAFailedLazyFlushAndStillLeaves) {
 // pending list untouched, so the tables it had already retired and freed
 // are retired and freed again by the next drain (finish()), which then
 // stops at the double free and never frees the rest. See the report.
-TEST_F(MmuBatchTest, AFailedReleaseNeverRetiresATableTwice) {
-  const unsigned n = MmuBatch::kMaxPendingTables + 1;
+TEST_F(LazyMmuSectionTest, AFailedReleaseNeverRetiresATableTwice) {
+  const unsigned n = LazyMmuSection::kMaxPendingTables + 1;
   std::vector<Pfn> tables;
   for (unsigned i = 0; i < n; ++i) tables.push_back(make_table());
   const uint64_t free_before = frames().free_count();
@@ -229,10 +256,10 @@ TEST_F(MmuBatchTest, AFailedReleaseNeverRetiresATableTwice) {
     return e.table == failing && failures++ == 0 ? Errno::EIO : Errno::Ok;
   };
   {
-    MmuBatch batch(root_);
-    for (unsigned i = 0; i + 1 < n; ++i) EXPECT_EQ(error_of(batch.release_table(tables[i], Level::L1)), Errno::Ok);
-    EXPECT_EQ(error_of(batch.release_table(tables[n - 1], Level::L1)), Errno::EIO);
-    (void)batch.finish();
+    LazyMmuSection section(root_);
+    for (unsigned i = 0; i + 1 < n; ++i) EXPECT_EQ(error_of(section.release_table(tables[i], Level::L1)), Errno::Ok);
+    EXPECT_EQ(error_of(section.release_table(tables[n - 1], Level::L1)), Errno::EIO);
+    (void)section.finish();
   }
   fake().fault = nullptr;
   size_t twice = 0, not_freed = 0;

@@ -3,20 +3,21 @@
 // gathers the TLB invalidations and the page tables freed by the walk, and
 // finish() — which must be called exactly once — pushes the queued updates,
 // flushes the TLB and only then gives the tables back to the allocator.
+// Sections do not nest: opening one while another is open panics.
 #pragma once
 #include "base/lib/error_or.h"
 #include "pvops/mmu_ops.h"
 
 namespace pvk {
 
-class MmuBatch {
+class LazyMmuSection {
  public:
   // on_refusal: see OnRefusal (pvops/mmu_ops.h) — Retry for work that takes
   // access away and must not stop halfway.
-  explicit MmuBatch(Pfn root, OnRefusal on_refusal = OnRefusal::Fail);
-  MmuBatch(const MmuBatch&) = delete;
-  MmuBatch& operator=(const MmuBatch&) = delete;
-  ~MmuBatch();
+  explicit LazyMmuSection(Pfn root, OnRefusal on_refusal = OnRefusal::Fail);
+  LazyMmuSection(const LazyMmuSection&) = delete;
+  LazyMmuSection& operator=(const LazyMmuSection&) = delete;
+  ~LazyMmuSection();
 
   // va's translation changed and may be cached.
   void invalidate(VirtAddr va);
