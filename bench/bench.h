@@ -73,8 +73,13 @@ struct Series {
   uint64_t max() const;
 };
 
-// The 15 counters of PvkCounters that benchmarks report as deltas.
-inline constexpr unsigned kNumCounters = 15;
+// The counters of PvkCounters that benchmarks report as deltas: every line
+// of base/counters.inc, in its order.
+inline constexpr unsigned kNumCounters = 0
+#define PVK_MMU_COUNTER(name) +1
+#define PVK_MM_COUNTER(name) +1
+#include "base/counters.inc"
+    ;
 extern const char* const kCounterNames[kNumCounters];
 struct Counters {
   uint64_t v[kNumCounters] = {};

@@ -7,8 +7,8 @@
 // executable. One "@pvk {...}" record per (benchmark, parameter set), then
 // {"event":"bench_done",...}; exits 1 if any benchmark failed.
 #include "bench/bench.h"
-#include "guest/lib/error_or.h"  // pvk::panic
-#include "guest/lib/format.h"
+#include "base/lib/error_or.h"  // pvk::panic
+#include "base/lib/format.h"
 
 namespace bench {
 namespace {

@@ -2,8 +2,8 @@
 #include <stddef.h>
 
 #include "bench/bench.h"
-#include "guest/lib/error_or.h"  // pvk::panic
-#include "guest/lib/format.h"
+#include "base/lib/error_or.h"  // pvk::panic
+#include "base/lib/format.h"
 
 namespace bench {
 
@@ -62,19 +62,21 @@ uint64_t Series::max() const {
 }
 
 const char* const kCounterNames[kNumCounters] = {
-    "pte_writes", "lazy_sections", "tlb_flush_one", "tlb_flush_all",      "root_loads",
-    "pt_pages_alloc", "pt_pages_release", "hypercalls", "multicalls",     "mmu_update_entries",
-    "mmuext_ops", "ptwr_traps", "page_faults", "cow_copies", "zero_page_maps"};
+#define PVK_MMU_COUNTER(name) #name,
+#define PVK_MM_COUNTER(name) #name,
+#include "base/counters.inc"
+};
 
 Counters read_all_counters() {
   Counters out;
   if (!g_have_counters) return out;
   PvkCounters c;
   if (read_counters(&c) != 0) return out;
-  const uint64_t src[kNumCounters] = {c.pte_writes,       c.lazy_sections, c.tlb_flush_one,    c.tlb_flush_all,
-                                      c.root_loads,       c.pt_pages_alloc, c.pt_pages_release, c.hypercalls,
-                                      c.multicalls,       c.mmu_update_entries, c.mmuext_ops,   c.ptwr_traps,
-                                      c.page_faults,      c.cow_copies,     c.zero_page_maps};
+  const uint64_t src[kNumCounters] = {
+#define PVK_MMU_COUNTER(name) c.name,
+#define PVK_MM_COUNTER(name) c.name,
+#include "base/counters.inc"
+  };
   for (unsigned i = 0; i < kNumCounters; ++i) out.v[i] = src[i];
   out.free_frames = c.free_frames;
   return out;

@@ -1,7 +1,7 @@
 // Seed 002: mprotect (N present pages RW -> RO -> RW in a loop) and
 // kernbench (a maximal-load mix of concurrent fork/exec/fault/mprotect/exit).
 #include "bench/bench.h"
-#include "guest/lib/format.h"
+#include "base/lib/format.h"
 
 namespace bench {
 

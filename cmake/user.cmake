@@ -1,5 +1,5 @@
 # User programs: freestanding static ELF64 executables, linked at 0x400000
-# (guest/proc/abi.h, kUserBase), run by pvk and embedded in the kernel image.
+# (base/abi.h, kUserBase), run by pvk and embedded in the kernel image.
 #
 #   pvk_user_program(NAME SOURCES...)   one program, linked with the runtime
 #                                       of bench/libc (target pvk_ulibc)

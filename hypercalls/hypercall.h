@@ -3,7 +3,7 @@
 // Every call is counted, so records can say how many a measurement cost.
 #pragma once
 #include "hypercalls/xen_abi.h"
-#include "pvops/counters.h"
+#include "base/counters.h"
 
 extern "C" char hypercall_page[];
 

@@ -5,7 +5,7 @@
 // Portable (no hypercalls of its own): the kernel plugs in a sink that
 // issues them, host tests plug in a fake that can fail part-way.
 #pragma once
-#include "guest/lib/error_or.h"
+#include "base/lib/error_or.h"
 #include "hypercalls/xen_abi.h"
 
 namespace pvk::xen {

@@ -1,6 +1,6 @@
 #include "hypercalls/mmu_sink.h"
 
-#include "guest/lib/fault_inject.h"
+#include "base/lib/fault_inject.h"
 #include "hypercalls/hypercall.h"
 
 namespace pvk::xen {

@@ -2,9 +2,9 @@
 // machine, ours, handed over in start_info) and Xen's read-only M2P table
 // (machine to pseudo-physical, mapped by Xen into every guest address space).
 #pragma once
-#include "guest/lib/types.h"
+#include "base/lib/types.h"
 #include "hypercalls/xen_abi.h"
-#include "mm/physmap.h"
+#include "base/frames/physmap.h"
 
 namespace pvk::xen {
 

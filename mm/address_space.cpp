@@ -1,13 +1,13 @@
 #include "mm/address_space.h"
 
-#include "guest/layout.h"
-#include "guest/lib/kstring.h"
-#include "guest/proc/abi.h"
-#include "mm/frame_allocator.h"
-#include "mm/frame_refs.h"
+#include "base/layout.h"
+#include "base/lib/kstring.h"
+#include "base/abi.h"
+#include "base/frames/frame_allocator.h"
+#include "base/frames/frame_refs.h"
 #include "mm/kernel_space.h"
-#include "mm/mmu_batch.h"
-#include "mm/physmap.h"
+#include "pvops/lazy_mmu_section.h"
+#include "base/frames/physmap.h"
 
 namespace pvk {
 
@@ -24,9 +24,9 @@ Pfn g_zero_page{};
 Pfn g_root_cache[kRootCacheSize];
 unsigned g_cached_roots = 0;
 
-// Finish a batch, keeping the first error.
-ErrorOr<void> finish(MmuBatch& batch, ErrorOr<void> r) {
-  auto f = batch.finish();
+// Finish a section, keeping the first error.
+ErrorOr<void> finish(LazyMmuSection& section, ErrorOr<void> r) {
+  auto f = section.finish();
   return r.is_error() ? r : f;
 }
 
@@ -119,14 +119,14 @@ ErrorOr<AddressSpace*> AddressSpace::try_fork() {
   // The parent's leaves are write-protected as they are shared: that must not
   // stop halfway (a refused request is sent again), and only the child is
   // undone if the fork fails.
-  MmuBatch batch(root_, OnRefusal::Retry);
+  LazyMmuSection section(root_, OnRefusal::Retry);
   ErrorOr<void> r;
   for (unsigned i = 0; i < count_ && !r.is_error(); ++i) {
     const Vma& v = vmas_[i];
     r = g_mmu.range.fork_range(root_, child->root_, VirtAddr{v.start}, v.pages(),
-                               (v.flags & vm::Shared) ? ForkMode::Share : ForkMode::CopyOnWrite, batch);
+                               (v.flags & vm::Shared) ? ForkMode::Share : ForkMode::CopyOnWrite, section);
   }
-  r = finish(batch, r);
+  r = finish(section, r);
   if (r.is_error()) {
     must(child->destroy(), "destroy half-forked space");
     return r.error();
@@ -135,13 +135,13 @@ ErrorOr<AddressSpace*> AddressSpace::try_fork() {
 }
 
 ErrorOr<void> AddressSpace::destroy() {
-  MmuBatch batch(root_, OnRefusal::Retry);
+  LazyMmuSection section(root_, OnRefusal::Retry);
   ErrorOr<void> r;
   for (unsigned i = 0; i < count_ && !r.is_error(); ++i)
     r = g_mmu.range.unmap(root_, VirtAddr{vmas_[i].start}, vmas_[i].pages(), UnmapVisitor{&drop_frame, nullptr},
-                          batch);
-  if (!r.is_error()) r = g_mmu.range.release_user_tables(root_, batch);
-  TRY(finish(batch, r));
+                          section);
+  if (!r.is_error()) r = g_mmu.range.release_user_tables(root_, section);
+  TRY(finish(section, r));
   count_ = 0;
   in_use_ = false;
   return release_root(root_);
@@ -203,10 +203,10 @@ void AddressSpace::merge_neighbours() {
 }
 
 ErrorOr<void> AddressSpace::unmap_pages(uint64_t start, uint64_t end) {
-  MmuBatch batch(root_, OnRefusal::Retry);
+  LazyMmuSection section(root_, OnRefusal::Retry);
   auto r = g_mmu.range.unmap(root_, VirtAddr{start}, (end - start) >> kPageShift, UnmapVisitor{&drop_frame, nullptr},
-                             batch);
-  return finish(batch, r);
+                             section);
+  return finish(section, r);
 }
 
 ErrorOr<uint64_t> AddressSpace::mmap(uint64_t addr, uint64_t len, uint32_t prot, uint32_t flags, bool fixed) {
@@ -240,19 +240,19 @@ ErrorOr<uint64_t> AddressSpace::mmap(uint64_t addr, uint64_t len, uint32_t prot,
 }
 
 ErrorOr<void> AddressSpace::populate_shared(uint64_t addr, uint64_t size, uint32_t prot) {
-  Pfn batch[64];
+  Pfn chunk[64];
   for (uint64_t va = addr; va < addr + size;) {
     unsigned n = 0;
     for (; n < 64 && va + n * kPageSize < addr + size; ++n) {
       auto f = frames().try_alloc();
       if (f.is_error()) {
-        while (n--) frames().must_free(batch[n]);
+        while (n--) frames().must_free(chunk[n]);
         return f.error();
       }
-      batch[n] = f.value();
-      memset(phys_to_virt(batch[n]), 0, kPageSize);
+      chunk[n] = f.value();
+      memset(phys_to_virt(chunk[n]), 0, kPageSize);
     }
-    TRY(map_frames(va, batch, n, prot));  // on failure it keeps or frees each frame itself
+    TRY(map_frames(va, chunk, n, prot));  // on failure it keeps or frees each frame itself
     va += n * kPageSize;
   }
   return {};
@@ -290,10 +290,10 @@ ErrorOr<void> AddressSpace::mprotect(uint64_t addr, uint64_t len, uint32_t prot)
   const PteFlags want = leaf_flags(prot);
   const uint64_t managed = pte_bit::Present | pte_bit::ProtNone | pte_bit::Write | pte_bit::Nx;
   merge_neighbours();
-  MmuBatch batch(root_, OnRefusal::Retry);  // the VMAs already say the new rights
+  LazyMmuSection section(root_, OnRefusal::Retry);  // the VMAs already say the new rights
   auto r = g_mmu.range.protect(root_, VirtAddr{addr}, (end - addr) >> kPageShift, PteFlags{want.bits & managed},
-                               PteFlags{~want.bits & managed}, batch);
-  return finish(batch, r);
+                               PteFlags{~want.bits & managed}, section);
+  return finish(section, r);
 }
 
 ErrorOr<uint64_t> AddressSpace::brk(uint64_t new_end) {
@@ -318,9 +318,8 @@ ErrorOr<uint64_t> AddressSpace::brk(uint64_t new_end) {
 
 ErrorOr<void> AddressSpace::map_frames(uint64_t addr, const Pfn* frames_in, uint64_t count, uint32_t prot) {
   for (uint64_t i = 0; i < count; ++i) frame_refs().set(frames_in[i], 1);
-  MmuBatch batch(root_, OnRefusal::Fail);  // what was not mapped is read back and undone
-  auto r = finish(batch, g_mmu.range.map(root_, VirtAddr{addr}, count, FrameSource{frames_in, {}}, leaf_flags(prot),
-                                         batch));
+  LazyMmuSection section(root_, OnRefusal::Fail);  // what was not mapped is read back and undone
+  auto r = finish(section, g_mmu.range.map(root_, VirtAddr{addr}, count, FrameSource{frames_in, {}}, leaf_flags(prot)));
   if (r.is_error()) {
     // The frames that made it into the tables belong to the space now (its
     // munmap drops them); the others go back.
@@ -339,17 +338,17 @@ FaultOutcome AddressSpace::handle_fault(uint64_t va, Access access) {
   ++g_mm_stats.page_faults;
   const bool write = access == Access::Write;
   const Vma* v = find(va);
-  if (!v || !v->prot || (write && !(v->prot & vm::Write))) return FaultOutcome::BadAccess;
+  if (!v || !v->prot || (write && !(v->prot & vm::Write))) return FaultOutcome::bad_access();
   // An instruction fetch from memory without PROT_EXEC: the leaf carries NX,
   // so treating it as a stale translation would fault again forever.
-  if (access == Access::Execute && !(v->prot & vm::Exec)) return FaultOutcome::BadAccess;
+  if (access == Access::Execute && !(v->prot & vm::Exec)) return FaultOutcome::bad_access();
   const VirtAddr page{align_down(va, kPageSize)};
   const PteFlags flags = leaf_flags(v->prot);
   auto pte = g_mmu.range.lookup(root_, page);
 
   // A fault only grants access, so a refused update is not retried: the
   // tables are read back afterwards and say whether the new frame made it.
-  MmuBatch batch(root_, OnRefusal::Fail);
+  LazyMmuSection section(root_, OnRefusal::Fail);
   ErrorOr<void> r;
   Pfn fresh{};          // a frame this fault took, if any
   Pfn replaced{};       // the shared frame a copy replaces (copied = true)
@@ -357,51 +356,51 @@ FaultOutcome AddressSpace::handle_fault(uint64_t va, Access access) {
   if (pte.is_error()) {
     if (!write && !(v->flags & vm::Shared) && g_policy.zero_page) {
       ++g_mm_stats.zero_page_maps;
-      r = g_mmu.range.remap(root_, page, g_zero_page, flags.without(pte_bit::Write).with(pte_bit::Cow), batch);
+      r = g_mmu.range.remap(root_, page, g_zero_page, flags.without(pte_bit::Write).with(pte_bit::Cow), section);
     } else {
       auto f = frames().try_alloc();
       if (f.is_error()) {
-        must(batch.finish(), "fault batch");
-        return FaultOutcome::OutOfMemory;
+        must(section.finish(), "fault section");
+        return FaultOutcome::out_of_memory(f.error());
       }
       fresh = f.value(), took = true;
       memset(phys_to_virt(fresh), 0, kPageSize);
       frame_refs().set(fresh, 1);
-      r = g_mmu.range.remap(root_, page, fresh, flags, batch);
+      r = g_mmu.range.remap(root_, page, fresh, flags, section);
     }
   } else if (write && (pte.value().raw & pte_bit::Cow)) {
     const Pfn old = g_mmu.pte_pfn(pte.value());
     if (old != g_zero_page && frame_refs().get(old) == 1) {
-      r = g_mmu.range.remap(root_, page, old, flags, batch);  // the last sharer keeps it
+      r = g_mmu.range.remap(root_, page, old, flags, section);  // the last sharer keeps it
     } else {
       auto f = frames().try_alloc();
       if (f.is_error()) {
-        must(batch.finish(), "fault batch");
-        return FaultOutcome::OutOfMemory;
+        must(section.finish(), "fault section");
+        return FaultOutcome::out_of_memory(f.error());
       }
       fresh = f.value(), took = true, replaced = old, copied = true;
       memcpy(phys_to_virt(fresh), phys_to_virt(old), kPageSize);
       frame_refs().set(fresh, 1);
-      r = g_mmu.range.remap(root_, page, fresh, flags, batch);
+      r = g_mmu.range.remap(root_, page, fresh, flags, section);
     }
   } else if (write && !(g_mmu.pte_flags(pte.value()).has(pte_bit::Write))) {
-    r = g_mmu.range.remap(root_, page, g_mmu.pte_pfn(pte.value()), flags, batch);
+    r = g_mmu.range.remap(root_, page, g_mmu.pte_pfn(pte.value()), flags, section);
   } else {
-    batch.invalidate(page);  // a stale translation: the entry already allows it
+    section.invalidate(page);  // a stale translation: the entry already allows it
   }
-  r = finish(batch, r);
-  if (!took) return r.is_error() ? FaultOutcome::OutOfMemory : FaultOutcome::Handled;
+  r = finish(section, r);
+  if (!took) return r.is_error() ? FaultOutcome::out_of_memory(r.error()) : FaultOutcome::handled();
   const auto now = g_mmu.range.lookup(root_, page);
   if (now.is_error() || g_mmu.pte_pfn(now.value()) != fresh) {
     frame_refs().set(fresh, 0);  // never referenced by an entry: give it back
     frames().must_free(fresh);
-    return FaultOutcome::OutOfMemory;
+    return FaultOutcome::out_of_memory(r.is_error() ? r.error() : Errno::ENOMEM);
   }
   if (copied) {
     ++g_mm_stats.cow_copies;
     if (frame_refs().dec(replaced) == 0) frames().must_free(replaced);
   }
-  return FaultOutcome::Handled;
+  return FaultOutcome::handled();
 }
 
 }  // namespace pvk

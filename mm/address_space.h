@@ -2,9 +2,9 @@
 // every other root) and the VMAs describing what the user half may hold.
 // Anonymous memory is demand-paged; fork shares frames copy-on-write; all
 // page-table work goes through the pvops range operations inside lazy-MMU
-// batches, so each backend decides how the writes travel.
+// sections, so each backend decides how the writes travel.
 #pragma once
-#include "guest/lib/error_or.h"
+#include "base/lib/error_or.h"
 #include "pvops/mmu_ops.h"
 
 namespace pvk {
@@ -22,7 +22,19 @@ struct Vma {
   uint64_t pages() const { return (end - start) >> kPageShift; }
 };
 
-enum class FaultOutcome { Handled, BadAccess, OutOfMemory };
+// What a page fault came to, and the error behind it: Ok when Handled,
+// EFAULT for a BadAccess, and for OutOfMemory what failed (ENOMEM when no
+// frame was free, or the error of the page-table update that did not stick).
+struct FaultOutcome {
+  enum Kind : uint8_t { Handled, BadAccess, OutOfMemory };
+  Kind kind;
+  Errno error;
+  constexpr FaultOutcome(Kind k, Errno e = Errno::Ok) : kind(k), error(e) {}
+  constexpr bool operator==(Kind k) const { return kind == k; }
+  static constexpr FaultOutcome handled() { return {Handled, Errno::Ok}; }
+  static constexpr FaultOutcome bad_access() { return {BadAccess, Errno::EFAULT}; }
+  static constexpr FaultOutcome out_of_memory(Errno why) { return {OutOfMemory, why}; }
+};
 // What the faulting access tried to do (from the page-fault error code).
 enum class Access : uint8_t { Read, Write, Execute };
 
@@ -36,10 +48,10 @@ ErrorOr<void> init_user_mm();  // the zero page
 // Frees the cached roots (before a leak check).
 ErrorOr<void> drain_root_cache();
 
+// The fields are the PVK_MM_COUNTER lines of base/counters.inc.
 struct MmStats {
-  uint64_t page_faults = 0;
-  uint64_t cow_copies = 0;
-  uint64_t zero_page_maps = 0;
+#define PVK_MM_COUNTER(name) uint64_t name = 0;
+#include "base/counters.inc"
 };
 extern MmStats g_mm_stats;
 

@@ -1,11 +1,11 @@
 #include "mm/kernel_space.h"
 
-#include "guest/layout.h"
-#include "guest/lib/kstring.h"
-#include "mm/frame_allocator.h"
-#include "mm/frame_refs.h"
-#include "mm/mmu_batch.h"
-#include "mm/physmap.h"
+#include "base/layout.h"
+#include "base/lib/kstring.h"
+#include "base/frames/frame_allocator.h"
+#include "base/frames/frame_refs.h"
+#include "pvops/lazy_mmu_section.h"
+#include "base/frames/physmap.h"
 #include "pvops/mmu_ops.h"
 
 extern "C" char __kernel_start[], __text_end[], __rodata_end[], __kernel_end[];
@@ -74,7 +74,7 @@ namespace {
 
 // Maps [first, first+count) of RAM into the physmap, read-only where the
 // loader's page tables sit.
-ErrorOr<void> map_physmap(Pfn root, const BootInfo& info, uint64_t first, uint64_t count, MmuBatch& batch) {
+ErrorOr<void> map_physmap(Pfn root, const BootInfo& info, uint64_t first, uint64_t count) {
   const uint64_t end = first + count;
   const uint64_t bt_first = raw(info.boot_tables.first), bt_end = bt_first + info.boot_tables.count;
   for (uint64_t p = first; p < end;) {
@@ -82,7 +82,7 @@ ErrorOr<void> map_physmap(Pfn root, const BootInfo& info, uint64_t first, uint64
     uint64_t stop = in_tables ? bt_end : (p < bt_first ? bt_first : end);
     if (stop > end) stop = end;
     TRY(g_mmu.range.map(root, VirtAddr{PVK_PHYSMAP_BASE + (p << kPageShift)}, stop - p, FrameSource{nullptr, Pfn{p}},
-                        in_tables ? pte_flags::KernelRo : pte_flags::KernelRw, batch));
+                        in_tables ? pte_flags::KernelRo : pte_flags::KernelRw));
     p = stop;
   }
   return {};
@@ -97,10 +97,9 @@ MemRange clip(const MemRange& r, uint64_t limit, bool early) {
   return {Pfn{from}, end - from};
 }
 
-ErrorOr<void> map_image(Pfn root, MmuBatch& batch) {
+ErrorOr<void> map_image(Pfn root) {
   auto map = [&](const char* from, const char* to, PteFlags flags) {
-    return g_mmu.range.map(root, to_virt(from), pages_between(from, to), FrameSource{nullptr, image_pfn(from)}, flags,
-                           batch);
+    return g_mmu.range.map(root, to_virt(from), pages_between(from, to), FrameSource{nullptr, image_pfn(from)}, flags);
   };
   // Code executable, read-only data read-only, nothing writable executable.
   TRY(map(__kernel_start, __text_end, pte_flags::KernelRx));
@@ -108,8 +107,8 @@ ErrorOr<void> map_image(Pfn root, MmuBatch& batch) {
   return map(__rodata_end, __kernel_end, pte_flags::KernelRw);
 }
 
-ErrorOr<void> finish_batch(MmuBatch& batch, ErrorOr<void> result) {
-  auto done = batch.finish();
+ErrorOr<void> finish_section(LazyMmuSection& section, ErrorOr<void> result) {
+  auto done = section.finish();
   if (result.is_error()) return result;
   return done;
 }
@@ -126,8 +125,8 @@ ErrorOr<Pfn> build_kernel_space(const BootInfo& info) {
   // before any physmap leaf is written, so a frame is never mapped writable
   // and then turned into a page table behind that mapping's back.
   {
-    MmuBatch batch(root);
-    auto r = map_image(root, batch);
+    LazyMmuSection section(root);
+    auto r = map_image(root);
     // The kernel half's L3 tables exist from the start and are never freed,
     // so every address space can share them by copying L4 entries.
     if (!r.is_error()) r = g_mmu.range.populate(root, VirtAddr{PVK_SCRATCH_BASE}, Level::L3);
@@ -139,9 +138,9 @@ ErrorOr<Pfn> build_kernel_space(const BootInfo& info) {
     }
     for (unsigned i = 0; i < info.ram_ranges && !r.is_error(); ++i) {
       const MemRange part = clip(info.ram[i], info.early_physmap_pfns, true);
-      if (part.count) r = map_physmap(root, info, raw(part.first), part.count, batch);
+      if (part.count) r = map_physmap(root, info, raw(part.first), part.count);
     }
-    TRY(finish_batch(batch, r));
+    TRY(finish_section(section, r));
   }
 
   TRY(g_mmu.load_root(root));
@@ -153,13 +152,13 @@ ErrorOr<Pfn> build_kernel_space(const BootInfo& info) {
 
   // Phase 2, on the kernel's own tables: the rest of RAM. New tables come
   // from low frames, which the physmap already reaches.
-  MmuBatch batch(root);
+  LazyMmuSection section(root);
   ErrorOr<void> r;
   for (unsigned i = 0; i < info.ram_ranges && !r.is_error(); ++i) {
     const MemRange part = clip(info.ram[i], info.early_physmap_pfns, false);
-    if (part.count) r = map_physmap(root, info, raw(part.first), part.count, batch);
+    if (part.count) r = map_physmap(root, info, raw(part.first), part.count);
   }
-  TRY(finish_batch(batch, r));
+  TRY(finish_section(section, r));
 
   // Reference counts for every frame, in a physically contiguous run (so
   // the physmap gives one contiguous array), held for good.

@@ -1,8 +1,8 @@
 // Building the kernel's own address space through pvops at boot: the image
 // with per-section permissions and the physmap over all RAM.
 #pragma once
-#include "guest/kernel/boot_info.h"
-#include "guest/lib/error_or.h"
+#include "base/boot_info.h"
+#include "base/lib/error_or.h"
 
 namespace pvk {
 

@@ -1,6 +1,6 @@
 // Constructors of each backend's pvops table (one file per backend).
 #pragma once
-#include "guest/lib/error_or.h"
+#include "base/lib/error_or.h"
 #include "pvops/mmu_ops.h"
 
 namespace pvk {

@@ -1,4 +1,4 @@
-#include "pvops/counters.h"
+#include "base/counters.h"
 #include "pvops/mmu_ops.h"
 
 namespace pvk {

@@ -6,17 +6,17 @@
 //  - single-entry verbs (set_pte, ptep_modify_prot_start/commit, ...), for
 //    paths that touch one entry (a fault);
 //  - range operations (map/protect/unmap/lookup), which are the shared walk
-//    (mm/page_walk.h) instantiated with the backend's policy, so a hot loop
+//    (pvops/page_walk.h) instantiated with the backend's policy, so a hot loop
 //    costs one indirect call per range, not per entry — except under
 //    pte=flags, where every flag read deliberately goes through pte_flags.
 #pragma once
-#include "guest/lib/error_or.h"
-#include "pvops/counters.h"
+#include "base/lib/error_or.h"
+#include "base/counters.h"
 #include "pvops/pte.h"
 
 namespace pvk {
 
-class MmuBatch;
+class LazyMmuSection;
 
 // Where the frames of a map() come from: a contiguous run or an array.
 struct FrameSource {
@@ -36,14 +36,14 @@ enum class ForkMode : uint8_t { CopyOnWrite, Share };
 struct MmuRangeOps {
   // EEXIST if any target entry is already present (nothing is overwritten);
   // on error, entries mapped before the failure stay mapped.
-  ErrorOr<void> (*map)(Pfn root, VirtAddr va, uint64_t pages, FrameSource src, PteFlags flags,
-                       MmuBatch& batch);
+  // Call it inside a lazy-MMU section: the stores may be queued until it ends.
+  ErrorOr<void> (*map)(Pfn root, VirtAddr va, uint64_t pages, FrameSource src, PteFlags flags);
   // Sets then clears flag bits of every present leaf in the range, keeping
   // the accessed/dirty bits the hardware set meanwhile.
   ErrorOr<void> (*protect)(Pfn root, VirtAddr va, uint64_t pages, PteFlags set, PteFlags clear,
-                           MmuBatch& batch);
+                           LazyMmuSection& section);
   // Clears the range and frees L1/L2 tables that become empty.
-  ErrorOr<void> (*unmap)(Pfn root, VirtAddr va, uint64_t pages, UnmapVisitor visit, MmuBatch& batch);
+  ErrorOr<void> (*unmap)(Pfn root, VirtAddr va, uint64_t pages, UnmapVisitor visit, LazyMmuSection& section);
   // The leaf entry mapping va; ENOENT if none.
   ErrorOr<Pte> (*lookup)(Pfn root, VirtAddr va);
   // Makes sure the table at `level` covering va exists (allocating the ones
@@ -51,14 +51,14 @@ struct MmuRangeOps {
   ErrorOr<void> (*populate)(Pfn root, VirtAddr va, Level level);
   // Points the leaf for va at pfn (creating tables as needed), whatever was
   // there before; the old translation is invalidated.
-  ErrorOr<void> (*remap)(Pfn root, VirtAddr va, Pfn pfn, PteFlags flags, MmuBatch& batch);
+  ErrorOr<void> (*remap)(Pfn root, VirtAddr va, Pfn pfn, PteFlags flags, LazyMmuSection& section);
   // fork: every present leaf of the parent's range appears in the child.
   // CopyOnWrite write-protects the parent's writable leaves and marks both
   // copies Cow; Share copies them as they are. Frame references are taken.
-  ErrorOr<void> (*fork_range)(Pfn parent, Pfn child, VirtAddr va, uint64_t pages, ForkMode mode, MmuBatch& batch);
+  ErrorOr<void> (*fork_range)(Pfn parent, Pfn child, VirtAddr va, uint64_t pages, ForkMode mode, LazyMmuSection& section);
   // Frees the user half's remaining (empty) upper tables of a root about to
   // be dropped or cached; EBUSY if a leaf is still mapped there.
-  ErrorOr<void> (*release_user_tables)(Pfn root, MmuBatch& batch);
+  ErrorOr<void> (*release_user_tables)(Pfn root, LazyMmuSection& section);
 };
 
 enum class PteAccess : uint8_t { Attrs, Flags };  // boot parameter pte=

@@ -1,6 +1,6 @@
 // The native backend: plain stores into page tables, invlpg / CR3 for TLB
 // maintenance. Lazy-MMU sections cost nothing here — there is no queue.
-#include "guest/arch/cpu.h"
+#include "base/arch/cpu.h"
 #include "pvops/backends.h"
 #include "pvops/ops_builder.h"
 #include "pvops/pte_attrs.h"

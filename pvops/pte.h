@@ -3,7 +3,7 @@
 // pvops may build one (make_pte) or read its frame back (pte_pfn). Flag bits
 // are architectural and the same in every environment.
 #pragma once
-#include "guest/lib/types.h"
+#include "base/lib/types.h"
 
 namespace pvk {
 

@@ -3,9 +3,9 @@
 // it (VMASST_TYPE_writable_pagetables). Upper levels still go by hypercall.
 // A store Xen refuses comes back as a page fault on the store itself, caught
 // through the exception table and reported like a refused hypercall.
-#include "guest/arch/probe.h"
-#include "guest/console/console.h"
-#include "guest/console/record.h"
+#include "base/arch/probe.h"
+#include "base/console/console.h"
+#include "base/console/record.h"
 #include "hypercalls/hypercall.h"
 #include "pvops/backends.h"
 #include "pvops/ops_builder.h"

@@ -1,13 +1,13 @@
 #include "pvops/xen_common.h"
 
-#include "guest/console/console.h"
-#include "guest/console/record.h"
+#include "base/console/console.h"
+#include "base/console/record.h"
 #include "hypercalls/hypercall.h"
 #include "hypercalls/mmu_sink.h"
 #include "hypercalls/p2m.h"
-#include "guest/lib/kstring.h"
-#include "mm/frame_allocator.h"
-#include "mm/physmap.h"
+#include "base/lib/kstring.h"
+#include "base/frames/frame_allocator.h"
+#include "base/frames/physmap.h"
 #include "pvops/pte_attrs.h"
 
 namespace pvk::xen_pv {

@@ -4,7 +4,7 @@
 // back immediately.
 #pragma once
 #include "hypercalls/p2m.h"
-#include "mm/mmu_policy.h"
+#include "pvops/mmu_policy.h"
 #include "pvops/xen_common.h"
 
 namespace pvk::xen_pv {

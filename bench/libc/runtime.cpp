@@ -1,11 +1,11 @@
 // The runtime's C++ half: sigaction helper, output, numbers, memory; and the
 // two hooks the kernel's shared writers need (pvk::console_write for
-// guest/console/record.cpp, pvk::panic for guest/lib/error_or.h).
+// base/console/record.cpp, pvk::panic for base/lib/error_or.h).
 #include "bench/libc/user.h"
 
-#include "guest/console/console.h"
-#include "guest/lib/error_or.h"
-#include "guest/lib/format.h"
+#include "base/console/console.h"
+#include "base/lib/error_or.h"
+#include "base/lib/format.h"
 
 namespace pvk {
 

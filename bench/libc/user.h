@@ -1,6 +1,6 @@
 // pvk's tiny freestanding runtime for user programs (bench/, tests/user/).
 //
-// System calls follow guest/proc/abi.h: Linux x86-64 numbers and layouts, so
+// System calls follow base/abi.h: Linux x86-64 numbers and layouts, so
 // the same executables run on pvk and on Linux. Every wrapper returns what the
 // kernel returned: a value >= 0, or a negative errno (-abi::EFAULT, ...).
 // There is no errno variable and no stdio; see print()/printf() below.
@@ -11,8 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "guest/lib/kstring.h"  // memset, memcpy, memcmp, strlen, strcmp, ... (extern "C")
-#include "guest/proc/abi.h"
+#include "base/lib/kstring.h"  // memset, memcpy, memcmp, strlen, strcmp, ... (extern "C")
+#include "base/abi.h"
 
 namespace pvk::user {
 
@@ -73,7 +73,7 @@ inline uint64_t u(T* p) {
 inline bool is_err(int64_t r) { return r < 0 && r >= -4095; }
 
 // ---------------------------------------------------------------------------
-// The calls of guest/proc/abi.h, one wrapper each.
+// The calls of base/abi.h, one wrapper each.
 
 using namespace pvk::abi;
 
@@ -158,7 +158,7 @@ int64_t read_full(int fd, void* buf, size_t n);
 
 void print(const char* s);                 // to fd 1
 void print_fd(int fd, const char* s);
-void printf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));  // guest/lib/format.h syntax
+void printf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));  // base/lib/format.h syntax
 void vprintf(const char* fmt, va_list ap);
 
 // The environment block crt0 found (envp of main).

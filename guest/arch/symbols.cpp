@@ -1,7 +1,7 @@
 #include "guest/arch/symbols.h"
 
-#include "guest/arch/probe.h"
-#include "guest/console/console.h"
+#include "base/arch/probe.h"
+#include "base/console/console.h"
 
 struct KsymEntry {
   uint64_t addr;

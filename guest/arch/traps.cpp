@@ -1,12 +1,12 @@
 // Exception dispatch shared by every environment. Faults with an .extable
 // fixup resume there; everything else is a kernel bug, reported with the
 // registers and a symbolised backtrace before a failing shutdown.
-#include "guest/arch/platform.h"
-#include "guest/arch/probe.h"
+#include "base/arch/platform.h"
+#include "base/arch/probe.h"
 #include "guest/arch/symbols.h"
 #include "guest/arch/trap_frame.h"
-#include "guest/console/console.h"
-#include "guest/console/record.h"
+#include "base/console/console.h"
+#include "base/console/record.h"
 #include "guest/kernel/finish.h"
 #include "guest/proc/process.h"
 

@@ -6,7 +6,7 @@
  * pages: it opens the window with stac and closes it with clac on both
  * exits. stac/clac are #UD without SMAP and at CPL 3 (Xen PV), hence the
  * flag rather than unconditional instructions. */
-#include "guest/arch/extable.inc"
+#include "base/arch/extable.inc"
 
     .data
     .global pvk_smap

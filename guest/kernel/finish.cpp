@@ -1,12 +1,12 @@
 #include "guest/kernel/finish.h"
 
-#include "guest/arch/cpu.h"
+#include "base/arch/cpu.h"
 #include "guest/arch/symbols.h"
-#include "guest/console/console.h"
-#include "guest/console/record.h"
-#include "guest/lib/error_or.h"
-#include "guest/lib/format.h"
-#include "mm/frame_allocator.h"
+#include "base/console/console.h"
+#include "base/console/record.h"
+#include "base/lib/error_or.h"
+#include "base/lib/format.h"
+#include "base/frames/frame_allocator.h"
 
 namespace pvk {
 

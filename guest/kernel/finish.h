@@ -1,7 +1,7 @@
 // The end of every boot: the done record, then a shutdown whose status the
 // host can see (DESIGN.md, console protocol).
 #pragma once
-#include "guest/arch/platform.h"
+#include "base/arch/platform.h"
 
 namespace pvk {
 

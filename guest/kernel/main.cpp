@@ -1,21 +1,21 @@
 // kernel_main: the environment-neutral half of boot. Entry points (native
 // PVH, Xen PV) hand over a Platform and a BootInfo; from here on nothing
 // asks where we run except through g_platform and pvops.
-#include "guest/arch/cpu.h"
-#include "guest/console/console.h"
-#include "guest/console/record.h"
-#include "guest/kernel/boot_info.h"
+#include "base/arch/cpu.h"
+#include "base/console/console.h"
+#include "base/console/record.h"
+#include "base/boot_info.h"
 #include "guest/kernel/finish.h"
-#include "guest/lib/fault_inject.h"
-#include "guest/lib/format.h"
-#include "guest/lib/kstring.h"
+#include "base/lib/fault_inject.h"
+#include "base/lib/format.h"
+#include "base/lib/kstring.h"
 #include "guest/params/boot_params.h"
 #include "guest/selftest/selftest.h"
-#include "mm/frame_allocator.h"
+#include "base/frames/frame_allocator.h"
 #include "mm/address_space.h"
 #include "mm/kernel_space.h"
 #include "guest/proc/process.h"
-#include "pvops/select.h"
+#include "guest/boot/select.h"
 
 namespace pvk {
 namespace {
@@ -74,16 +74,17 @@ bool run_init(const char* const* argv) {
   must(drain_root_cache(), "drain root cache");
   const uint64_t after = frames().free_count();
   const int ws = status.value();
-  Record("init_exit")
-      .str("program", program)
-      .boolean("exited", abi::WIFEXITED(ws))
-      .i64("code", abi::WIFEXITED(ws) ? abi::WEXITSTATUS(ws) : -1)
-      .i64("signal", abi::WIFSIGNALED(ws) ? abi::WTERMSIG(ws) : 0)
-      .u64("free_frames_before", before)
-      .u64("free_frames_after", after)
-      .u64("page_faults", g_mm_stats.page_faults)
-      .u64("cow_copies", g_mm_stats.cow_copies)
-      .u64("zero_page_maps", g_mm_stats.zero_page_maps);
+  {
+    Record r("init_exit");
+    r.str("program", program)
+        .boolean("exited", abi::WIFEXITED(ws))
+        .i64("code", abi::WIFEXITED(ws) ? abi::WEXITSTATUS(ws) : -1)
+        .i64("signal", abi::WIFSIGNALED(ws) ? abi::WTERMSIG(ws) : 0)
+        .u64("free_frames_before", before)
+        .u64("free_frames_after", after);
+#define PVK_MM_COUNTER(name) r.u64(#name, g_mm_stats.name);
+#include "base/counters.inc"
+  }  // the record is emitted here, before anything below prints
   report_fault_injection();
   if (after != before) kprintf("pvk: processes leaked %ld frames\n", static_cast<int64_t>(before - after));
   // Under fail= the workload is expected to see errors (a fork that says

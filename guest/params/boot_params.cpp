@@ -2,8 +2,8 @@
 
 #include <stddef.h>
 
-#include "guest/lib/format.h"
-#include "guest/lib/kstring.h"
+#include "base/lib/format.h"
+#include "base/lib/kstring.h"
 
 namespace pvk {
 namespace {

@@ -2,9 +2,9 @@
 
 #include <elf.h>
 
-#include "guest/lib/kstring.h"
-#include "guest/lib/types.h"
-#include "guest/proc/abi.h"
+#include "base/lib/kstring.h"
+#include "base/lib/types.h"
+#include "base/abi.h"
 
 namespace pvk {
 namespace {

@@ -2,14 +2,14 @@
 
 #include <elf.h>
 
-#include "guest/arch/platform.h"
-#include "guest/lib/kstring.h"
+#include "base/arch/platform.h"
+#include "base/lib/kstring.h"
 #include "guest/proc/elf_image.h"
 #include "guest/proc/process.h"
 #include "guest/proc/programs.h"
-#include "mm/frame_allocator.h"
+#include "base/frames/frame_allocator.h"
 #include "mm/kernel_space.h"
-#include "mm/physmap.h"
+#include "base/frames/physmap.h"
 
 namespace pvk {
 namespace {
@@ -39,17 +39,17 @@ ErrorOr<void> load_segment(AddressSpace& as, const uint8_t* image, const ElfSegm
   const uint64_t end = align_up(seg.vaddr + seg.memsz, kPageSize);
   const uint32_t prot = segment_prot(seg.flags);
   TRY(as.mmap(start, end - start, prot, 0, /*fixed=*/true));
-  Pfn batch[64];
+  Pfn chunk[64];
   for (uint64_t va = start; va < end;) {
     unsigned n = 0;
     for (; n < 64 && va + n * kPageSize < end; ++n) {
       auto f = frames().try_alloc();
       if (f.is_error()) {
-        while (n--) frames().must_free(batch[n]);
+        while (n--) frames().must_free(chunk[n]);
         return f.error();
       }
-      batch[n] = f.value();
-      uint8_t* dst = phys_to_virt<uint8_t>(batch[n]);
+      chunk[n] = f.value();
+      uint8_t* dst = phys_to_virt<uint8_t>(chunk[n]);
       memset(dst, 0, kPageSize);
       const uint64_t page = va + n * kPageSize;
       // The file bytes that land in this page.
@@ -58,7 +58,7 @@ ErrorOr<void> load_segment(AddressSpace& as, const uint8_t* image, const ElfSegm
       const uint64_t to = page + kPageSize < to_file ? page + kPageSize : to_file;
       if (to > from) memcpy(dst + (from - page), image + seg.offset + (from - seg.vaddr), to - from);
     }
-    TRY(as.map_frames(va, batch, n, prot));  // on failure it keeps or frees each frame itself
+    TRY(as.map_frames(va, chunk, n, prot));  // on failure it keeps or frees each frame itself
     va += n * kPageSize;
   }
   return {};

@@ -1,6 +1,6 @@
 // Loading an embedded program into a fresh address space (execve).
 #pragma once
-#include "guest/lib/error_or.h"
+#include "base/lib/error_or.h"
 
 namespace pvk {
 

@@ -1,7 +1,7 @@
 #include "guest/proc/file.h"
 
-#include "guest/console/console.h"
-#include "guest/proc/abi.h"
+#include "base/console/console.h"
+#include "base/abi.h"
 #include "guest/proc/process.h"
 #include "guest/proc/user_copy.h"
 

@@ -4,7 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "guest/lib/error_or.h"
+#include "base/lib/error_or.h"
 
 namespace pvk {
 

@@ -1,12 +1,12 @@
 // The process table, the scheduler, fork/exit/wait and signal delivery.
 #include "guest/proc/process.h"
 
-#include "guest/arch/cpu.h"
-#include "guest/arch/platform.h"
-#include "guest/console/console.h"
-#include "guest/console/record.h"
-#include "guest/lib/fault_inject.h"
-#include "guest/lib/kstring.h"
+#include "base/arch/cpu.h"
+#include "base/arch/platform.h"
+#include "base/console/console.h"
+#include "base/console/record.h"
+#include "base/lib/fault_inject.h"
+#include "base/lib/kstring.h"
 #include "guest/proc/exec.h"
 #include "guest/proc/file.h"
 #include "guest/proc/user_copy.h"

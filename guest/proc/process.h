@@ -4,7 +4,7 @@
 // runnable processes on a timer tick.
 #pragma once
 #include "guest/arch/trap_frame.h"
-#include "guest/proc/abi.h"
+#include "base/abi.h"
 #include "mm/address_space.h"
 
 namespace pvk {

@@ -1,14 +1,14 @@
-// The system call table (numbers and meanings in guest/proc/abi.h). Every
+// The system call table (numbers and meanings in base/abi.h). Every
 // user pointer goes through user_copy; errors come back as -errno.
-#include "guest/arch/cpu.h"
-#include "guest/arch/platform.h"
-#include "guest/console/console.h"
+#include "base/arch/cpu.h"
+#include "base/arch/platform.h"
+#include "base/console/console.h"
 #include "guest/kernel/finish.h"
 #include "guest/proc/exec.h"
 #include "guest/proc/file.h"
 #include "guest/proc/process.h"
 #include "guest/proc/user_copy.h"
-#include "mm/frame_allocator.h"
+#include "base/frames/frame_allocator.h"
 
 namespace pvk {
 
@@ -172,10 +172,13 @@ int64_t sys_clock_gettime(const Args& a) {
 
 int64_t sys_pvk_counters(const Args& a) {
   const MmuCounters& c = g_mmu_counters;
-  abi::PvkCounters out{c.pte_writes, c.lazy_sections, c.tlb_flush_one, c.tlb_flush_all, c.root_loads,
-                       c.pt_pages_alloc, c.pt_pages_release, c.hypercalls, c.multicalls, c.mmu_update_entries,
-                       c.mmuext_ops, c.ptwr_traps, g_mm_stats.page_faults, g_mm_stats.cow_copies,
-                       g_mm_stats.zero_page_maps, frames().free_count(), g_platform->tsc_khz, nullptr};
+  abi::PvkCounters out{};
+#define PVK_MMU_COUNTER(name) out.name = c.name;
+#define PVK_MM_COUNTER(name) out.name = g_mm_stats.name;
+#include "base/counters.inc"
+  out.free_frames = frames().free_count();
+  out.tsc_khz = g_platform->tsc_khz;
+  out.platform_unused = nullptr;
   return result(copy_to_user(a[0], &out, sizeof out));
 }
 

@@ -1,6 +1,6 @@
 #include "guest/proc/user_copy.h"
 
-#include "guest/proc/abi.h"
+#include "base/abi.h"
 
 namespace pvk {
 

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "guest/lib/error_or.h"
+#include "base/lib/error_or.h"
 
 extern "C" bool raw_copy_user(void* dst, const void* src, size_t n);
 

@@ -3,7 +3,7 @@
 // or a triple fault. The boot test asserts exactly that.
 #include <stdint.h>
 
-#include "guest/console/console.h"
+#include "base/console/console.h"
 #include "guest/selftest/selftest.h"
 
 namespace pvk {

@@ -2,17 +2,17 @@
 // again and unmapped through pvops, each step checked twice — by walking the
 // tables (lookup) and by touching memory (probes that survive faults). Also
 // the error paths: EEXIST on a double map, ENOMEM with no frame leaked.
-#include "guest/arch/cpu.h"
-#include "guest/arch/probe.h"
-#include "guest/console/console.h"
-#include "guest/console/record.h"
+#include "base/arch/cpu.h"
+#include "base/arch/probe.h"
+#include "base/console/console.h"
+#include "base/console/record.h"
 #include "guest/kernel/finish.h"
-#include "guest/layout.h"
+#include "base/layout.h"
 #include "guest/selftest/selftest.h"
-#include "mm/frame_allocator.h"
+#include "base/frames/frame_allocator.h"
 #include "mm/kernel_space.h"
-#include "mm/mmu_batch.h"
-#include "mm/physmap.h"
+#include "pvops/lazy_mmu_section.h"
+#include "base/frames/physmap.h"
 #include "pvops/mmu_ops.h"
 
 namespace pvk {
@@ -76,9 +76,9 @@ bool check_mapped(Checker& c, bool writable) {
 }
 
 ErrorOr<void> protect(PteFlags set, PteFlags clear) {
-  MmuBatch batch(kernel_root());
-  auto r = g_mmu.range.protect(kernel_root(), page_va(0), kPages, set, clear, batch);
-  auto f = batch.finish();
+  LazyMmuSection section(kernel_root());
+  auto r = g_mmu.range.protect(kernel_root(), page_va(0), kPages, set, clear, section);
+  auto f = section.finish();
   if (r.is_error()) return r;
   return f;
 }
@@ -102,10 +102,10 @@ bool check_exhaustion() {
     head = f.value();
     ++hoarded;
   }
-  MmuBatch batch(kernel_root());
+  LazyMmuSection section(kernel_root());
   auto r = g_mmu.range.map(kernel_root(), VirtAddr{PVK_SCRATCH_BASE + (uint64_t{3} << 30)}, 1,
-                           FrameSource{nullptr, Pfn{0x100}}, pte_flags::KernelRo, batch);
-  must(batch.finish(), "batch finish");
+                           FrameSource{nullptr, Pfn{0x100}}, pte_flags::KernelRo);
+  must(section.finish(), "section finish");
   for (uint64_t i = 0; i < hoarded; ++i) {
     Pfn next{*phys_to_virt<uint64_t>(head)};
     frames().must_free(head);
@@ -140,10 +140,10 @@ bool selftest_mm() {
   MmuCounters c0 = g_mmu_counters;
   Timed t;
   {
-    MmuBatch batch(kernel_root());
+    LazyMmuSection section(kernel_root());
     auto r = g_mmu.range.map(kernel_root(), page_va(0), kPages, FrameSource{g_frames_used, {}},
-                             pte_flags::KernelRw, batch);
-    must(batch.finish(), "map batch");
+                             pte_flags::KernelRw);
+    must(section.finish(), "map section");
     must(r, "map");
   }
   uint64_t ns = t.ns();
@@ -153,10 +153,10 @@ bool selftest_mm() {
 
   // A second map over the same range must be refused, not overwrite.
   {
-    MmuBatch batch(kernel_root());
+    LazyMmuSection section(kernel_root());
     auto r = g_mmu.range.map(kernel_root(), page_va(kPages / 2), 1, FrameSource{nullptr, Pfn{0x100}},
-                             pte_flags::KernelRw, batch);
-    must(batch.finish(), "remap batch");
+                             pte_flags::KernelRw);
+    must(section.finish(), "remap section");
     Checker again("double map");
     again.expect(r.is_error() && r.error() == Errno::EEXIST, "double map not refused with EEXIST", kPages / 2);
     all &= check_mapped(again, true);
@@ -187,10 +187,10 @@ bool selftest_mm() {
   t = Timed{};
   uint64_t visited = 0;
   {
-    MmuBatch batch(kernel_root());
+    LazyMmuSection section(kernel_root());
     auto r = g_mmu.range.unmap(kernel_root(), page_va(0), kPages, UnmapVisitor{&free_unmapped_frame, &visited},
-                               batch);
-    must(batch.finish(), "unmap batch");
+                               section);
+    must(section.finish(), "unmap section");
     must(r, "unmap");
   }
   ns = t.ns();

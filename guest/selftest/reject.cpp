@@ -3,16 +3,16 @@
 // make_pte's read-only rule. Under Xen every backend must return an error
 // (and emit a hypercall_error record naming the request) and leave the
 // entry as it was; natively there is no such rule and the store succeeds.
-#include "guest/arch/platform.h"
-#include "guest/console/console.h"
-#include "guest/console/record.h"
-#include "guest/layout.h"
-#include "guest/lib/kstring.h"
+#include "base/arch/platform.h"
+#include "base/console/console.h"
+#include "base/console/record.h"
+#include "base/layout.h"
+#include "base/lib/kstring.h"
 #include "guest/selftest/selftest.h"
-#include "mm/frame_allocator.h"
+#include "base/frames/frame_allocator.h"
 #include "mm/kernel_space.h"
-#include "mm/mmu_batch.h"
-#include "mm/physmap.h"
+#include "pvops/lazy_mmu_section.h"
+#include "base/frames/physmap.h"
 #include "pvops/mmu_ops.h"
 
 namespace pvk {
@@ -36,9 +36,9 @@ bool selftest_reject() {
 
   // A harmless read-only mapping first, so the tables down to L1 exist.
   {
-    MmuBatch batch(kernel_root());
-    auto r = g_mmu.range.map(kernel_root(), kVa, 1, FrameSource{nullptr, frame}, pte_flags::KernelRo, batch);
-    must(batch.finish(), "batch");
+    LazyMmuSection section(kernel_root());
+    auto r = g_mmu.range.map(kernel_root(), kVa, 1, FrameSource{nullptr, frame}, pte_flags::KernelRo);
+    must(section.finish(), "section");
     must(r, "map");
   }
   Pte* slot = l1_slot(kernel_root(), kVa);
@@ -57,9 +57,9 @@ bool selftest_reject() {
   // Put the harmless entry back (natively the bad one went in), then unmap.
   if (after != before) must(g_mmu.set_pte(slot, before), "restore");
   {
-    MmuBatch batch(kernel_root());
-    auto u = g_mmu.range.unmap(kernel_root(), kVa, 1, {}, batch);
-    must(batch.finish(), "batch");
+    LazyMmuSection section(kernel_root());
+    auto u = g_mmu.range.unmap(kernel_root(), kVa, 1, {}, section);
+    must(section.finish(), "section");
     must(u, "unmap");
   }
   frames().must_free(frame);

@@ -1,7 +1,7 @@
 #include "guest/selftest/selftest.h"
 
-#include "guest/lib/format.h"
-#include "guest/lib/kstring.h"
+#include "base/lib/format.h"
+#include "base/lib/kstring.h"
 
 namespace pvk {
 namespace {

@@ -4,7 +4,7 @@
 // image is checked against what exec then relies on.
 // abi.h first: it spells its constants like the C library's macros, so it
 // must be parsed before any header that defines them (tests/host/host_compat.h).
-#include "guest/proc/abi.h"
+#include "base/abi.h"
 #include "guest/proc/elf_image.h"
 
 #include <elf.h>

@@ -9,9 +9,9 @@
 
 #include <string>
 
-#include "guest/arch/platform.h"
-#include "guest/console/console.h"
-#include "guest/console/record.h"
+#include "base/arch/platform.h"
+#include "base/console/console.h"
+#include "base/console/record.h"
 
 namespace pvk {
 

@@ -6,13 +6,13 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "mm/frame_allocator.h"
-#include "mm/physmap.h"
-#if __has_include("mm/frame_refs.h")
-#include "mm/frame_refs.h"
+#include "base/frames/frame_allocator.h"
+#include "base/frames/physmap.h"
+#if __has_include("base/frames/frame_refs.h")
+#include "base/frames/frame_refs.h"
 #define PVK_HOST_HAVE_FRAME_REFS 1
 #endif
-#include "pvops/counters.h"
+#include "base/counters.h"
 #include "pvops/ops_builder.h"
 #include "pvops/pte_attrs.h"
 
@@ -370,6 +370,8 @@ MmuOps make_fake_ops(PteAccess access) {
   ops.pte_attrs = [](Pte e) { return cache_attr_for(pat_value(kPowerOnPat), e); };
   ops.enter_lazy_mmu = [](OnRefusal) {
     FakeMmu& f = fake();
+    // As strict as Xen, where a nested enter/leave would end the outer section.
+    if (f.lazy_depth_ > 0) f.violation("enter_lazy_mmu inside a lazy section (sections do not nest)");
     ++f.lazy_depth_;
     ++g_mmu_counters.lazy_sections;
     f.events_.push_back({Ev::LazyEnter});

@@ -1,4 +1,4 @@
-// A fake MMU backend for host tests of the shared page walk and MmuBatch.
+// A fake MMU backend for host tests of the shared page walk and LazyMmuSection.
 //
 // "RAM" is an in-memory arena of 4 KiB frames; g_physmap_offset points at it
 // so phys_to_virt(Pfn{k}) is frame k, and frames() hands out its frames
@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-#include "mm/mmu_policy.h"
+#include "pvops/mmu_policy.h"
 #include "pvops/mmu_ops.h"
 
 namespace pvk::test {

@@ -1,4 +1,4 @@
-// The kernel's printf (guest/lib/format.{h,cpp}), checked against the C
+// The kernel's printf (base/lib/format.{h,cpp}), checked against the C
 // library's snprintf wherever the two are meant to agree.
 #include "host_compat.h"  // first: see there
 
@@ -14,7 +14,7 @@
 
 #include <string>
 
-#include "guest/lib/format.h"
+#include "base/lib/format.h"
 
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
 #pragma GCC diagnostic ignored "-Wformat-security"

@@ -1,4 +1,4 @@
-// The bitmap frame allocator (mm/frame_allocator.{h,cpp}), on private
+// The bitmap frame allocator (base/frames/frame_allocator.{h,cpp}), on private
 // instances with host-vector bitmaps.
 #include "host_compat.h"  // first: see there
 
@@ -8,7 +8,7 @@
 #include <set>
 #include <vector>
 
-#include "mm/frame_allocator.h"
+#include "base/frames/frame_allocator.h"
 #include "mmu_fixture.h"
 #include "panic_host.h"
 

@@ -1,6 +1,6 @@
 // Include first in every host-test file.
 //
-// The kernel's Errno enumerators (guest/lib/error_or.h) are spelled like the
+// The kernel's Errno enumerators (base/lib/error_or.h) are spelled like the
 // C library's <errno.h> macros (EPERM, ENOENT, ...). The kernel never sees
 // <errno.h>; the host does, through GoogleTest and the C++ library. So the
 // host headers that use those macros (<system_error>'s errc) are all pulled
@@ -8,7 +8,7 @@
 // so nothing included later defines them again, and Errno::ENOMEM means the
 // kernel's enumerator everywhere in the tests.
 //
-// The user ABI (guest/proc/abi.h) has the same problem on a larger scale: it
+// The user ABI (base/abi.h) has the same problem on a larger scale: it
 // spells its constants like the C library's macros (SYS_read, SIGKILL,
 // WIFEXITED, PROT_READ, MAP_SHARED, EPERM, ...). It includes nothing but
 // <stdint.h>, so it is parsed here before any other header: its names are
@@ -16,8 +16,8 @@
 // plain names (abi::kUserTop, ...); the macro-named ones stay unusable in
 // test code.
 #pragma once
-#if __has_include("guest/proc/abi.h")
-#include "guest/proc/abi.h"
+#if __has_include("base/abi.h")
+#include "base/abi.h"
 #endif
 #include <errno.h>
 #include <gmock/gmock.h>
@@ -53,4 +53,4 @@
 #undef EPIPE
 #undef ENOSYS
 
-#include "guest/lib/error_or.h"
+#include "base/lib/error_or.h"

@@ -6,7 +6,7 @@
 #pragma once
 #include "host_compat.h"  // first: see there
 
-#include "guest/lib/types.h"
+#include "base/lib/types.h"
 
 namespace pvk::test {
 

@@ -1,6 +1,6 @@
 // GoogleTest fixtures over the fake MMU: a fresh fake RAM, allocator and
 // root per test, helpers that run one range operation in its own lazy-MMU
-// section (an MmuBatch, as kernel callers do), and a TearDown that fails the
+// section (a LazyMmuSection, as kernel callers do), and a TearDown that fails the
 // test on anything the fake noticed (violations, queued stores, open
 // sections).
 #pragma once
@@ -12,9 +12,9 @@
 #include <string>
 
 #include "fake_mmu.h"
-#include "mm/frame_allocator.h"
-#include "mm/mmu_batch.h"
-#include "mm/physmap.h"
+#include "base/frames/frame_allocator.h"
+#include "pvops/lazy_mmu_section.h"
+#include "base/frames/physmap.h"
 #include "pvops/mmu_ops.h"
 
 namespace pvk {
@@ -69,21 +69,21 @@ class FakeMmuTest : public testing::Test {
   }
 
   ErrorOr<void> map(VirtAddr va, uint64_t pages, FrameSource src, PteFlags flags) {
-    MmuBatch batch(root_);
-    auto r = g_mmu.range.map(root_, va, pages, src, flags, batch);
-    EXPECT_EQ(error_of(batch.finish()), Errno::Ok);
+    LazyMmuSection section(root_);
+    auto r = g_mmu.range.map(root_, va, pages, src, flags);
+    EXPECT_EQ(error_of(section.finish()), Errno::Ok);
     return r;
   }
   ErrorOr<void> protect(VirtAddr va, uint64_t pages, PteFlags set, PteFlags clear) {
-    MmuBatch batch(root_);
-    auto r = g_mmu.range.protect(root_, va, pages, set, clear, batch);
-    EXPECT_EQ(error_of(batch.finish()), Errno::Ok);
+    LazyMmuSection section(root_);
+    auto r = g_mmu.range.protect(root_, va, pages, set, clear, section);
+    EXPECT_EQ(error_of(section.finish()), Errno::Ok);
     return r;
   }
   ErrorOr<void> unmap(VirtAddr va, uint64_t pages, UnmapVisitor visit = {}) {
-    MmuBatch batch(root_);
-    auto r = g_mmu.range.unmap(root_, va, pages, visit, batch);
-    EXPECT_EQ(error_of(batch.finish()), Errno::Ok);
+    LazyMmuSection section(root_);
+    auto r = g_mmu.range.unmap(root_, va, pages, visit, section);
+    EXPECT_EQ(error_of(section.finish()), Errno::Ok);
     return r;
   }
   ErrorOr<Pte> lookup(VirtAddr va) { return g_mmu.range.lookup(root_, va); }

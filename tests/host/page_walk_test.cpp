@@ -1,4 +1,4 @@
-// The shared page walk (mm/page_walk.h) through the fake backend, in both
+// The shared page walk (pvops/page_walk.h) through the fake backend, in both
 // pte= modes and with L1 stores immediate or deferred to the lazy flush.
 #include "host_compat.h"  // first: see there
 
@@ -12,9 +12,9 @@
 #include <set>
 #include <vector>
 
-#include "guest/layout.h"
-#include "mm/frame_refs.h"
-#include "mm/physmap.h"
+#include "base/layout.h"
+#include "base/frames/frame_refs.h"
+#include "base/frames/physmap.h"
 #include "mmu_fixture.h"
 
 namespace pvk::test {
@@ -305,15 +305,15 @@ TEST_P(PageWalkTest, ProtectFlushesOnlyTheLoadedRootOrTheKernelHalf) {
 }
 
 TEST_P(PageWalkTest, ManyPagesFlushTheWholeTlbOnce) {
-  for (uint64_t n : {uint64_t{1}, uint64_t{MmuBatch::kMaxSinglePageFlushes},
-                     uint64_t{MmuBatch::kMaxSinglePageFlushes + 1}, uint64_t{600}}) {
+  for (uint64_t n : {uint64_t{1}, uint64_t{LazyMmuSection::kMaxSinglePageFlushes},
+                     uint64_t{LazyMmuSection::kMaxSinglePageFlushes + 1}, uint64_t{600}}) {
     SCOPED_TRACE(n);
     start(config());
     ASSERT_EQ(error_of(g_mmu.load_root(root_)), Errno::Ok);
     ASSERT_EQ(error_of(map(kUserBase, n, {nullptr, kLeafPfn}, pte_flags::KernelRw)), Errno::Ok);
     fake().clear_events();
     ASSERT_EQ(error_of(protect(kUserBase, n, {}, PteFlags{pte_bit::Write})), Errno::Ok);
-    if (n <= MmuBatch::kMaxSinglePageFlushes) {
+    if (n <= LazyMmuSection::kMaxSinglePageFlushes) {
       EXPECT_EQ(fake().count(Ev::FlushOne), n);
       EXPECT_EQ(fake().count(Ev::FlushAll), 0u);
     } else {
@@ -455,9 +455,9 @@ TEST_P(PageWalkTest, UnmapOfANeverMappedRangeIsANoOp) {
 }
 
 TEST_P(PageWalkTest, UnmapOfManyTablesDrainsTheBatchEarly) {
-  // More emptied L1 tables than one MmuBatch holds: it must push the queued
+  // More emptied L1 tables than one LazyMmuSection holds: it must push the queued
   // clears and free tables mid-way (the fake checks each is empty by then).
-  const uint64_t tables = MmuBatch::kMaxPendingTables + 6;
+  const uint64_t tables = LazyMmuSection::kMaxPendingTables + 6;
   const uint64_t pages = tables * kEntriesPerTable;
   const VirtAddr base{8 * kGiB};
   ASSERT_EQ(error_of(map(base, pages, {nullptr, kLeafPfn}, pte_flags::KernelRw)), Errno::Ok);
@@ -635,17 +635,17 @@ TEST_P(PageWalkTest, RemapCreatesTablesAndInvalidatesOnlyAReplacedEntry) {
   ASSERT_EQ(error_of(g_mmu.load_root(root_)), Errno::Ok);
   const PteFlags flags = pte_flags::UserRw;
   {
-    MmuBatch batch(root_);
-    EXPECT_EQ(error_of(g_mmu.range.remap(root_, kUserBase, Pfn{0x4100}, flags, batch)), Errno::Ok);
-    EXPECT_EQ(error_of(batch.finish()), Errno::Ok);
+    LazyMmuSection section(root_);
+    EXPECT_EQ(error_of(g_mmu.range.remap(root_, kUserBase, Pfn{0x4100}, flags, section)), Errno::Ok);
+    EXPECT_EQ(error_of(section.finish()), Errno::Ok);
   }
   EXPECT_EQ(prepared_at(Level::L1), 1u);
   EXPECT_EQ(flushes(), 0u) << "nothing was there to be cached";
   fake().clear_events();
   {
-    MmuBatch batch(root_);
-    EXPECT_EQ(error_of(g_mmu.range.remap(root_, kUserBase, Pfn{0x4200}, pte_flags::UserRo, batch)), Errno::Ok);
-    EXPECT_EQ(error_of(batch.finish()), Errno::Ok);
+    LazyMmuSection section(root_);
+    EXPECT_EQ(error_of(g_mmu.range.remap(root_, kUserBase, Pfn{0x4200}, pte_flags::UserRo, section)), Errno::Ok);
+    EXPECT_EQ(error_of(section.finish()), Errno::Ok);
   }
   EXPECT_THAT(flushed_vas(), ElementsAreArray({raw(kUserBase)}));
   expect_mapped(kUserBase, 1, {nullptr, Pfn{0x4200}}, pte_flags::UserRo);
@@ -669,9 +669,9 @@ TEST_P(PageWalkTest, ForkRangeCopiesMappedLeavesAndTakesFrameReferences) {
     for (uint64_t i = 0; i < 8; ++i) before.push_back(*fake().slot(root_, page(base, i), Level::L1));
     for (Pfn p : pfns) frame_refs().set(p, 1);
     {
-      MmuBatch batch(root_);
-      EXPECT_EQ(error_of(g_mmu.range.fork_range(root_, child, base, 8, mode, batch)), Errno::Ok);
-      EXPECT_EQ(error_of(batch.finish()), Errno::Ok);
+      LazyMmuSection section(root_);
+      EXPECT_EQ(error_of(g_mmu.range.fork_range(root_, child, base, 8, mode, section)), Errno::Ok);
+      EXPECT_EQ(error_of(section.finish()), Errno::Ok);
     }
     for (uint64_t i = 0; i < 8; ++i) {
       SCOPED_TRACE(i);
@@ -695,10 +695,10 @@ TEST_P(PageWalkTest, ForkRangeCopiesMappedLeavesAndTakesFrameReferences) {
     }
     // Tear the child down by hand (no frames to free: the test owns them).
     {
-      MmuBatch batch(child);
-      EXPECT_EQ(error_of(g_mmu.range.unmap(child, base, 8, {}, batch)), Errno::Ok);
-      EXPECT_EQ(error_of(g_mmu.range.release_user_tables(child, batch)), Errno::Ok);
-      EXPECT_EQ(error_of(batch.finish()), Errno::Ok);
+      LazyMmuSection section(child);
+      EXPECT_EQ(error_of(g_mmu.range.unmap(child, base, 8, {}, section)), Errno::Ok);
+      EXPECT_EQ(error_of(g_mmu.range.release_user_tables(child, section)), Errno::Ok);
+      EXPECT_EQ(error_of(section.finish()), Errno::Ok);
     }
     EXPECT_EQ(error_of(g_mmu.release_pt_page(child, Level::L4)), Errno::Ok);
     frames().must_free(child);
@@ -720,9 +720,9 @@ TEST_P(PageWalkTest, ReleaseUserTablesFreesTheUserHalfOnlyOnceItIsEmpty) {
   const size_t tables = fake().table_count();
   fake().clear_events();
   {
-    MmuBatch batch(root_);
-    EXPECT_EQ(error_of(g_mmu.range.release_user_tables(root_, batch)), Errno::EBUSY) << "a leaf is still mapped";
-    EXPECT_EQ(error_of(batch.finish()), Errno::Ok);
+    LazyMmuSection section(root_);
+    EXPECT_EQ(error_of(g_mmu.range.release_user_tables(root_, section)), Errno::EBUSY) << "a leaf is still mapped";
+    EXPECT_EQ(error_of(section.finish()), Errno::Ok);
   }
   EXPECT_EQ(fake().table_count(), tables);
   expect_mapped(kUserBase, 1, {nullptr, kLeafPfn}, pte_flags::UserRw);
@@ -731,9 +731,9 @@ TEST_P(PageWalkTest, ReleaseUserTablesFreesTheUserHalfOnlyOnceItIsEmpty) {
   ASSERT_EQ(error_of(unmap(far, 1)), Errno::Ok);
   fake().clear_events();
   {
-    MmuBatch batch(root_);
-    EXPECT_EQ(error_of(g_mmu.range.release_user_tables(root_, batch)), Errno::Ok);
-    EXPECT_EQ(error_of(batch.finish()), Errno::Ok);
+    LazyMmuSection section(root_);
+    EXPECT_EQ(error_of(g_mmu.range.release_user_tables(root_, section)), Errno::Ok);
+    EXPECT_EQ(error_of(section.finish()), Errno::Ok);
   }
   EXPECT_EQ(frames_of(Ev::RetireTable, Level::L3).size(), 2u);
   EXPECT_EQ(fake().count(Ev::RetireTable), 2u);
@@ -748,9 +748,9 @@ TEST_P(PageWalkTest, ReleaseUserTablesFreesTheUserHalfOnlyOnceItIsEmpty) {
 TEST_P(PageWalkTest, DeferredModeQueuesL1StoresUntilTheSectionFlushes) {
   Pte* slot = nullptr;
   {
-    // No ASSERT while the batch is open: leaving without finish() panics.
-    MmuBatch batch(root_);
-    EXPECT_EQ(error_of(g_mmu.range.map(root_, kUserBase, 3, {nullptr, kLeafPfn}, pte_flags::KernelRw, batch)),
+    // No ASSERT while the section is open: leaving without finish() panics.
+    LazyMmuSection section(root_);
+    EXPECT_EQ(error_of(g_mmu.range.map(root_, kUserBase, 3, {nullptr, kLeafPfn}, pte_flags::KernelRw)),
               Errno::Ok);
     slot = fake().slot(root_, kUserBase, Level::L1);
     EXPECT_NE(slot, nullptr) << "upper levels are immediate";
@@ -758,7 +758,7 @@ TEST_P(PageWalkTest, DeferredModeQueuesL1StoresUntilTheSectionFlushes) {
       EXPECT_EQ(fake().pending(), GetParam().defer ? 3u : 0u);
       EXPECT_EQ(slot->none(), GetParam().defer);
     }
-    EXPECT_EQ(error_of(batch.finish()), Errno::Ok);
+    EXPECT_EQ(error_of(section.finish()), Errno::Ok);
   }
   ASSERT_NE(slot, nullptr);
   EXPECT_EQ(fake().pending(), 0u);

@@ -5,7 +5,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "guest/lib/error_or.h"
+#include "base/lib/error_or.h"
 
 namespace pvk {
 namespace test {

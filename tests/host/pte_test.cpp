@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "mm/physmap.h"
+#include "base/frames/physmap.h"
 #include "mmu_fixture.h"
 #include "pvops/pte.h"
 #include "pvops/pte_attrs.h"

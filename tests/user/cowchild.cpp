@@ -10,7 +10,7 @@
 // "pid=N FAIL <what>\n") to the inherited pipe FD and exits with CODE if
 // everything held, 1 otherwise.
 #include "bench/libc/user.h"
-#include "guest/lib/format.h"
+#include "base/lib/format.h"
 
 using namespace pvk::user;
 

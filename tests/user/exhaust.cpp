@@ -14,7 +14,7 @@
 //  - the free-frame count must be back at its baseline.
 // Ends with {"event":"exhaust",...} and exits 0 iff every round did.
 #include "bench/libc/user.h"
-#include "guest/console/record.h"
+#include "base/console/record.h"
 
 using namespace pvk::user;
 

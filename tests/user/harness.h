@@ -9,7 +9,7 @@
 // same macros and report through their exit status (helper_exit()).
 #pragma once
 #include "bench/libc/user.h"
-#include "guest/lib/format.h"
+#include "base/lib/format.h"
 
 namespace proctest {
 

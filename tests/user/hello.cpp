@@ -1,7 +1,7 @@
 // hello: the smallest user program, for bringing up user mode (init=hello).
 // One write to fd 1, one record, exit 0. No fork, no signals, no memory calls.
 #include "bench/libc/user.h"
-#include "guest/console/record.h"
+#include "base/console/record.h"
 
 int main(int argc, char** argv, char** envp) {
   pvk::user::print("hello from user mode\n");

@@ -21,8 +21,8 @@
 // still has the holes of issue 13 (that is the point). The attacks able to
 // take the whole kernel down (compatibility mode, kill of init) run last so
 // the others are reported first.
-#include "guest/console/record.h"
-#include "guest/layout.h"
+#include "base/console/record.h"
+#include "base/layout.h"
 #include "hostile.h"
 
 namespace hostile {

@@ -4,7 +4,7 @@
 #include <initializer_list>
 
 #include "bench/libc/user.h"
-#include "guest/lib/format.h"
+#include "base/lib/format.h"
 
 namespace hostile {
 

@@ -1,7 +1,7 @@
 // hostile's attacks (issue 13's classes), one function each; the table at
 // the end gives the order. Each runs in its own attack process (hostile.cpp)
 // and forks victims with deadlines through run_victim().
-#include "guest/layout.h"
+#include "base/layout.h"
 #include "flagged_syscall.h"
 #include "hostile.h"
 

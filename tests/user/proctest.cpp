@@ -10,7 +10,7 @@
 // and exits 0 iff every test passed. --host: running on Linux (the build
 // host), where pvk's own calls answer -ENOSYS; the suite checks the same
 // Linux semantics pvk implements, so it must pass there too.
-#include "guest/console/record.h"
+#include "base/console/record.h"
 #include "harness.h"
 
 namespace proctest {

@@ -29,12 +29,12 @@
 //    "crashed_children":..,"unexpected":..,"free_frames_start":..,"free_frames_end":..,"pass":..}
 // The exit status is 0 iff no child ended unexpectedly and the free frames
 // are back at their baseline once every child is reaped.
-#include "guest/console/record.h"
-#include "guest/layout.h"
+#include "base/console/record.h"
+#include "base/layout.h"
 #include <initializer_list>
 
 #include "bench/libc/user.h"
-#include "guest/lib/format.h"
+#include "base/lib/format.h"
 #include "flagged_syscall.h"
 
 namespace {

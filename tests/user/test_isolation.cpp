@@ -1,5 +1,5 @@
 // kernel_isolation.
-#include "guest/layout.h"
+#include "base/layout.h"
 #include "harness.h"
 
 namespace proctest {

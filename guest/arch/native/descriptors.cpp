@@ -5,7 +5,7 @@
 // code reaches `syscall`'s compatibility-mode entry.
 #include "guest/arch/native/descriptors.h"
 
-#include "guest/lib/kstring.h"
+#include "base/lib/kstring.h"
 
 extern "C" char native_trap_stubs[];
 

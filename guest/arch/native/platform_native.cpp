@@ -1,15 +1,15 @@
 // The native environment: COM1 console, isa-debug-exit shutdown, the PIT to
 // calibrate the TSC, and the PVH entry's C++ half.
-#include "guest/arch/cpu.h"
+#include "base/arch/cpu.h"
 #include "guest/arch/native/descriptors.h"
 #include "guest/arch/native/native.h"
 #include "guest/arch/trap_frame.h"
-#include "guest/kernel/boot_info.h"
-#include "guest/layout.h"
-#include "guest/lib/kstring.h"
+#include "base/boot_info.h"
+#include "base/layout.h"
+#include "base/lib/kstring.h"
 #include "guest/params/boot_params.h"
 #include "hypercalls/xen_abi.h"
-#include "mm/physmap.h"
+#include "base/frames/physmap.h"
 
 extern "C" uint64_t native_kernel_rsp;
 extern "C" char native_syscall_entry[], native_compat_syscall_entry[], native_ret_to_user[];

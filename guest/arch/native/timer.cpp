@@ -1,6 +1,6 @@
 // Native preemption tick: the PIT's channel 0 in rate mode through the
 // legacy 8259 PICs, remapped so IRQ 0 arrives on vector 32.
-#include "guest/arch/cpu.h"
+#include "base/arch/cpu.h"
 #include "guest/arch/native/native.h"
 
 namespace pvk::native {

@@ -1,16 +1,17 @@
 // The Xen PV environment: console (console_io as the initial domain, the
 // console ring otherwise), shutdown through SCHEDOP_shutdown, the shared
 // info page (fault address, time, events), and the PV entry's C++ half.
-#include "guest/arch/cpu.h"
-#include "guest/arch/probe.h"
+#include "base/arch/cpu.h"
+#include "base/arch/probe.h"
 #include "guest/arch/trap_frame.h"
-#include "guest/kernel/boot_info.h"
-#include "guest/layout.h"
-#include "guest/lib/kstring.h"
+#include "base/boot_info.h"
+#include "base/layout.h"
+#include "base/lib/kstring.h"
 #include "guest/params/boot_params.h"
 #include "hypercalls/hypercall.h"
 #include "hypercalls/p2m.h"
-#include "mm/physmap.h"
+#include "pvops/pte.h"
+#include "base/frames/physmap.h"
 
 extern "C" {
 extern char boot_stack_top[];
@@ -148,7 +149,7 @@ bool from_user(const TrapFrame& f) { return (f.cs & 3) == 3; }
 void set_kernel_stack(uint64_t top) { xen::stack_switch(FLAT_KERNEL_SS, top); }
 
 void map_shared_info() {
-  const uint64_t pte = (g_si.shared_info_maddr & ~(kPageSize - 1)) | 0x3 /* present, writable */ | (uint64_t{1} << 63);
+  const uint64_t pte = (g_si.shared_info_maddr & ~(kPageSize - 1)) | pte_flags::KernelRw.bits;
   if (xen::update_va_mapping(reinterpret_cast<uint64_t>(g_shared_info_page), pte, UVMF_INVLPG | UVMF_LOCAL) < 0) {
     console_io_write("pvk: cannot map shared_info\n", 28);
     shutdown(ExitStatus::Fail);

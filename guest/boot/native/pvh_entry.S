@@ -7,7 +7,7 @@
  * physmap base, and the first 1 GiB at the kernel's link address, all with
  * 2 MiB pages. C++ then replaces them with 4 KiB tables built through pvops. */
 #include <xen/elfnote.h>
-#include "guest/layout.h"
+#include "base/layout.h"
 
 #define V2P(x) ((x) - PVK_KERNEL_VMA)
 #define PTE_P 0x1

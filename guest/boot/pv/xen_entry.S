@@ -7,7 +7,7 @@
  * pseudo-physical frame k of the initial mapping is at VIRT_BASE + k*4 KiB. */
 #include <xen/elfnote.h>
 #include <xen/features.h>
-#include "guest/layout.h"
+#include "base/layout.h"
 
 .macro XEN_NOTE type, payload:vararg
     .pushsection .note.xen, "a"

@@ -29,7 +29,9 @@ TEST_P(Exhaustion, ForkBombAndMemoryHogEndCleanly) {
   EXPECT_TRUE(rec.value("fork_error", 0) == -11 || rec.value("fork_error", 0) == -12) << rec.dump();
   EXPECT_EQ(rec.value("oom_kills", 0) + rec.value("mmap_enomem", 0), rec.value("rounds", 0)) << rec.dump();
   EXPECT_EQ(rec.value("free_frames_start", uint64_t{0}), rec.value("free_frames_end", uint64_t{1})) << rec.dump();
-  if (rec.value("oom_kills", 0) > 0) EXPECT_TRUE(find_record(r, "oom_kill")) << "an OOM kill says so in a record";
+  if (rec.value("oom_kills", 0) > 0) {
+    EXPECT_TRUE(find_record(r, "oom_kill")) << "an OOM kill says so in a record";
+  }
   EXPECT_TRUE(no_frame_leak(r)) << transcript(r);
 }
 

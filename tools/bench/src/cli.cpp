@@ -126,7 +126,10 @@ struct Commands::State {
     return c;
   }
 
-  int run_bench() {
+  // The steps of run_bench.
+
+  // The matrix the options ask for (--linux adds each pvk platform's Linux twin).
+  MatrixOptions matrix_options() const {
     const size_t reps_given = reps_option->count();
     MatrixOptions m;
     m.platforms = platforms;
@@ -144,23 +147,19 @@ struct Commands::State {
     m.with_variations = !no_variations;
     m.reps = smoke && reps_given == 0 ? 1 : reps;
     if (timeout_s > 0) m.timeout = std::chrono::seconds{timeout_s};
-    std::vector<RatioSpec> specs = builtin_ratios();
-    for (const auto& r : ratios) specs.push_back(parse_ratio(r));
-    if (!from.empty()) return rewrite(specs);
-    const Plan plan = build_plan(m);
+    return m;
+  }
 
-    for (const auto& note : plan.notes) fmt::print(stderr, "pvk bench: {}\n", note);
-    if (dry_run) {
-      for (const auto& b : plan.boots)
-        fmt::print("{:<40} {:<8} -m {:<5} dom0_mem {:<6} timeout {:>5} s  {}\n", plan.describe_boot(b),
-                   plan.configs[b.config].platform, b.machine.memory.empty() ? "-" : b.machine.memory,
-                   b.machine.dom0_memory.empty() ? "-" : b.machine.dom0_memory, b.timeout.count(), b.cmdline);
-      fmt::print("{} configurations, {} boots\n", plan.configs.size(), plan.boots.size());
-      return 0;
-    }
+  // --dry-run: one line per boot.
+  static void print_plan(const Plan& plan) {
+    for (const auto& b : plan.boots)
+      fmt::print("{:<40} {:<8} -m {:<5} dom0_mem {:<6} timeout {:>5} s  {}\n", plan.describe_boot(b),
+                 plan.configs[b.config].platform, b.machine.memory.empty() ? "-" : b.machine.memory,
+                 b.machine.dom0_memory.empty() ? "-" : b.machine.dom0_memory, b.timeout.count(), b.cmdline);
+    fmt::print("{} configurations, {} boots\n", plan.configs.size(), plan.boots.size());
+  }
 
-    const fs::path out_dir = out.empty() ? build_dir / "bench-results" / stamp_now() : out;
-    fs::create_directories(out_dir);
+  QemuRunnerOptions qemu_options() const {
     QemuRunnerOptions q;
     q.kernel = kernel.empty() ? build_dir / "guest" / "pvk.elf" : kernel;
     q.xen_gz = xen_gz;
@@ -169,10 +168,10 @@ struct Commands::State {
     q.cancel = &g_cancel;
     if (!fs::is_regular_file(q.kernel))
       throw std::runtime_error(fmt::format("kernel image {} not found (build target pvk_kernel)", q.kernel.string()));
-    QemuRunner qemu(q);
-    PlatformRunners runner;
-    runner.add("native", qemu);
-    runner.add("xen", qemu);
+    return q;
+  }
+
+  LinuxRunnerOptions linux_options(const QemuRunnerOptions& q) const {
     LinuxRunnerOptions l;
     l.tools_dir = source_dir / "tools";
     l.linux_cache_dir = build_dir / "cache" / "linux";
@@ -181,14 +180,80 @@ struct Commands::State {
     l.xen_cache_dir = q.xen_cache_dir;
     l.icount = q.icount;
     l.cancel = &g_cancel;
-    LinuxRunner linux_runner(l);
-    for (const auto& [pvk_platform, linux_platform] : linux_platforms) runner.add(linux_platform, linux_runner);
+    return l;
+  }
 
+  static void catch_interrupts() {
     struct sigaction sa {};
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, nullptr);
     sigaction(SIGTERM, &sa, nullptr);
+  }
+
+  // What results.json says about the run itself.
+  OJson run_record(const std::string& started, double wall, const QemuRunnerOptions& q) const {
+    return {{"started", started},
+            {"finished", utc_now()},
+            {"wall_s", wall},
+            {"jobs", jobs},
+            {"reps", reps},
+            {"command", command_text()},
+            {"commit", commit_of(source_dir)},
+            {"kernel", q.kernel.string()},
+            {"qemu", first_line({"qemu-system-x86_64", "--version"})},
+            {"icount", q.icount},
+            {"host_cpus", std::thread::hardware_concurrency()},
+            {"cancelled", g_cancel.load()}};
+  }
+
+  // A stable name for the latest run next to the timestamped ones.
+  static void link_latest(const fs::path& out_dir) {
+    std::error_code ec;
+    const fs::path latest = out_dir.parent_path() / "latest";
+    fs::remove(latest, ec);
+    fs::create_directory_symlink(out_dir.filename(), latest, ec);
+  }
+
+  // The summary on stdout, where everything went and what failed on stderr.
+  static size_t report(const Results& results, const Written& w, double wall) {
+    fmt::print("{}", w.summary_text);
+    std::fflush(stdout);
+    size_t failed = 0;
+    for (const auto& b : results.boots) failed += !b.pass;
+    fmt::print(stderr, "pvk bench: wrote {}, {}, {}", w.summary.string(), w.json.string(), w.csv.string());
+    if (!w.plots.empty()) fmt::print(stderr, " and {} plots in {}", w.plots.size(), w.plots_dir.string());
+    fmt::print(stderr, "\n");
+    if (!w.plot_problem.empty()) fmt::print(stderr, "pvk bench: {}\n", w.plot_problem);
+    fmt::print(stderr, "pvk bench: {} boots, {} failed, {} wall time\n", results.boots.size(), failed, clock_text(wall));
+    for (const auto& b : results.boots)
+      if (!b.pass) fmt::print(stderr, "pvk bench:   FAIL {} rep {} ({}): {}\n", b.config, b.rep, b.group, b.reason);
+    return failed;
+  }
+
+  int run_bench() {
+    const MatrixOptions m = matrix_options();
+    std::vector<RatioSpec> specs = builtin_ratios();
+    for (const auto& r : ratios) specs.push_back(parse_ratio(r));
+    if (!from.empty()) return rewrite(specs);
+    const Plan plan = build_plan(m);
+
+    for (const auto& note : plan.notes) fmt::print(stderr, "pvk bench: {}\n", note);
+    if (dry_run) {
+      print_plan(plan);
+      return 0;
+    }
+
+    const fs::path out_dir = out.empty() ? build_dir / "bench-results" / stamp_now() : out;
+    fs::create_directories(out_dir);
+    const QemuRunnerOptions q = qemu_options();
+    QemuRunner qemu(q);
+    PlatformRunners runner;
+    runner.add("native", qemu);
+    runner.add("xen", qemu);
+    LinuxRunner linux_runner(linux_options(q));
+    for (const auto& [pvk_platform, linux_platform] : linux_platforms) runner.add(linux_platform, linux_runner);
+    catch_interrupts();
 
     fmt::print(stderr, "pvk bench: {} configurations, {} boots, {} at a time{} -> {}\n", plan.configs.size(),
                plan.boots.size(), std::min<size_t>(jobs, plan.boots.size()), icount ? ", -icount " + icount_spec : "",
@@ -203,40 +268,11 @@ struct Commands::State {
     Results results = execute(plan, runner, e);
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
-    results.run = {{"started", started},
-                   {"finished", utc_now()},
-                   {"wall_s", wall},
-                   {"jobs", jobs},
-                   {"reps", reps},
-                   {"command", command_text()},
-                   {"commit", commit_of(source_dir)},
-                   {"kernel", q.kernel.string()},
-                   {"qemu", first_line({"qemu-system-x86_64", "--version"})},
-                   {"icount", q.icount},
-                   {"host_cpus", std::thread::hardware_concurrency()},
-                   {"cancelled", g_cancel.load()}};
+    results.run = run_record(started, wall, q);
     aggregate(results);
     const Written w = write_outputs(results, specs, out_dir, !no_plots);
-
-    // A stable name for the latest run next to the timestamped ones.
-    if (out.empty()) {
-      std::error_code ec;
-      const fs::path latest = out_dir.parent_path() / "latest";
-      fs::remove(latest, ec);
-      fs::create_directory_symlink(out_dir.filename(), latest, ec);
-    }
-
-    fmt::print("{}", w.summary_text);
-    std::fflush(stdout);
-    size_t failed = 0;
-    for (const auto& b : results.boots) failed += !b.pass;
-    fmt::print(stderr, "pvk bench: wrote {}, {}, {}", w.summary.string(), w.json.string(), w.csv.string());
-    if (!w.plots.empty()) fmt::print(stderr, " and {} plots in {}", w.plots.size(), w.plots_dir.string());
-    fmt::print(stderr, "\n");
-    if (!w.plot_problem.empty()) fmt::print(stderr, "pvk bench: {}\n", w.plot_problem);
-    fmt::print(stderr, "pvk bench: {} boots, {} failed, {} wall time\n", results.boots.size(), failed, clock_text(wall));
-    for (const auto& b : results.boots)
-      if (!b.pass) fmt::print(stderr, "pvk bench:   FAIL {} rep {} ({}): {}\n", b.config, b.rep, b.group, b.reason);
+    if (out.empty()) link_latest(out_dir);
+    const size_t failed = report(results, w, wall);
     return failed || g_cancel ? 1 : 0;
   }
 

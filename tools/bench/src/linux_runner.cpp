@@ -15,21 +15,15 @@ BootOutcome LinuxRunner::boot(const Config& config, const Boot& boot) {
   if (!platform || !is_linux(*platform))
     throw std::runtime_error(fmt::format("the Linux runner boots linux-native and linux-xen, not {}", config.platform));
   RunOptions run;
+  static_cast<RunMachine&>(run) = options_;
   run.platform = *platform;
   // Linux takes pvk's command line as it is: bench= becomes init's
   // arguments, any other word goes to Linux (the matrix gives a Linux
   // configuration no pvk switches).
   run.params = boot.cmdline;
   run.timeout = boot.timeout;
-  run.tools_dir = options_.tools_dir;
-  run.linux_cache_dir = options_.linux_cache_dir;
-  run.user_dir = options_.user_dir;
-  run.xen_gz = options_.xen_gz;
-  run.xen_cache_dir = options_.xen_cache_dir;
-  run.cancel = options_.cancel;
   run.memory = boot.machine.memory;
   run.dom0_memory = boot.machine.dom0_memory;
-  run.icount = options_.icount;
   return outcome_of(run_kernel(run));
 }
 

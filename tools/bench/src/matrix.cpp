@@ -180,12 +180,13 @@ std::string Plan::describe_boot(const Boot& boot) const {
   return fmt::format("{} rep {} ({})", configs.at(boot.config).label(), boot.rep, boot.group);
 }
 
-Plan build_plan(const MatrixOptions& options) {
-  if (options.reps < 1) throw std::invalid_argument("--reps must be at least 1");
-  Plan plan;
+namespace {
 
-  // Item groups: each boots on its own (and is split further if bench=
-  // cannot carry it in one boot).
+// The steps of build_plan.
+
+// Item groups: each boots on its own (and is split further if bench=
+// cannot carry it in one boot).
+std::vector<Group> item_groups(const MatrixOptions& options) {
   std::vector<Group> groups;
   if (!options.items.empty()) {
     groups.push_back({"items", options.items, options.full, 1.0});
@@ -195,7 +196,11 @@ Plan build_plan(const MatrixOptions& options) {
     groups.push_back({"all", default_items(), false, 1.0});
     if (options.full) groups.push_back({"large", large_items(), true, 3.0});
   }
+  return groups;
+}
 
+// The --set keys (each given once); every --mmu names a known backend.
+std::set<std::string> checked_set_keys(const MatrixOptions& options) {
   std::set<std::string> set_keys;
   for (const auto& axis : options.sets) {
     if (!set_keys.insert(axis.key).second)
@@ -207,32 +212,91 @@ Plan build_plan(const MatrixOptions& options) {
     });
     if (!known) throw std::invalid_argument(fmt::format("--mmu: no backend named '{}'", mmu));
   }
+  return set_keys;
+}
 
-  std::set<std::string> seen;
-  auto add_config = [&](const PlatformSpec& spec, Config config, const std::vector<Group>& config_groups) {
-    if (!seen.insert(config.id()).second) return;
-    const size_t index = plan.configs.size();
-    plan.configs.push_back(config);
-    const double weight = spec.weight * backend_weight(config.get("mmu").value_or(""));
-    for (int rep = 1; rep <= options.reps; ++rep) {
-      int part = 0;
-      for (const auto& group : config_groups) {
-        for (const std::string& bench : pack_items(group.items)) {
-          Boot boot;
-          boot.config = index;
-          boot.rep = rep;
-          boot.part = part++;
-          boot.group = group.name;
-          boot.bench = bench;
-          boot.cmdline = config.cmdline().empty() ? "bench=" + bench : config.cmdline() + " bench=" + bench;
-          boot.machine = group.large ? spec.large : spec.standard;
-          boot.timeout = options.timeout.value_or(group.large ? 2 * spec.timeout : spec.timeout);
-          boot.weight = weight * group.weight;
-          plan.boots.push_back(std::move(boot));
-        }
+// Adds a configuration (once) and its boots: every rep of every group's
+// bench= items.
+void add_config(Plan& plan, std::set<std::string>& seen, const MatrixOptions& options, const PlatformSpec& spec,
+                const Config& config, const std::vector<Group>& config_groups) {
+  if (!seen.insert(config.id()).second) return;
+  const size_t index = plan.configs.size();
+  plan.configs.push_back(config);
+  const double weight = spec.weight * backend_weight(config.get("mmu").value_or(""));
+  for (int rep = 1; rep <= options.reps; ++rep) {
+    int part = 0;
+    for (const auto& group : config_groups) {
+      for (const std::string& bench : pack_items(group.items)) {
+        Boot boot;
+        boot.config = index;
+        boot.rep = rep;
+        boot.part = part++;
+        boot.group = group.name;
+        boot.bench = bench;
+        boot.cmdline = config.cmdline().empty() ? "bench=" + bench : config.cmdline() + " bench=" + bench;
+        boot.machine = group.large ? spec.large : spec.standard;
+        boot.timeout = options.timeout.value_or(group.large ? 2 * spec.timeout : spec.timeout);
+        boot.weight = weight * group.weight;
+        plan.boots.push_back(std::move(boot));
       }
     }
-  };
+  }
+}
+
+// The platform's backends this run asks for. A platform without pvk
+// backends (Linux) boots once, with no mmu= and none of pvk's switches (no
+// --set, no variations): one empty name.
+std::vector<std::string> backends_for(const PlatformSpec& spec, const MatrixOptions& options) {
+  std::vector<std::string> backends;
+  for (const auto& b : spec.backends)
+    if (options.mmus.empty() || std::find(options.mmus.begin(), options.mmus.end(), b) != options.mmus.end())
+      backends.push_back(b);
+  if (spec.backends.empty()) backends.emplace_back();
+  if (options.smoke && options.mmus.empty() && !backends.empty()) backends.resize(1);
+  return backends;
+}
+
+// The --set cross product for one backend, each switch only where it matters.
+std::vector<Switches> crossed_switches(const std::string& mmu, const MatrixOptions& options) {
+  std::vector<Switches> crossed{mmu.empty() ? Switches{} : Switches{{"mmu", mmu}}};
+  for (const auto& axis : options.sets) {
+    if (mmu.empty()) break;
+    const auto only = switch_backends(axis.key);
+    if (!only.empty() && std::find(only.begin(), only.end(), mmu) == only.end()) continue;
+    std::vector<Switches> next;
+    for (const auto& base : crossed)
+      for (const auto& value : axis.values) {
+        Switches s = base;
+        s.emplace_back(axis.key, value);
+        next.push_back(std::move(s));
+      }
+    crossed = std::move(next);
+  }
+  return crossed;
+}
+
+// The groups a one-switch variation boots: the standard-size groups,
+// narrowed to the variation's suite.
+std::vector<Group> variation_groups(const std::vector<Group>& groups, const Variation& v) {
+  std::vector<Group> narrowed;
+  for (const auto& g : groups) {
+    if (g.large) continue;
+    std::vector<Item> items = restrict_to_suite(g.items, v.suite);
+    if (!items.empty())
+      narrowed.push_back({fmt::format("{}={}: {}", v.key, v.value, v.suite), std::move(items), false,
+                          suite_weight(v.suite)});
+  }
+  return narrowed;
+}
+
+}  // namespace
+
+Plan build_plan(const MatrixOptions& options) {
+  if (options.reps < 1) throw std::invalid_argument("--reps must be at least 1");
+  Plan plan;
+  const std::vector<Group> groups = item_groups(options);
+  const std::set<std::string> set_keys = checked_set_keys(options);
+  std::set<std::string> seen;
 
   for (const auto& name : options.platforms) {
     const PlatformSpec* spec = find_platform(name);
@@ -241,53 +305,24 @@ Plan build_plan(const MatrixOptions& options) {
       for (const auto& p : platform_specs()) known += (known.empty() ? "" : ", ") + p.name;
       throw std::invalid_argument(fmt::format("no platform named '{}' (known: {})", name, known));
     }
-    // A platform without pvk backends (Linux) boots once, with no mmu= and
-    // none of pvk's switches (no --set, no variations).
-    std::vector<std::string> backends;
-    for (const auto& b : spec->backends)
-      if (options.mmus.empty() || std::find(options.mmus.begin(), options.mmus.end(), b) != options.mmus.end())
-        backends.push_back(b);
-    if (spec->backends.empty()) backends.emplace_back();
-    if (options.smoke && options.mmus.empty() && !backends.empty()) backends.resize(1);
+    const std::vector<std::string> backends = backends_for(*spec, options);
     if (backends.empty()) {
       plan.notes.push_back(fmt::format("platform {} skipped: none of its backends was asked for", name));
       continue;
     }
 
     for (const auto& mmu : backends) {
-      // The --set cross product, each switch only where it matters.
-      std::vector<Switches> crossed{mmu.empty() ? Switches{} : Switches{{"mmu", mmu}}};
-      for (const auto& axis : options.sets) {
-        if (mmu.empty()) break;
-        const auto only = switch_backends(axis.key);
-        if (!only.empty() && std::find(only.begin(), only.end(), mmu) == only.end()) continue;
-        std::vector<Switches> next;
-        for (const auto& base : crossed)
-          for (const auto& value : axis.values) {
-            Switches s = base;
-            s.emplace_back(axis.key, value);
-            next.push_back(std::move(s));
-          }
-        crossed = std::move(next);
-      }
-      for (const auto& switches : crossed) {
+      for (const auto& switches : crossed_switches(mmu, options)) {
         const Config base = make_config(name, switches);
-        add_config(*spec, base, groups);
+        add_config(plan, seen, options, *spec, base, groups);
         if (!options.with_variations || options.smoke || mmu.empty()) continue;
         for (const auto& v : variations()) {
           if (set_keys.count(v.key) || base.effective(v.key) == v.value) continue;
-          std::vector<Group> narrowed;
-          for (const auto& g : groups) {
-            if (g.large) continue;
-            std::vector<Item> items = restrict_to_suite(g.items, v.suite);
-            if (!items.empty())
-              narrowed.push_back({fmt::format("{}={}: {}", v.key, v.value, v.suite), std::move(items), false,
-                                  suite_weight(v.suite)});
-          }
+          const std::vector<Group> narrowed = variation_groups(groups, v);
           if (narrowed.empty()) continue;
           Switches with = switches;
           with.emplace_back(v.key, v.value);
-          add_config(*spec, make_config(name, with), narrowed);
+          add_config(plan, seen, options, *spec, make_config(name, with), narrowed);
         }
       }
     }

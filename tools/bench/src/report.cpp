@@ -169,8 +169,12 @@ std::string format_ratio(double value) {
   return fmt::format("{:.3f}", value);
 }
 
-std::string summary_markdown(const Results& results, const std::vector<RatioSpec>& specs,
-                             const std::vector<Ratio>& ratios) {
+namespace {
+
+// The steps of summary_markdown, one section each.
+
+// When, what, how many boots and whether they passed.
+std::string header_section(const Results& results) {
   std::string md = "# pvk bench\n\n";
   const auto& run = results.run;
   auto run_str = [&](const char* key) { return run.contains(key) && run[key].is_string() ? run[key].get<std::string>() : std::string(); };
@@ -191,21 +195,29 @@ std::string summary_markdown(const Results& results, const std::vector<RatioSpec
     md += fmt::format("- **{} of {} boots FAILED** (below); the other results are complete\n", failed_boots, results.boots.size());
   md += "\nTimes are taken inside the guest (CLOCK_MONOTONIC from the TSC) on an emulated CPU: compare the "
         "ratios measured in one run, not the absolute values with hardware.\n";
+  return md;
+}
 
-  if (failed_boots) {
-    md += "\n## Failures\n\n";
-    md += row_line({"configuration", "boot", "reason", "console log"});
-    md += "|---|---|---|---|\n";
-    for (const auto& b : results.boots) {
-      if (b.pass) continue;
-      const Config* c = results.find_config(b.config);
-      std::string reason = md_escape(b.reason);
-      for (const auto& t : b.trouble) reason += "<br>" + md_escape(t);
-      md += row_line({c ? c->label() : b.config, fmt::format("rep {} ({})", b.rep, b.group), reason,
-                      b.log.empty() ? "" : "`" + b.log + "`"});
-    }
+// The failed boots, with their reasons and console logs.
+std::string failures_section(const Results& results) {
+  std::string md;
+  md += "\n## Failures\n\n";
+  md += row_line({"configuration", "boot", "reason", "console log"});
+  md += "|---|---|---|---|\n";
+  for (const auto& b : results.boots) {
+    if (b.pass) continue;
+    const Config* c = results.find_config(b.config);
+    std::string reason = md_escape(b.reason);
+    for (const auto& t : b.trouble) reason += "<br>" + md_escape(t);
+    md += row_line({c ? c->label() : b.config, fmt::format("rep {} ({})", b.rep, b.group), reason,
+                    b.log.empty() ? "" : "`" + b.log + "`"});
   }
+  return md;
+}
 
+// Every configuration: its command line, boots and time.
+std::string configurations_section(const Results& results) {
+  std::string md;
   md += "\n## Configurations\n\n";
   md += row_line({"configuration", "kernel command line (plus bench=)", "boots", "passed", "time in its boots"});
   md += "|---|---|---:|---:|---:|\n";
@@ -221,7 +233,12 @@ std::string summary_markdown(const Results& results, const std::vector<RatioSpec
     md += row_line({c.label(), "`" + (c.cmdline().empty() ? std::string("(none)") : c.cmdline()) + "`",
                     std::to_string(boots), std::to_string(passed), minutes(seconds)});
   }
+  return md;
+}
 
+// One table per benchmark: per-op medians, spreads, extra columns, key counters.
+std::string benchmarks_section(const Results& results) {
+  std::string md;
   md += "\n## Benchmarks\n\n"
         "Per op: the median over the boots of each boot's median rep, divided by the rep's operations; "
         "min–max: the fastest and slowest rep of any boot. Counters are per operation, from the median rep, and "
@@ -277,8 +294,12 @@ std::string summary_markdown(const Results& results, const std::vector<RatioSpec
     }
     if (bench == "fork_dirty") md += fork_break_even(results);
   }
+  return md;
+}
 
-  md += targets_section(ratios);
+// One table per ratio spec; the specs no pair of configurations measured.
+std::string ratios_section(const std::vector<RatioSpec>& specs, const std::vector<Ratio>& ratios) {
+  std::string md;
 
   md += "\n## Ratios\n\n"
         "Per-op median ÷ per-op median of two configurations that differ only in what the ratio is about; in "
@@ -326,6 +347,21 @@ std::string summary_markdown(const Results& results, const std::vector<RatioSpec
     for (size_t i = 0; i < empty.size(); ++i) md += (i ? "; " : "") + empty[i];
     md += ".\n";
   }
+  return md;
+}
+
+}  // namespace
+
+std::string summary_markdown(const Results& results, const std::vector<RatioSpec>& specs,
+                             const std::vector<Ratio>& ratios) {
+  std::string md = header_section(results);
+  size_t failed_boots = 0;
+  for (const auto& b : results.boots) failed_boots += !b.pass;
+  if (failed_boots) md += failures_section(results);
+  md += configurations_section(results);
+  md += benchmarks_section(results);
+  md += targets_section(ratios);
+  md += ratios_section(specs, ratios);
   return md;
 }
 

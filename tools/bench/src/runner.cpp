@@ -142,16 +142,13 @@ BootOutcome QemuRunner::boot(const Config& config, const Boot& boot) {
   if (!platform || (*platform != Platform::native && *platform != Platform::xen))
     throw std::runtime_error(fmt::format("the QEMU runner boots native and xen, not {}", config.platform));
   RunOptions run;
+  static_cast<RunMachine&>(run) = options_;
   run.platform = *platform;
   run.kernel = options_.kernel;
   run.params = boot.cmdline;
   run.timeout = boot.timeout;
-  run.xen_gz = options_.xen_gz;
-  run.xen_cache_dir = options_.xen_cache_dir;
-  run.cancel = options_.cancel;
   run.memory = boot.machine.memory;
   run.dom0_memory = boot.machine.dom0_memory;
-  run.icount = options_.icount;
   return outcome_of(run_kernel(run));
 }
 

@@ -38,16 +38,6 @@ std::vector<std::string> words(std::string_view text) {
   return out;
 }
 
-// QEMU splits -initrd at commas into multiboot modules; ",," is a literal comma.
-std::string escape_commas(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    out += c;
-    if (c == ',') out += ',';
-  }
-  return out;
-}
-
 // Lines of Linux's own that say it is in trouble (quoted in a failure).
 bool is_linux_trouble(std::string_view line) {
   for (std::string_view p : {"Kernel panic", "BUG:", "Oops", "general protection fault", "Out of memory",

@@ -24,16 +24,6 @@ bool contains_nocase(std::string_view haystack, std::string_view needle) {
          haystack.end();
 }
 
-// QEMU splits -initrd at commas into multiboot modules; ",," is a literal comma.
-std::string escape_commas(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    out += c;
-    if (c == ',') out += ',';
-  }
-  return out;
-}
-
 // xen_command_line, with dom0's fixed size replaced when one is given.
 std::string hypervisor_command_line(const std::string& dom0_memory) {
   std::string line(xen_command_line);
@@ -161,6 +151,15 @@ fs::path xen_image(const fs::path& gz, const fs::path& cache_dir) {
   }
   fs::rename(partial, image);
   return image;
+}
+
+std::string escape_commas(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    out += c;
+    if (c == ',') out += ',';
+  }
+  return out;
 }
 
 }  // namespace pvk

@@ -1,6 +1,7 @@
 #include "pvk/xen_domu.hpp"
 
 #include "pvk/process.hpp"
+#include "pvk/xen.hpp"  // escape_commas
 
 #include <fmt/format.h>
 
@@ -13,15 +14,6 @@ namespace pvk {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string escape_commas(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    out += c;
-    if (c == ',') out += ',';
-  }
-  return out;
-}
 
 std::string read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);

@@ -17,36 +17,45 @@
 
 namespace pvk {
 
-struct RunOptions {
+// What every boot of a run shares whatever the platform: the host's tools,
+// paths and caches, and how to stop it. The bench runners keep one and hand
+// it to each boot's RunOptions as it is.
+struct RunMachine {
+  std::string qemu = "qemu-system-x86_64";
+  std::filesystem::path xen_gz{default_xen_gz};
+  std::filesystem::path xen_cache_dir;  // where the decompressed Xen is kept
+  const std::atomic<bool>* cancel = nullptr;  // see ProcessOptions::cancel
+  // The argument of -icount (empty: no -icount).
+  std::string icount;
+  // The source tree's tools/: the xl driver (xl, xen-domu), the dom0 image
+  // builder (xen-domu), the libvirt templates and private libvirtd (libvirt),
+  // linux/mklinux.sh (linux-native, linux-xen).
+  std::filesystem::path tools_dir;
+  std::filesystem::path dom0_cache_dir;  // xen-domu: where the dom0 image is kept
+  // linux-native, linux-xen (linux.hpp): where tools/linux/mklinux.sh keeps
+  // Debian's kernel, and where the static bench and kbworker programs are
+  // (<build>/user).
+  std::filesystem::path linux_cache_dir;
+  std::filesystem::path user_dir;
+  // Progress notes that are not console output (e.g. building the dom0 image).
+  std::function<void(std::string_view)> note;
+};
+
+// One boot: the shared part plus what this platform and boot need.
+struct RunOptions : RunMachine {
   Platform platform = Platform::native;
   std::filesystem::path kernel;  // pvk.elf
   std::string params;            // kernel command line
   // nullopt: the platform default; zero: no limit (what --gdb wants).
   std::optional<std::chrono::seconds> timeout;
   bool gdb = false;
-  std::string qemu = "qemu-system-x86_64";
-  std::filesystem::path xen_gz{default_xen_gz};
-  std::filesystem::path xen_cache_dir;  // where the decompressed Xen is kept
-  const std::atomic<bool>* cancel = nullptr;  // see ProcessOptions::cancel
   Via via = Via::direct;
-  // The source tree's tools/: the xl driver (xl, xen-domu), the dom0 image
-  // builder (xen-domu), the libvirt templates and private libvirtd (libvirt).
-  std::filesystem::path tools_dir;
-  std::filesystem::path dom0_cache_dir;  // xen-domu: where the dom0 image is kept
   // libvirt: the connection URI; empty starts a private libvirtd for the run.
   std::string libvirt_uri;
-  // Progress notes that are not console output (e.g. building the dom0 image).
-  std::function<void(std::string_view)> note;
-  // native and xen: QEMU's -m (empty: 512M native, 1024 xen), Xen's dom0_mem
-  // (empty: 256M) and the argument of -icount (empty: no -icount).
+  // native and xen: QEMU's -m (empty: 512M native, 1024 xen) and Xen's
+  // dom0_mem (empty: 256M).
   std::string memory;
   std::string dom0_memory;
-  std::string icount;
-  // linux-native, linux-xen (linux.hpp): where tools/linux/mklinux.sh keeps
-  // Debian's kernel, and where the static bench and kbworker programs are
-  // (<build>/user).
-  std::filesystem::path linux_cache_dir;
-  std::filesystem::path user_dir;
 };
 
 struct RunResult {

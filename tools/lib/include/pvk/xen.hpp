@@ -57,4 +57,8 @@ PlatformExit xen_exit(const ProcessResult& process, std::optional<XenShutdown> s
 std::filesystem::path xen_image(const std::filesystem::path& gz,
                                 const std::filesystem::path& cache_dir);
 
+// QEMU splits -initrd at commas into multiboot modules; ",," is a literal
+// comma. Every runner that builds an -initrd module list uses this one.
+std::string escape_commas(std::string_view text);
+
 }  // namespace pvk

@@ -17,15 +17,10 @@ namespace pvk::bench {
 // beside (--linux adds linux-X next to X).
 inline constexpr const char* linux_platforms[][2] = {{"native", "linux-native"}, {"xen", "linux-xen"}};
 
-struct LinuxRunnerOptions {
-  std::filesystem::path tools_dir;        // the source tree's tools/ (linux/mklinux.sh)
-  std::filesystem::path linux_cache_dir;  // where the kernel is kept (<build>/cache/linux)
-  std::filesystem::path user_dir;         // the static bench and kbworker (<build>/user)
-  std::filesystem::path xen_gz;
-  std::filesystem::path xen_cache_dir;
-  std::string icount;  // -icount argument, "" for none
-  const std::atomic<bool>* cancel = nullptr;
-};
+// The machine every boot shares: tools_dir (linux/mklinux.sh), linux_cache_dir
+// (<build>/cache/linux), user_dir (the static bench and kbworker, <build>/user),
+// xen_gz, xen_cache_dir, icount, cancel.
+using LinuxRunnerOptions = RunMachine;
 
 class LinuxRunner : public BootRunner {
  public:

@@ -5,6 +5,7 @@
 
 #include "pvk/bench/matrix.hpp"
 #include "pvk/bench/results.hpp"
+#include "pvk/run.hpp"  // RunMachine
 
 #include <atomic>
 #include <chrono>
@@ -44,12 +45,9 @@ class BootRunner {
   virtual BootOutcome boot(const Config& config, const Boot& boot) = 0;
 };
 
-struct QemuRunnerOptions {
+// The machine every boot shares (xen_gz, xen_cache_dir, icount, cancel) and the kernel.
+struct QemuRunnerOptions : RunMachine {
   std::filesystem::path kernel;  // pvk.elf
-  std::filesystem::path xen_gz;
-  std::filesystem::path xen_cache_dir;
-  std::string icount;  // -icount argument, "" for none
-  const std::atomic<bool>* cancel = nullptr;
 };
 
 // pvk through pvk::run_kernel (the same boot and verdict as `pvk run`).

@@ -1,0 +1,109 @@
+// The user/kernel ABI of pvk processes: syscall numbers, structures and
+// constants, shared by the kernel and the user programs (bench/libc).
+//
+// Numbers and layouts follow Linux x86-64 wherever Linux has the call, so
+// the same benchmark sources build as static Linux executables with a thin
+// shim; pvk's own calls live above 500. Calling convention: the `syscall`
+// instruction, number in rax, arguments in rdi, rsi, rdx, r10, r8, r9,
+// result in rax (negative errno on failure); rcx and r11 are clobbered.
+//
+// Plain C++ with fixed-width types only: no kernel headers.
+#pragma once
+#include <stdint.h>
+
+namespace pvk::abi {
+
+enum Syscall : uint64_t {
+  SYS_read = 0,
+  SYS_write = 1,
+  SYS_close = 3,
+  SYS_mmap = 9,
+  SYS_mprotect = 10,
+  SYS_munmap = 11,
+  SYS_brk = 12,
+  SYS_rt_sigaction = 13,
+  SYS_rt_sigreturn = 15,
+  SYS_pipe = 22,
+  SYS_sched_yield = 24,
+  SYS_dup2 = 33,
+  SYS_getpid = 39,
+  SYS_fork = 57,
+  SYS_execve = 59,
+  SYS_exit = 60,
+  SYS_wait4 = 61,
+  SYS_kill = 62,
+  SYS_getppid = 110,
+  SYS_clock_gettime = 228,
+  SYS_exit_group = 231,
+  // pvk's own.
+  SYS_pvk_counters = 500,  // (PvkCounters* out) -> 0
+  SYS_pvk_shutdown = 501,  // (int status) -> only init (pid 1) may call it
+};
+
+// errno values (Linux's).
+enum Errno : int64_t {
+  EPERM = 1, ENOENT = 2, ESRCH = 3, EINTR = 4, EIO = 5, E2BIG = 7, ENOEXEC = 8, EBADF = 9, ECHILD = 10,
+  EAGAIN = 11, ENOMEM = 12, EFAULT = 14, EBUSY = 16, EEXIST = 17, EINVAL = 22, EMFILE = 24, EPIPE = 32,
+  ENOSYS = 38,
+};
+
+// mmap / mprotect.
+inline constexpr uint64_t PROT_NONE = 0, PROT_READ = 1, PROT_WRITE = 2, PROT_EXEC = 4;
+inline constexpr uint64_t MAP_SHARED = 0x01, MAP_PRIVATE = 0x02, MAP_FIXED = 0x10, MAP_ANONYMOUS = 0x20;
+inline constexpr uint64_t MAP_FAILED = ~uint64_t{0};
+
+// Signals (Linux numbers) and sigaction (the kernel's struct layout on Linux).
+enum Signal : int {
+  SIGILL = 4, SIGTRAP = 5, SIGBUS = 7, SIGFPE = 8, SIGKILL = 9, SIGUSR1 = 10, SIGSEGV = 11, SIGPIPE = 13,
+  SIGTERM = 15, SIGCHLD = 17, SIGCONT = 18, SIGURG = 23, SIGWINCH = 28,
+};
+inline constexpr int kNumSignals = 64;
+inline constexpr uint64_t SA_RESTORER = 0x04000000;
+inline constexpr uint64_t SA_NODEFER = 0x40000000;  // the signal is not blocked while its handler runs
+inline constexpr uint64_t SA_RESETHAND = 0x80000000;  // the handler is reset to SIG_DFL on delivery
+inline constexpr uint64_t SIG_DFL = 0, SIG_IGN = 1;
+struct KernelSigaction {
+  uint64_t handler;   // void (*)(int), or SIG_DFL / SIG_IGN
+  uint64_t flags;     // must include SA_RESTORER
+  uint64_t restorer;  // called when the handler returns; issues rt_sigreturn
+  uint64_t mask;      // signals blocked while the handler runs (bit n-1 = signal n)
+};
+
+// wait4 status words (Linux encoding).
+inline constexpr int wait_exited(int code) { return (code & 0xff) << 8; }
+inline constexpr int wait_signaled(int sig) { return sig & 0x7f; }
+inline constexpr bool WIFEXITED(int s) { return (s & 0x7f) == 0; }
+inline constexpr int WEXITSTATUS(int s) { return (s >> 8) & 0xff; }
+inline constexpr bool WIFSIGNALED(int s) { return (s & 0x7f) != 0 && (s & 0x7f) != 0x7f; }
+inline constexpr int WTERMSIG(int s) { return s & 0x7f; }
+inline constexpr int WNOHANG = 1;
+
+struct Timespec {
+  int64_t tv_sec;
+  int64_t tv_nsec;
+};
+inline constexpr int CLOCK_MONOTONIC = 1;
+
+// SYS_pvk_counters: the pvops counters plus what mm counts, so user-mode
+// benchmarks can report deltas next to their times.
+// The counters are every line of base/counters.inc, in its order.
+struct PvkCounters {
+#define PVK_MMU_COUNTER(name) uint64_t name;
+#define PVK_MM_COUNTER(name) uint64_t name;
+#include "base/counters.inc"
+  uint64_t free_frames;
+  uint64_t tsc_khz;
+  const char* platform_unused;  // reserved (0)
+};
+
+// User address space.
+inline constexpr uint64_t kUserBase = 0x400000;           // programs are linked here
+inline constexpr uint64_t kUserStackTop = 0x7ffffff000;   // initial stack grows down from here
+inline constexpr uint64_t kUserStackPages = 64;           // 256 KiB
+inline constexpr uint64_t kUserMmapBase = 0x100000000;    // mmap without a hint starts here
+// The last page below the canonical hole is never user memory (as on Linux):
+// a `syscall` in its last bytes would return to a non-canonical address.
+inline constexpr uint64_t kUserTop = 0x00007ffffffff000;  // first non-user address
+inline constexpr uint64_t kNonCanonicalStart = 0x0000800000000000;
+
+}  // namespace pvk::abi

@@ -1,0 +1,36 @@
+// What an entry point (native PVH or Xen PV) learned about the machine,
+// in environment-neutral terms, for kernel_main.
+#pragma once
+#include "base/arch/platform.h"
+#include "base/lib/types.h"
+
+namespace pvk {
+
+struct MemRange {
+  Pfn first;
+  uint64_t count;
+};
+
+struct BootInfo {
+  static constexpr unsigned kMaxRanges = 64;
+  const char* cmdline = "";
+  MemRange ram[kMaxRanges] = {};  // usable RAM, pseudo-physical frames
+  unsigned ram_ranges = 0;
+  MemRange reserved[8] = {};  // frames inside RAM that must never be handed out
+  unsigned reserved_ranges = 0;
+  uint64_t boot_tsc = 0;  // TSC at entry, to report boot time
+
+  // Frames reachable through g_physmap_offset before the kernel's own tables
+  // are live (natively the early 4 GiB map; under Xen the initial mapping).
+  uint64_t early_physmap_pfns = 0;
+  // Page tables the loader built for us: mapped read-only in the physmap
+  // (Xen would refuse otherwise) and never handed out. Under Xen the boot
+  // root is also released (unpinned) once the kernel's root is loaded.
+  MemRange boot_tables = {};
+  bool release_boot_root = false;
+  Pfn boot_root{};
+};
+
+[[noreturn]] void kernel_main(Platform& platform, BootInfo& info);
+
+}  // namespace pvk

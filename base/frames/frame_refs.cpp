@@ -1,0 +1,18 @@
+#include "base/frames/frame_refs.h"
+
+#include "base/lib/error_or.h"
+#include "base/lib/kstring.h"
+
+namespace pvk {
+namespace {
+FrameRefs g_refs;
+}
+
+FrameRefs& frame_refs() { return g_refs; }
+
+void FrameRefs::init(uint16_t* counts, uint64_t max_pfn) {
+  counts_ = counts;
+  memset(counts, 0, max_pfn * sizeof(uint16_t));
+}
+
+}  // namespace pvk

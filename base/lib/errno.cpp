@@ -1,0 +1,30 @@
+#include "base/lib/error_or.h"
+
+namespace pvk {
+
+const char* errno_name(Errno e) {
+  switch (e) {
+    case Errno::Ok: return "OK";
+    case Errno::EPERM: return "EPERM";
+    case Errno::ENOENT: return "ENOENT";
+    case Errno::ESRCH: return "ESRCH";
+    case Errno::EINTR: return "EINTR";
+    case Errno::E2BIG: return "E2BIG";
+    case Errno::ENOEXEC: return "ENOEXEC";
+    case Errno::EBADF: return "EBADF";
+    case Errno::ECHILD: return "ECHILD";
+    case Errno::EAGAIN: return "EAGAIN";
+    case Errno::EMFILE: return "EMFILE";
+    case Errno::EPIPE: return "EPIPE";
+    case Errno::EIO: return "EIO";
+    case Errno::ENOMEM: return "ENOMEM";
+    case Errno::EFAULT: return "EFAULT";
+    case Errno::EBUSY: return "EBUSY";
+    case Errno::EEXIST: return "EEXIST";
+    case Errno::EINVAL: return "EINVAL";
+    case Errno::ENOSYS: return "ENOSYS";
+  }
+  return "E?";
+}
+
+}  // namespace pvk

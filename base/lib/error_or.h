@@ -1,0 +1,80 @@
+// ErrorOr<T> and TRY: error propagation without exceptions.
+//
+// Kernel functions that can fail return ErrorOr<T>; callers either propagate
+// with TRY(expr) or insist with must(expr), which panics with the error's
+// name. try_/must_ function pairs follow the same convention.
+#pragma once
+#include "base/lib/types.h"
+
+namespace pvk {
+
+enum class Errno : int {
+  Ok = 0,
+  EPERM = 1,
+  ENOENT = 2,
+  ESRCH = 3,
+  EINTR = 4,
+  EIO = 5,
+  E2BIG = 7,
+  ENOEXEC = 8,
+  EBADF = 9,
+  ECHILD = 10,
+  EAGAIN = 11,
+  ENOMEM = 12,
+  EFAULT = 14,
+  EBUSY = 16,
+  EEXIST = 17,
+  EINVAL = 22,
+  EMFILE = 24,
+  EPIPE = 32,
+  ENOSYS = 38,
+};
+
+const char* errno_name(Errno e);
+
+[[noreturn]] void panic(const char* fmt, ...);
+
+template <typename T>
+class [[nodiscard]] ErrorOr {
+ public:
+  ErrorOr(T value) : value_(value), error_(Errno::Ok) {}  // NOLINT: implicit by design
+  ErrorOr(Errno e) : value_(), error_(e) {}               // NOLINT
+  bool is_error() const { return error_ != Errno::Ok; }
+  Errno error() const { return error_; }
+  T value() const { return value_; }
+  T release_value() { return value_; }
+
+ private:
+  T value_;
+  Errno error_;
+};
+
+template <>
+class [[nodiscard]] ErrorOr<void> {
+ public:
+  ErrorOr() : error_(Errno::Ok) {}
+  ErrorOr(Errno e) : error_(e) {}  // NOLINT
+  bool is_error() const { return error_ != Errno::Ok; }
+  Errno error() const { return error_; }
+  void release_value() {}
+
+ private:
+  Errno error_;
+};
+
+// must(): the caller has proven failure impossible; if it happens anyway, that
+// is a kernel bug worth a loud stop rather than a silent wrong answer.
+template <typename T>
+T must(ErrorOr<T> r, const char* what = "must") {
+  if (r.is_error()) panic("%s failed: %s", what, errno_name(r.error()));
+  return r.release_value();
+}
+
+}  // namespace pvk
+
+#define TRY(expr)                                 \
+  ({                                              \
+    auto _pvk_try = (expr);                       \
+    if (_pvk_try.is_error()) return _pvk_try.error(); \
+    _pvk_try.release_value();                     \
+  })

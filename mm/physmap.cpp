@@ -1,5 +1,0 @@
-#include "mm/physmap.h"
-
-namespace pvk {
-uint64_t g_physmap_offset = 0;
-}

@@ -1,0 +1,88 @@
+#include "pvops/lazy_mmu_section.h"
+
+#include "base/frames/frame_allocator.h"
+
+namespace pvk {
+
+namespace {
+// Kernel-half translations are live in every root.
+bool is_kernel_half(VirtAddr va) { return raw(va) >> 63; }
+
+// Sections do not nest: under Xen an inner section's leave would end the
+// outer one's batching (and its OnRefusal) without anyone noticing.
+bool g_section_open = false;
+}  // namespace
+
+LazyMmuSection::LazyMmuSection(Pfn root, OnRefusal on_refusal) : root_(root) {
+  if (g_section_open) panic("LazyMmuSection opened inside another (lazy-MMU sections do not nest)");
+  g_section_open = true;
+  g_mmu.enter_lazy_mmu(on_refusal);
+}
+
+LazyMmuSection::~LazyMmuSection() {
+  if (finished_) return;
+  g_section_open = false;
+  panic("LazyMmuSection destroyed without finish()");
+}
+
+void LazyMmuSection::invalidate(VirtAddr va) {
+  // An address space that is not loaded has nothing cached (no PCIDs).
+  if (root_ != g_current_root && !is_kernel_half(va)) return;
+  if (flush_all_) return;
+  if (page_count_ == kMaxSinglePageFlushes) {
+    flush_all_ = true;
+    return;
+  }
+  pages_[page_count_++] = va;
+}
+
+ErrorOr<void> LazyMmuSection::release_table(Pfn pfn, Level level) {
+  // A failed drain still makes room (it drops what it processed), so the
+  // new table is queued either way and the error is passed on.
+  ErrorOr<void> drained;
+  if (table_count_ == kMaxPendingTables) drained = drain();
+  if (table_count_ == kMaxPendingTables) return drained.is_error() ? drained : ErrorOr<void>(Errno::ENOMEM);
+  tables_[table_count_++] = {pfn, level};
+  return drained;
+}
+
+ErrorOr<void> LazyMmuSection::drain() {
+  // TLB flushes are queued before the lazy flush so a batching backend can
+  // send them in the same multicall as the updates they follow.
+  if (flush_all_) {
+    g_mmu.flush_tlb_all();
+  } else {
+    for (unsigned i = 0; i < page_count_; ++i) g_mmu.flush_tlb_one(pages_[i]);
+  }
+  flush_all_ = false;
+  page_count_ = 0;
+  TRY(g_mmu.flush_lazy_mmu());
+  // In order. A table whose release fails is dropped from the list (it is
+  // reported, and freeing it would hand out a frame Xen still types as a
+  // table); the ones after it stay pending for the next drain, and none is
+  // ever released twice.
+  for (unsigned i = 0; i < table_count_;) {
+    const PendingTable t = tables_[i++];
+    auto released = g_mmu.release_pt_page(t.pfn, t.level);
+    if (!released.is_error()) released = frames().try_free(t.pfn);
+    if (released.is_error()) {
+      for (unsigned k = i; k < table_count_; ++k) tables_[k - i] = tables_[k];
+      table_count_ -= i;
+      return released;
+    }
+  }
+  table_count_ = 0;
+  return {};
+}
+
+ErrorOr<void> LazyMmuSection::finish() {
+  if (finished_) panic("LazyMmuSection::finish() called twice");
+  finished_ = true;
+  g_section_open = false;  // a section may open again once this one has left lazy mode
+  auto drained = drain();
+  auto left = g_mmu.leave_lazy_mmu();
+  if (drained.is_error()) return drained;
+  return left;
+}
+
+}  // namespace pvk

@@ -1,0 +1,35 @@
+// What the shared page-table walk needs from a backend: the hooks of one
+// "policy", stated as a concept so each backend can static_assert that it
+// provides them (executable interface documentation).
+//
+// Visibility rule the walk relies on: a store at L2 or above is visible in
+// memory when store() returns (the walk reads upper levels back at once); an
+// L1 store may be deferred until the lazy-MMU section is flushed, and the
+// walk never reads back an L1 entry it wrote in the same section.
+#pragma once
+#include <concepts>
+
+#include "base/lib/error_or.h"
+#include "pvops/pte.h"
+
+namespace pvk {
+
+template <typename P>
+concept MmuPolicy = requires(Pte* slot, Pte v, Level level, Pfn pfn, PteFlags flags) {
+  // The single choke point through which every entry store goes.
+  { P::store(slot, v, level) } -> std::same_as<ErrorOr<void>>;
+  // Read-modify-write of a present leaf that must not lose A/D bits.
+  { P::modify_prot_start(slot) } -> std::same_as<Pte>;
+  { P::modify_prot_commit(slot, v, v) } -> std::same_as<ErrorOr<void>>;
+  // Encoding: frame numbers in entries are the environment's business.
+  // make() builds a leaf (a backend may restrict it, e.g. Xen maps page-table
+  // frames read-only); make_table() an entry pointing at a lower table.
+  { P::make(pfn, flags) } -> std::same_as<Pte>;
+  { P::make_table(pfn) } -> std::same_as<Pte>;
+  { P::pfn_of(v) } -> std::same_as<Pfn>;
+  // A frame becomes / stops being a page table at this level.
+  { P::prepare_table(pfn, level) } -> std::same_as<ErrorOr<void>>;
+  { P::retire_table(pfn, level) } -> std::same_as<ErrorOr<void>>;
+};
+
+}  // namespace pvk
