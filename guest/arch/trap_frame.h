@@ -37,7 +37,7 @@ inline constexpr uint64_t CompatSyscall = 259;
 
 // RFLAGS bits the entry prologue (KERNEL_ENTRY in trap_regs.inc) clears.
 namespace rflags {
-inline constexpr uint64_t TF = 1u << 8, IF = 1u << 9, DF = 1u << 10, NT = 1u << 14, AC = 1u << 18;
+inline constexpr uint64_t TF = 1u << 8, IF = 1u << 9, DF = 1u << 10, NT = 1u << 14, RF = 1u << 16, AC = 1u << 18;
 }  // namespace rflags
 
 // Called by every environment's entry stubs.

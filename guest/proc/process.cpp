@@ -33,7 +33,6 @@ uint64_t g_slice_start_tsc = 0;  // when the current process was last switched t
 constexpr uint64_t kSliceMs = 10;  // the same as the timer tick
 
 uint64_t sig_bit(int sig) { return uint64_t{1} << (sig - 1); }
-constexpr uint64_t kRflagsRf = 1u << 16;  // resume flag
 
 Process* alloc_process() {
   for (Process& p : g_procs) {
@@ -205,7 +204,7 @@ void prepare_return_to_user(TrapFrame& f) {
     f.ss = g_platform->user_ss;
     // The ABI's state at a function entry: DF clear; no single-stepping into
     // the handler (the interrupted code's flags come back with rt_sigreturn).
-    f.rflags &= ~(rflags::DF | rflags::TF | kRflagsRf);
+    f.rflags &= ~(rflags::DF | rflags::TF | rflags::RF);
     f.rdi = static_cast<uint64_t>(sig);
     f.rax = 0;
     break;  // one handler at a time; the rest wait for its sigreturn

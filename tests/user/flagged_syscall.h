@@ -8,7 +8,10 @@
 
 namespace pvk::user {
 
-inline constexpr uint64_t kFlagTF = 1u << 8, kFlagDF = 1u << 10, kFlagNT = 1u << 14, kFlagAC = 1u << 18;
+inline constexpr uint64_t kFlagTF = 1u << 8, kFlagDF = 1u << 10, kFlagIOPL = 3u << 12, kFlagNT = 1u << 14,
+                          kFlagAC = 1u << 18;
+// What the callers clear again right after the call.
+inline constexpr uint64_t kFlagsClearedAfter = kFlagDF | kFlagAC | kFlagNT | kFlagTF;
 
 inline int64_t flagged_syscall6(uint64_t flags, uint64_t nr, const uint64_t (&a)[6]) {
   int64_t r;
@@ -26,7 +29,7 @@ inline int64_t flagged_syscall6(uint64_t flags, uint64_t nr, const uint64_t (&a)
       "cld"
       : "=a"(r), "+r"(r10), "+r"(r8), "+r"(r9)
       : "a"(nr), "D"(a[0]), "S"(a[1]), "d"(a[2]), [fl] "r"(flags),
-        [clr] "r"(~(kFlagDF | kFlagAC | kFlagNT | kFlagTF))
+        [clr] "r"(~kFlagsClearedAfter)
       : "rcx", "r11", "memory", "cc");
   return r;
 }

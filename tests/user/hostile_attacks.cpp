@@ -12,9 +12,10 @@ namespace hostile {
 namespace {
 
 // RFLAGS bits.
-constexpr uint64_t kCF = 1, kTF = 1u << 8, kIF = 1u << 9, kDF = 1u << 10, kIOPL = 3u << 12, kNT = 1u << 14,
-                   kVM = 1u << 17, kAC = 1u << 18;
-constexpr uint64_t kClearAfter = kDF | kAC | kNT | kTF;
+// The flags the attacks set (flagged_syscall.h has the ones it clears again).
+constexpr uint64_t kCF = 1, kTF = kFlagTF, kIF = 1u << 9, kDF = kFlagDF, kIOPL = kFlagIOPL, kNT = kFlagNT,
+                   kVM = 1u << 17, kAC = kFlagAC;
+constexpr uint64_t kClearAfter = kFlagsClearedAfter;
 
 inline uint64_t read_flags() {
   uint64_t f;
@@ -618,22 +619,19 @@ void flood_console(uint64_t bytes) {
   print("\n");
 }
 
-void pipe_writer(uint64_t fd) {
+// A 32 MiB transfer on a pipe nobody serves: it blocks until killed.
+template <int64_t (*Transfer)(int, void*, size_t)>
+void pipe_blocker(uint64_t fd) {
   constexpr uint64_t kBytes = 32ull << 20;
   auto* buf = static_cast<char*>(map_anon(kBytes));
   if (!buf) exit_group(3);
   g_flag[0] = 1;
-  write(static_cast<int>(fd), buf, kBytes);  // nobody reads: blocks
+  Transfer(static_cast<int>(fd), buf, kBytes);
   g_flag[0] = 2;
 }
-void pipe_reader(uint64_t fd) {
-  constexpr uint64_t kBytes = 32ull << 20;
-  auto* buf = static_cast<char*>(map_anon(kBytes));
-  if (!buf) exit_group(3);
-  g_flag[0] = 1;
-  read(static_cast<int>(fd), buf, kBytes);  // nobody writes: blocks
-  g_flag[0] = 2;
-}
+int64_t write_buf(int fd, void* buf, size_t n) { return write(fd, buf, n); }
+constexpr auto pipe_writer = pipe_blocker<&write_buf>;
+constexpr auto pipe_reader = pipe_blocker<&read>;
 
 // Forks fn(arg), waits until it set g_flag, lets it run `ms`, SIGKILLs it and
 // checks it was reaped within 1 s of the kill.
