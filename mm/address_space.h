@@ -42,6 +42,10 @@ enum class Access : uint8_t { Read, Write, Execute };
 struct MmPolicy {
   bool zero_page = true;
   bool pgd_cache = true;
+  // ptshare=on: fork shares whole L1 tables behind read-only L2 entries
+  // (copied on the first write through them), and mprotect of whole tables
+  // changes the L2 entry instead of 512 leaves.
+  bool ptshare = false;
 };
 void set_mm_policy(const MmPolicy& policy);
 ErrorOr<void> init_user_mm();  // the zero page

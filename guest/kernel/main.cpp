@@ -61,7 +61,7 @@ void report_fault_injection() {
 
 bool run_init(const char* const* argv) {
   const char* program = argv[0];
-  set_mm_policy({g_params.zero_page == Switch::On, g_params.pgd_cache == Switch::On});
+  set_mm_policy({g_params.zero_page == Switch::On, g_params.pgd_cache == Switch::On, g_params.ptshare == Switch::On});
   const uint64_t before = frames().free_count();
   configure_fault_injection();
   g_platform->start_timer(kTimeSliceNs);

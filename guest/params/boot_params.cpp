@@ -59,6 +59,7 @@ constexpr Param kParams[] = {
     number("batch", offsetof(BootParams, batch), 1, kMaxBatch),
     choice("zero_page", kOnOff, offsetof(BootParams, zero_page)),
     choice("pgd_cache", kOnOff, offsetof(BootParams, pgd_cache)),
+    choice("ptshare", kOnOff, offsetof(BootParams, ptshare)),
     text("selftest", offsetof(BootParams, selftest), sizeof(BootParams::selftest)),
     list("bench", offsetof(BootParams, bench), sizeof(BootParams::bench), kMaxBenchItems),
     text("init", offsetof(BootParams, init), sizeof(BootParams::init)),
@@ -284,7 +285,7 @@ ParseResult parse_boot_params(const char* cmdline, BootParams& out) {
       }
     }
     if (!param) {
-      fail(r, "pvk: unknown boot parameter '%s' (known: mmu pte pvpatch batch zero_page pgd_cache selftest bench init fail fail_seed)",
+      fail(r, "pvk: unknown boot parameter '%s' (known: mmu pte pvpatch batch zero_page pgd_cache ptshare selftest bench init fail fail_seed)",
            word, klen);
       return r;
     }

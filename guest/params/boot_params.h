@@ -27,6 +27,7 @@ struct BootParams {
   uint32_t batch = 32;  // entries per flush of the batched queue (Linux uses 32)
   Switch zero_page = Switch::On;
   Switch pgd_cache = Switch::On;
+  Switch ptshare = Switch::Off;  // fork shares L1 tables; mprotect works at L2 where it can
   char selftest[64] = {};  // comma-separated list; empty = none
   char bench[256] = {};
   char init[64] = {};
