@@ -10,7 +10,18 @@
 // the kernel (FakeMmu::slot) like the CPU would, calls handle_fault() when
 // the entry does not allow the access, and then reads or writes the frame
 // the entry maps. So "the child sees the parent's content" is checked on the
-// bytes of the frames, not on the kernel's own idea of them.
+// bytes of the frames, not on the kernel's own idea of them. The rights it
+// obeys are the effective ones (effective()): the leaf's AND every upper
+// entry's, as the CPU combines them, since with ptshare=on an L2 entry
+// without RW makes the whole L1 table under it read-only.
+//
+// expect_consistent() checks every live space against its VMAs through the
+// same independent walk: no mapped leaf outside every VMA, no effective right
+// looser than the VMA's (W, presence for PROT_NONE, NX), an L1 table under
+// several L2 entries only behind read-only ones (and its share count in
+// frame_refs() saying how many), a private frame writable somewhere mapped
+// nowhere else, and each data frame's reference count equal to the number of
+// leaf slots holding it.
 //
 // Every test ends (TearDown) by destroying the spaces it left, draining the
 // root cache and checking the free-frame count, the page-table count and the
@@ -25,6 +36,10 @@
 #include <string.h>
 
 #include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "base/layout.h"
@@ -75,8 +90,11 @@ inline bool lacks(Pte e, uint64_t bits) { return (e.raw & bits) == 0; }
 
 class AddressSpaceTest : public FakeMmuTest, public testing::WithParamInterface<WalkMode> {
  protected:
+  // The fake RAM's size, for fixtures that need more.
+  virtual uint64_t fake_frames() const { return kFrames; }
+
   void SetUp() override {
-    start({kFrames, GetParam().access, GetParam().defer});
+    start({fake_frames(), GetParam().access, GetParam().defer});
     // root_ plays the kernel's root: two kernel-half L4 entries (physmap and
     // image) hooking L3 tables, which every new root must copy.
     ASSERT_EQ(error_of(g_mmu.range.populate(root_, VirtAddr{PVK_PHYSMAP_BASE}, Level::L3)), Errno::Ok);
@@ -86,7 +104,7 @@ class AddressSpaceTest : public FakeMmuTest, public testing::WithParamInterface<
     g_mm_stats = {};
     ASSERT_EQ(error_of(init_user_mm()), Errno::Ok);
     // The zero page is the one frame with a reference (the kernel's own).
-    for (uint64_t p = 0; p < kFrames; ++p)
+    for (uint64_t p = 0; p < fake_frames(); ++p)
       if (frame_refs().get(Pfn{p}) == 1) zero_page_ = Pfn{p};
     ASSERT_NE(raw(zero_page_), 0u);
     baseline_ = frames().free_count();
@@ -98,6 +116,7 @@ class AddressSpaceTest : public FakeMmuTest, public testing::WithParamInterface<
   void TearDown() override {
     release_hoard();
     if (ready_) {
+      if (!HasFailure()) expect_consistent("at the end of the test");
       while (!live_.empty()) destroy(live_.back());
       EXPECT_EQ(error_of(drain_root_cache()), Errno::Ok);
       EXPECT_EQ(frames().free_count(), baseline_) << "frames leaked (or freed twice)";
@@ -182,13 +201,51 @@ class AddressSpaceTest : public FakeMmuTest, public testing::WithParamInterface<
   }
   static uint16_t refs(Pfn pfn) { return frame_refs().get(pfn); }
 
+  // The rights the CPU derives for va: Present, User and Write must be set at
+  // every level, NX at any level forbids execution.
+  struct Effective {
+    Pte leaf{};
+    Pte l2{};
+    bool present = false, user = false, write = false, nx = false;
+  };
+  static Effective effective(const AddressSpace* as, uint64_t va) {
+    Effective r;
+    r.present = r.user = r.write = true;
+    Pte* t = fake().table(as->root());
+    for (Level l = Level::L4;; l = below(l)) {
+      const Pte e = t[index_at(VirtAddr{va}, l)];
+      if (l == Level::L2) r.l2 = e;
+      r.present = r.present && has(e, pte_bit::Present);
+      r.user = r.user && has(e, pte_bit::User);
+      r.write = r.write && has(e, pte_bit::Write);
+      r.nx = r.nx || has(e, pte_bit::Nx);
+      if (l == Level::L1) {
+        r.leaf = e;
+        break;
+      }
+      if (!has(e, pte_bit::Present)) {
+        r.present = r.user = r.write = false;
+        return r;
+      }
+      t = fake().table(entry_pfn(e));
+      if (!t) return Effective{};
+    }
+    if (!r.present) r.user = r.write = false;
+    return r;
+  }
+  static bool writable(const AddressSpace* as, uint64_t va) {
+    const Effective e = effective(as, va);
+    return e.present && e.user && e.write;
+  }
+
   // A user access to one byte, as the CPU does it: through the entry if it
   // allows the access, else a fault and one retry. A second fault for the
   // same access is a kernel bug (the handler did not fix the entry).
   FaultOutcome access(AddressSpace* as, uint64_t va, bool write, uint8_t* byte) {
     for (int faults = 0;; ++faults) {
-      const Pte e = entry(as, va);
-      if (has(e, pte_bit::Present | pte_bit::User) && (!write || has(e, pte_bit::Write))) {
+      const Effective eff = effective(as, va);
+      const Pte e = eff.leaf;
+      if (eff.present && eff.user && (!write || eff.write)) {
         if (!fake().in_arena(entry_pfn(e))) {
           ADD_FAILURE() << "the entry for 0x" << std::hex << va << " maps a frame outside RAM";
           return FaultOutcome::BadAccess;
@@ -225,7 +282,111 @@ class AddressSpaceTest : public FakeMmuTest, public testing::WithParamInterface<
   // which faults the page in; the rest straight into the frame it maps).
   void fill(AddressSpace* as, uint64_t va, uint8_t v) {
     write(as, va, v);
-    if (has(entry(as, va), pte_bit::Present | pte_bit::Write)) memset(bytes(frame_at(as, va)), v, kPageSize);
+    if (writable(as, va)) memset(bytes(frame_at(as, va)), v, kPageSize);
+  }
+
+  // ---- consistency of every live space (see the top of the file) ----
+
+  struct LeafSeen {
+    const AddressSpace* as;
+    uint64_t va;
+    bool eff_write;
+    bool shared_vma;
+  };
+  // Checks every live space; each problem is one failure (at most a few
+  // dozen reported). Returns true if all is well.
+  bool expect_consistent(const char* when = "") {
+    std::vector<std::string> problems;
+    auto problem = [&](std::string s) {
+      if (problems.size() < 40) problems.push_back(std::move(s));
+    };
+    auto hexs = [](uint64_t v) {
+      std::ostringstream o;
+      o << "0x" << std::hex << v;
+      return o.str();
+    };
+    std::map<uint64_t, std::vector<LeafSeen>> by_frame;    // data frame -> mappings (per space)
+    std::map<uint64_t, std::set<uint64_t>> slots_of;       // data frame -> leaf slots (L1 frame << 9 | index)
+    std::map<uint64_t, std::vector<bool>> l2_rw_of;        // L1 frame -> RW of each L2 entry hooking it
+    for (const AddressSpace* as : live_) {
+      const Pte* l4 = fake().table(as->root());
+      for (unsigned i4 = 0; i4 < kEntriesPerTable / 2; ++i4) {
+        if (!has(l4[i4], pte_bit::Present)) continue;
+        const Pte* l3 = fake().table(entry_pfn(l4[i4]));
+        for (unsigned i3 = 0; l3 && i3 < kEntriesPerTable; ++i3) {
+          if (!has(l3[i3], pte_bit::Present)) continue;
+          const Pte* l2 = fake().table(entry_pfn(l3[i3]));
+          for (unsigned i2 = 0; l2 && i2 < kEntriesPerTable; ++i2) {
+            const Pte e2 = l2[i2];
+            if (!has(e2, pte_bit::Present)) continue;
+            const Pfn l1_pfn = entry_pfn(e2);
+            const Pte* l1 = fake().table(l1_pfn);
+            if (!l1) continue;
+            l2_rw_of[raw(l1_pfn)].push_back(has(e2, pte_bit::Write));
+            const bool upper_w = has(l4[i4], pte_bit::Write) && has(l3[i3], pte_bit::Write) && has(e2, pte_bit::Write);
+            const bool upper_u = has(l4[i4], pte_bit::User) && has(l3[i3], pte_bit::User) && has(e2, pte_bit::User);
+            const bool upper_nx = has(l4[i4], pte_bit::Nx) || has(l3[i3], pte_bit::Nx) || has(e2, pte_bit::Nx);
+            for (unsigned i1 = 0; i1 < kEntriesPerTable; ++i1) {
+              const Pte e = l1[i1];
+              if (lacks(e, pte_bit::Present | pte_bit::ProtNone)) continue;
+              const uint64_t va = (uint64_t{i4} << 39) | (uint64_t{i3} << 30) | (uint64_t{i2} << 21) |
+                                  (uint64_t{i1} << 12);
+              auto at = [&] {
+                return "space root " + hexs(raw(as->root())) + " va " + hexs(va) + " (leaf " + hexs(e.raw) +
+                       ", L2 " + hexs(e2.raw) + ")";
+              };
+              // The independent walk FakeMmu::slot must agree.
+              if (fake().slot(as->root(), VirtAddr{va}, Level::L1) != &l1[i1]) problem(at() + ": slot() disagrees");
+              const Vma* v = as->find(va);
+              if (!v) {
+                problem(at() + ": a mapped leaf outside every VMA");
+                continue;
+              }
+              const bool present = has(e, pte_bit::Present);
+              const bool eff_w = present && upper_w && upper_u && has(e, pte_bit::Write | pte_bit::User);
+              const bool eff_nx = upper_nx || has(e, pte_bit::Nx);
+              if (v->prot == kNone && present) problem(at() + ": present under a PROT_NONE VMA");
+              if (eff_w && !(v->prot & vm::Write)) problem(at() + ": effectively writable, the VMA is not");
+              if (present && !(v->prot & vm::Exec) && !eff_nx) problem(at() + ": executable, the VMA is not");
+              const Pfn f = entry_pfn(e);
+              if (f == zero_page_) {
+                if (eff_w) problem(at() + ": the zero page is writable");
+                continue;
+              }
+              by_frame[raw(f)].push_back({as, va, eff_w, (v->flags & vm::Shared) != 0});
+              slots_of[raw(f)].insert((raw(l1_pfn) << 9) | i1);
+            }
+          }
+        }
+      }
+    }
+    for (const auto& [l1, rw] : l2_rw_of) {
+      const unsigned n = fake().uppers(Pfn{l1});
+      if (n != rw.size())
+        problem("L1 table " + hexs(l1) + ": hooked by " + std::to_string(rw.size()) +
+                " L2 entries of live spaces, the fake counts " + std::to_string(n));
+      if (rw.size() > 1) {
+        if (std::count(rw.begin(), rw.end(), true) != 0)
+          problem("L1 table " + hexs(l1) + " is shared by " + std::to_string(rw.size()) +
+                  " L2 entries, not all read-only");
+        if (frame_refs().get(Pfn{l1}) != rw.size())
+          problem("L1 table " + hexs(l1) + " is shared by " + std::to_string(rw.size()) +
+                  " L2 entries, its share count (frame_refs) says " + std::to_string(frame_refs().get(Pfn{l1})));
+      }
+    }
+    for (const auto& [f, seen] : by_frame) {
+      const size_t slots = slots_of[f].size();
+      if (refs(Pfn{f}) != slots)
+        problem("frame " + hexs(f) + ": reference count " + std::to_string(refs(Pfn{f})) + ", held by " +
+                std::to_string(slots) + " leaf slot(s)");
+      bool shared = false, any_w = false;
+      for (const LeafSeen& s : seen) shared |= s.shared_vma, any_w |= s.eff_write;
+      if (!shared && any_w && seen.size() > 1)
+        problem("private frame " + hexs(f) + " is writable at va " + hexs(seen[0].va) + " and mapped " +
+                std::to_string(seen.size()) + " times");
+    }
+    for (const std::string& p : problems) ADD_FAILURE() << when << (*when ? ": " : "") << p;
+    return problems.empty();
   }
 
   // ---- frames ----

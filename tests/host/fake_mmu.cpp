@@ -109,6 +109,7 @@ void FakeMmu::reset(const FakeConfig& config) {
   frames().reserve_range(Pfn{0}, 1);
 
   tables_.clear();
+  uppers_.clear();
   started_.clear();
   queue_.clear();
   events_.clear();
@@ -186,6 +187,26 @@ bool FakeMmu::locate(const Pte* slot, Pfn& table, unsigned& index, const char* w
   return true;
 }
 
+void FakeMmu::rehook(Pte old, Pte v, Level level) {
+  if (references_table(old, level)) {
+    auto it = uppers_.find(raw(decode(old)));
+    if (it == uppers_.end() || it->second == 0) {
+      violation(std::string(level_name(level)) + " entry " + hex(old.raw) +
+                " replaced, but the fake never saw it stored (a table entry written behind its back)");
+    } else if (--it->second == 0) {
+      uppers_.erase(it);
+    }
+  }
+  if (references_table(v, level)) ++uppers_[raw(decode(v))];
+}
+
+void FakeMmu::check_unshared_l1(Pfn table, const std::string& what) {
+  const unsigned n = uppers(table);
+  if (n > 1)
+    violation(what + ": the L1 table is referenced by " + std::to_string(n) +
+              " L2 entries (a store into a shared table changes every sharer)");
+}
+
 ErrorOr<void> FakeMmu::write(Pte* slot, Pte v, Level level, bool preserve_ad) {
   MmuEvent ev{Ev::Store};
   if (!locate(slot, ev.table, ev.index, "store")) return Errno::EFAULT;
@@ -204,6 +225,7 @@ ErrorOr<void> FakeMmu::write(Pte* slot, Pte v, Level level, bool preserve_ad) {
   if (frames().is_free(ev.table)) violation(where + ": the frame is free");
   if (level == Level::L1 && (v.raw & kTableMarker))
     violation(where + ": a leaf built by make_table() (" + hex(v.raw) + ")");
+  if (level == Level::L1) check_unshared_l1(ev.table, where + (ev.deferred ? " (queued)" : ""));
   if (level != Level::L1 && (v.raw & pte_bit::Present) && !(v.raw & pte_bit::Huge)) {
     if (!(v.raw & kTableMarker)) violation(where + ": a table entry not built by make_table() (" + hex(v.raw) + ")");
     const Pfn target = decode(v);
@@ -219,6 +241,7 @@ ErrorOr<void> FakeMmu::write(Pte* slot, Pte v, Level level, bool preserve_ad) {
     queue_.push_back({slot, v, preserve_ad});
   } else {
     if (preserve_ad) v.raw |= slot->raw & kAccessedDirty;
+    rehook(*slot, v, level);
     slot->raw = v.raw;
   }
   return {};
@@ -230,6 +253,8 @@ void FakeMmu::apply_queue() {
     if (!locate(q.slot, ev.table, ev.index, "apply")) continue;
     if (!is_table(ev.table) || frames().is_free(ev.table))
       violation("queued L1 store to frame " + hex(raw(ev.table)) + " applied after the table was released");
+    check_unshared_l1(ev.table, "queued L1 store to frame " + hex(raw(ev.table)) + "[" + std::to_string(ev.index) +
+                                    "] applied");
     Pte v = q.value;
     if (q.preserve_ad) v.raw |= q.slot->raw & kAccessedDirty;
     q.slot->raw = v.raw;
@@ -250,6 +275,7 @@ Pte FakePolicy::modify_prot_start(Pte* slot) {
   if (!f.is_table(ev.table) || f.table_level(ev.table) != Level::L1)
     f.violation("modify_prot_start on frame " + hex(raw(ev.table)) + ", not an L1 table");
   if (!f.started_.insert(slot).second) f.violation("modify_prot_start twice on one slot without a commit");
+  f.check_unshared_l1(ev.table, "modify_prot_start on frame " + hex(raw(ev.table)) + "[" + std::to_string(ev.index) + "]");
   const Pte old = *slot;
   if (f.config_.defer_l1 && f.lazy_depth_ > 0) {
     // Xen: a plain read; the commit is queued with PRESERVE_AD. Reading an
@@ -332,6 +358,8 @@ ErrorOr<void> FakePolicy::retire_table(Pfn pfn, Level level) {
     return Errno::EINVAL;  // Xen refuses to unpin what is not pinned
   }
   if (it->second != level) f.violation(what + ": the frame is an " + level_name(it->second) + " table");
+  if (const unsigned n = f.uppers(pfn); n > 0)
+    f.violation(what + ": still referenced by " + std::to_string(n) + " upper-level entr" + (n == 1 ? "y" : "ies"));
   for (const auto& q : f.queue_) {
     if (virt_to_pfn(q.slot) == pfn) {
       f.violation(what + ": stores to it are still queued");
@@ -351,6 +379,10 @@ ErrorOr<void> FakePolicy::retire_table(Pfn pfn, Level level) {
       break;
     }
   }
+  // The entries it still holds (a root's kernel half) stop referencing
+  // their tables.
+  if (level != Level::L1)
+    for (unsigned i = 0; i < kEntriesPerTable; ++i) f.rehook(t[i], Pte{}, level);
   f.tables_.erase(it);
   f.events_.push_back(ev);
   ++g_mmu_counters.pt_pages_release;

@@ -17,6 +17,16 @@
 // A retired table must be empty; a retired root (L4) only in its user half,
 // since every root shares the kernel half's entries.
 //
+// A table may have several parents: every root hooks the kernel's L3 tables,
+// and with ptshare=on one L1 table can sit under several L2 entries (in one
+// or several address spaces). The fake counts, from every upper-level store
+// (the entry it replaces and the one it writes) and every retired upper
+// table, how many upper entries reference each table frame (uppers()). A
+// store into an L1 table referenced by more than one L2 entry (immediate,
+// queued or applied from the queue, a modify_prot_start/commit included)
+// changes what every sharer sees and is a violation; so is retiring a table
+// that an upper entry still references.
+//
 // Problems the fake detects are collected in violations() rather than
 // failing on the spot, so a test can also assert that one happened;
 // FakeMmuTest::TearDown fails the test if any are left.
@@ -113,6 +123,11 @@ class FakeMmu {
   Level table_level(Pfn pfn) const { return tables_.at(raw(pfn)); }
   size_t table_count() const { return tables_.size(); }
   size_t table_count(Level level) const;
+  // How many upper-level entries (in live tables) reference table frame pfn.
+  unsigned uppers(Pfn pfn) const {
+    auto it = uppers_.find(raw(pfn));
+    return it == uppers_.end() ? 0 : it->second;
+  }
 
   const std::vector<MmuEvent>& events() const { return events_; }
   std::vector<MmuEvent> events(Ev kind) const;
@@ -143,12 +158,19 @@ class FakeMmu {
   Errno inject(const MmuEvent& e) { return fault ? fault(e) : Errno::Ok; }
   ErrorOr<void> write(Pte* slot, Pte v, Level level, bool preserve_ad);
   void apply_queue();
+  // Upper-entry bookkeeping: an entry of a `level` table changes from old to v.
+  void rehook(Pte old, Pte v, Level level);
+  bool references_table(Pte e, Level level) const {
+    return level != Level::L1 && (e.raw & pte_bit::Present) && !(e.raw & pte_bit::Huge);
+  }
+  void check_unshared_l1(Pfn table, const std::string& what);
   Pfn decode(Pte e) const { return Pfn{((e.raw & pte_bit::FrameMask) >> kPageShift) - kMfnOffset}; }
 
   FakeConfig config_;
   std::vector<uint64_t> bitmap_;
   std::vector<uint16_t> refcounts_;  // frame_refs() storage, where the kernel has it
   std::map<uint64_t, Level> tables_;  // live page-table frames
+  std::map<uint64_t, unsigned> uppers_;  // table frame -> upper entries referencing it
   std::set<const Pte*> started_;      // modify_prot_start without commit yet
   std::vector<Queued> queue_;
   std::vector<MmuEvent> events_;
