@@ -13,6 +13,7 @@
 // references after the operations.
 #include "address_space_fixture.h"
 
+#include <gtest/gtest-spi.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -79,13 +80,15 @@ class PtShareTest : public AddressSpaceTest {
   }
 
   // Every page of [a, a + pages) reads back val(i, salt), except the ones in
-  // `except` (page index -> expected value).
+  // `except` (page index -> expected value of the first byte).
   void expect_values(AddressSpace* as, uint64_t a, unsigned pages, uint8_t salt,
                      const std::map<unsigned, uint8_t>& except = {}) {
     for (unsigned i = 0; i < pages; ++i) {
       auto it = except.find(i);
       const uint8_t want = it == except.end() ? val(i, salt) : it->second;
-      const uint8_t got = read(as, a + pg(i) + (i % 4096));
+      // The tests write single bytes near the start of a page: an excepted
+      // page is read at its first byte, the others further in.
+      const uint8_t got = read(as, a + pg(i) + (it == except.end() ? 2048 + i % 2048 : 0));
       if (got != want) {
         ADD_FAILURE() << "page " << i << " at 0x" << std::hex << a + pg(i) << " reads 0x" << unsigned(got)
                       << ", expected 0x" << unsigned(want);
@@ -94,6 +97,60 @@ class PtShareTest : public AddressSpaceTest {
     }
   }
 };
+
+// =====================================================================
+// the checker itself
+// =====================================================================
+
+// expect_consistent() must notice a leaf looser than its VMA, or the tests
+// below prove nothing: a write bit, a present bit under PROT_NONE and a
+// missing NX poked into leaves behind the kernel's back.
+TEST_P(PtShareTest, TheCheckerCatchesLeavesLooserThanTheirVma) {
+  AddressSpace* as = create();
+  ASSERT_NE(as, nullptr);
+  const uint64_t a = mmap_fixed(as, kT, pg(3), kRw);
+  for (unsigned i = 0; i < 3; ++i) fill(as, a + pg(i), 0x10 + i);
+  ASSERT_EQ(error_of(as->mprotect(a, pg(1), kRo)), Errno::Ok);
+  ASSERT_EQ(error_of(as->mprotect(a + pg(1), pg(1), kNone)), Errno::Ok);
+  ASSERT_TRUE(expect_consistent("before"));
+  struct Poke {
+    uint64_t va;
+    uint64_t set, clear;
+    const char* says;
+  };
+  for (const Poke& p : {Poke{a, pte_bit::Write, 0, "effectively writable"},
+                        Poke{a + pg(1), pte_bit::Present, pte_bit::ProtNone, "present under a PROT_NONE"},
+                        Poke{a + pg(2), 0, pte_bit::Nx, "executable"}}) {
+    SCOPED_TRACE(p.says);
+    Pte* slot = fake().slot(as->root(), VirtAddr{p.va}, Level::L1);
+    ASSERT_NE(slot, nullptr);
+    const Pte was = *slot;
+    ASSERT_EQ(error_of(FakePolicy::store(slot, Pte{(was.raw | p.set) & ~p.clear}, Level::L1)), Errno::Ok);
+    testing::TestPartResultArray results;
+    bool ok;
+    {
+      testing::ScopedFakeTestPartResultReporter reporter(
+          testing::ScopedFakeTestPartResultReporter::INTERCEPT_ONLY_CURRENT_THREAD, &results);
+      ok = expect_consistent("poked");
+    }
+    EXPECT_FALSE(ok);
+    ASSERT_EQ(results.size(), 1);
+    EXPECT_THAT(results.GetTestPartResult(0).message(), testing::HasSubstr(p.says));
+    ASSERT_EQ(error_of(FakePolicy::store(slot, was, Level::L1)), Errno::Ok);
+  }
+  // A frame reference too many or too few.
+  const Pfn f = frame_at(as, a + pg(2));
+  frame_refs().inc(f);
+  {
+    testing::TestPartResultArray results;
+    testing::ScopedFakeTestPartResultReporter reporter(
+        testing::ScopedFakeTestPartResultReporter::INTERCEPT_ONLY_CURRENT_THREAD, &results);
+    expect_consistent("poked");
+    EXPECT_EQ(results.size(), 1);
+  }
+  frame_refs().dec(f);
+  EXPECT_TRUE(expect_consistent("after"));
+}
 
 // =====================================================================
 // fork shares whole tables

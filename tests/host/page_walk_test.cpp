@@ -765,6 +765,60 @@ TEST_P(PageWalkTest, DeferredModeQueuesL1StoresUntilTheSectionFlushes) {
   EXPECT_EQ(entry_pfn(*slot), kLeafPfn);
 }
 
+// An L1 table may have several parents (ptshare=on); the fake counts them
+// from the upper-level stores and refuses leaf stores into a shared table
+// and the retirement of a table still hooked somewhere.
+TEST_P(PageWalkTest, TheFakeCountsTheParentsOfATableAndFlagsStoresIntoASharedL1) {
+  ASSERT_EQ(error_of(map(kUserBase, 1, {nullptr, kLeafPfn}, pte_flags::KernelRw)), Errno::Ok);
+  Pte* l2_slot = fake().slot(root_, kUserBase, Level::L2);
+  ASSERT_NE(l2_slot, nullptr);
+  const Pfn l1 = entry_pfn(*l2_slot);
+  const Pfn l2 = virt_to_pfn(l2_slot);
+  EXPECT_EQ(fake().uppers(l1), 1u);
+  EXPECT_EQ(fake().uppers(l2), 1u);
+  EXPECT_EQ(fake().uppers(root_), 0u);
+  Pte* l1_table = fake().table(l1);
+  const unsigned leaf = index_at(kUserBase, Level::L1);
+
+  // Closing the gate (same table, RW cleared) keeps one parent.
+  const Pte gate{FakePolicy::make_table(l1).raw & ~pte_bit::Write};
+  ASSERT_EQ(error_of(FakePolicy::store(l2_slot, gate, Level::L2)), Errno::Ok);
+  EXPECT_EQ(fake().uppers(l1), 1u);
+  EXPECT_EQ(error_of(FakePolicy::store(&l1_table[leaf], Pte{}, Level::L1)), Errno::Ok);
+  EXPECT_THAT(fake().violations(), IsEmpty()) << "a store into a table with one parent is fine";
+
+  // A second parent: the L2 entry before it (another 2 MiB of the same L2 table).
+  Pte* other = l2_slot - 1;
+  ASSERT_TRUE(other->none());
+  ASSERT_EQ(error_of(FakePolicy::store(other, gate, Level::L2)), Errno::Ok);
+  EXPECT_EQ(fake().uppers(l1), 2u);
+  EXPECT_EQ(error_of(FakePolicy::store(&l1_table[leaf], FakePolicy::make(kLeafPfn, pte_flags::KernelRw), Level::L1)),
+            Errno::Ok);
+  EXPECT_EQ(fake().violations().size(), 1u) << "a store into a shared table";
+  const Pte old = FakePolicy::modify_prot_start(&l1_table[leaf]);
+  EXPECT_EQ(error_of(FakePolicy::modify_prot_commit(&l1_table[leaf], old, old)), Errno::Ok);
+  EXPECT_EQ(fake().violations().size(), 3u) << "a protect of a leaf of a shared table (start and commit)";
+  {
+    LazyMmuSection section(root_);
+    EXPECT_EQ(error_of(FakePolicy::store(&l1_table[leaf], Pte{}, Level::L1)), Errno::Ok);
+    EXPECT_EQ(error_of(section.finish()), Errno::Ok);
+  }
+  EXPECT_EQ(fake().violations().size(), GetParam().defer ? 5u : 4u) << "queued, and again when applied";
+  fake().violations().clear();
+
+  // Back to one parent; a table cannot go while that one still hooks it.
+  ASSERT_EQ(error_of(FakePolicy::store(other, Pte{}, Level::L2)), Errno::Ok);
+  EXPECT_EQ(fake().uppers(l1), 1u);
+  EXPECT_EQ(error_of(FakePolicy::store(&l1_table[leaf], Pte{}, Level::L1)), Errno::Ok);
+  EXPECT_THAT(fake().violations(), IsEmpty());
+  EXPECT_EQ(error_of(FakePolicy::retire_table(l1, Level::L1)), Errno::Ok);
+  ASSERT_EQ(fake().violations().size(), 1u);
+  EXPECT_THAT(fake().violations()[0], testing::HasSubstr("still referenced"));
+  fake().violations().clear();
+  // The tree is inconsistent now (the L2 entry hooks a retired table): the
+  // next test starts from a fresh fake.
+}
+
 // Freeing a page table needs a TLB flush even when no present leaf went
 // with it: the CPU's paging-structure caches may hold the L2 entry that
 // pointed at it (Linux: mmu_gather's freed_tables). Here the leaves were
