@@ -13,7 +13,7 @@ using namespace pvk::user;
 
 inline constexpr unsigned kMaxParams = 4;
 inline constexpr unsigned kMaxReps = 64;
-inline constexpr unsigned kMaxExtras = 24;
+inline constexpr unsigned kMaxExtras = 96;
 
 class Run;
 
@@ -109,6 +109,9 @@ class Run {
   // Brackets a second timed quantity of the same rep (fork_dirty's exit).
   void start2();
   void stop2();
+  // Brackets a third one (fork_dirty's rewrite).
+  void start3();
+  void stop3();
 
   // Marks the set failed (first message kept); returns false so callers can
   // `return r.fail(...)`-style bail out.
@@ -124,6 +127,8 @@ class Run {
   Counters deltas[kMaxReps];
   Series ns2, cycles2;
   Counters deltas2[kMaxReps];
+  Series ns3, cycles3;
+  Counters deltas3[kMaxReps];
   struct Extra {
     const char* key;
     uint64_t value;
@@ -132,8 +137,8 @@ class Run {
   unsigned n_extras = 0;
 
  private:
-  Counters c0_, c0b_;
-  uint64_t t0_ = 0, tsc0_ = 0, t0b_ = 0, tsc0b_ = 0;
+  Counters c0_, c0b_, c0c_;
+  uint64_t t0_ = 0, tsc0_ = 0, t0b_ = 0, tsc0b_ = 0, t0c_ = 0, tsc0c_ = 0;
   bool failed_ = false;
   char error_[120] = {};
 };

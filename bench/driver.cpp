@@ -106,7 +106,7 @@ class Line {
     memcpy(buf_ + len_, s, n);
     len_ += n;
   }
-  char buf_[3072];
+  char buf_[4096];
   size_t len_ = 0;
   bool overflow_ = false;
 };

@@ -130,6 +130,21 @@ void Run::stop2() {
   cycles2.add(tsc1 - tsc0b_);
 }
 
+void Run::start3() {
+  c0c_ = read_all_counters();
+  tsc0c_ = rdtsc();
+  t0c_ = now_ns();
+}
+
+void Run::stop3() {
+  const uint64_t t1 = now_ns();
+  const uint64_t tsc1 = rdtsc();
+  const Counters c1 = read_all_counters();
+  if (ns3.n < kMaxReps) deltas3[ns3.n] = delta(c1, c0c_);
+  ns3.add(t1 - t0c_);
+  cycles3.add(tsc1 - tsc0c_);
+}
+
 bool Run::fail(const char* fmt, ...) {
   if (!failed_) {
     va_list ap;

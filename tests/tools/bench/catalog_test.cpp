@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -44,14 +45,30 @@ TEST(Catalog, SuitesAndSwitches) {
   EXPECT_FALSE(is_suite("getpid"));
   EXPECT_EQ(suite_members("seed003"), std::vector<std::string_view>{"fork_dirty"});
   EXPECT_EQ(suite_members("all").size(), benchmarks().size());
-  EXPECT_EQ(counter_names().size(), 15u);
+  // One name per line of base/counters.inc.
+  std::ifstream inc(std::string(PVK_SOURCE_DIR) + "/base/counters.inc");
+  ASSERT_TRUE(inc) << "base/counters.inc";
+  size_t lines = 0;
+  for (std::string line; std::getline(inc, line);)
+    lines += line.starts_with("PVK_MMU_COUNTER(") || line.starts_with("PVK_MM_COUNTER(");
+  EXPECT_EQ(counter_names().size(), lines);
+  for (const char* c : {"pt_shares", "pt_copyouts", "pt_gate_opens", "pt_pushdowns", "l2_protects"})
+    EXPECT_NE(std::find(counter_names().begin(), counter_names().end(), c), counter_names().end()) << c;
   EXPECT_EQ(switch_default("pgd_cache"), "on");
   EXPECT_EQ(switch_default("zero_page"), "on");
   EXPECT_EQ(switch_default("pte"), "attrs");
   EXPECT_EQ(switch_default("batch"), "32");
+  EXPECT_EQ(switch_default("ptshare"), "off");
   EXPECT_EQ(switch_default("mmu"), std::nullopt);
   EXPECT_EQ(switch_backends("batch"), std::vector<std::string_view>{"batched"});
   EXPECT_TRUE(switch_backends("pgd_cache").empty());
+}
+
+TEST(Catalog, ForkDirtyShowsItsPhases) {
+  std::vector<std::string_view> fields;
+  for (const auto& e : extra_columns("fork_dirty")) fields.push_back(e.field);
+  for (const char* f : {"exit_median", "rewrite_median", "total_median"})
+    EXPECT_NE(std::find(fields.begin(), fields.end(), f), fields.end()) << f;
 }
 
 }  // namespace

@@ -43,6 +43,18 @@ TEST(Items, RestrictToSuite) {
   EXPECT_TRUE(restrict_to_suite(parse_items("smoke,mprotect"), "seed000").empty());
 }
 
+TEST(Items, RestrictToBenchmarks) {
+  const std::vector<std::string> names{"fork_dirty", "mprotect"};
+  // A suite becomes the named members it has, each with the options it takes.
+  EXPECT_EQ(join_items(restrict_to_benches(parse_items("all"), names)), "fork_dirty,mprotect");
+  EXPECT_EQ(join_items(restrict_to_benches(parse_items("all:reps=2:pages=64:iters=9"), names)),
+            "fork_dirty:reps=2:pages=64,mprotect:reps=2:pages=64");
+  EXPECT_EQ(join_items(restrict_to_benches(parse_items("seed002:loops=3"), names)), "mprotect:loops=3");
+  // Named items stay as they are; others and smoke go.
+  EXPECT_EQ(join_items(restrict_to_benches(parse_items("getpid,fork_dirty:pages=128000:reps=1,smoke,seed000"), names)),
+            "fork_dirty:pages=128000:reps=1");
+}
+
 TEST(Items, PackKeepsOrderWithinLimits) {
   std::vector<Item> items;
   for (int i = 0; i < 40; ++i) items.push_back(Item{"getpid", {{"iters", std::to_string(1000 + i)}}});

@@ -44,24 +44,129 @@ TEST(Matrix, DefaultIsEveryBackendPlusTheSeedVariations) {
   const Plan plan = build_plan(MatrixOptions{});
   const std::set<std::string> expected{
       "native mmu=native",           "native mmu=native pgd_cache=off", "native mmu=native zero_page=off",
-      "native mmu=native pte=flags", "xen mmu=batched",                 "xen mmu=batched pgd_cache=off",
-      "xen mmu=batched zero_page=off", "xen mmu=batched pte=flags",     "xen mmu=direct",
-      "xen mmu=direct pgd_cache=off", "xen mmu=direct zero_page=off",   "xen mmu=direct pte=flags",
+      "native mmu=native pte=flags", "native mmu=native ptshare=on",    "xen mmu=batched",
+      "xen mmu=batched pgd_cache=off", "xen mmu=batched zero_page=off", "xen mmu=batched pte=flags",
+      "xen mmu=batched ptshare=on",  "xen mmu=direct",                  "xen mmu=direct pgd_cache=off",
+      "xen mmu=direct zero_page=off", "xen mmu=direct pte=flags",       "xen mmu=direct ptshare=on",
       "xen mmu=wrpt",                "xen mmu=wrpt pgd_cache=off",      "xen mmu=wrpt zero_page=off",
-      "xen mmu=wrpt pte=flags",
+      "xen mmu=wrpt pte=flags",      "xen mmu=wrpt ptshare=on",
   };
   EXPECT_EQ(ids(plan), expected);
-  EXPECT_EQ(plan.boots.size(), 16u);  // one boot per configuration
-  ASSERT_EQ(boots_of(plan, "xen mmu=wrpt").size(), 1u);
-  EXPECT_EQ(boots_of(plan, "xen mmu=wrpt")[0]->cmdline, "mmu=wrpt bench=all");
+  // One boot per configuration, plus the 128,000-page sizes of issue 10's
+  // targets once on each configuration they compare: batched ptshare=on
+  // (fork_dirty vs wrpt and Linux PV, mprotect vs Linux PV), wrpt
+  // (ptshare=off: fork_dirty), native ptshare=on (fork_dirty vs Linux).
+  EXPECT_EQ(plan.boots.size(), 23u);
+  std::map<std::string, std::string> sized;  // configuration -> bench= of its 128000 boot
+  for (const auto& b : plan.boots)
+    if (b.group == "128000") sized[plan.configs[b.config].id()] = b.bench;
+  EXPECT_EQ(sized, (std::map<std::string, std::string>{
+                       {"xen mmu=batched ptshare=on", "fork_dirty:pages=128000:reps=1,mprotect:pages=128000:reps=1"},
+                       {"xen mmu=wrpt", "fork_dirty:pages=128000:reps=1"},
+                       {"native mmu=native ptshare=on", "fork_dirty:pages=128000:reps=1"},
+                   }));
+  std::map<std::string, std::string> wrpt;  // group -> command line
+  for (const Boot* b : boots_of(plan, "xen mmu=wrpt")) wrpt[b->group] = b->cmdline;
+  EXPECT_EQ(wrpt["all"], "mmu=wrpt bench=all");
+  EXPECT_EQ(wrpt["128000"], "mmu=wrpt bench=fork_dirty:pages=128000:reps=1");
   EXPECT_EQ(boots_of(plan, "xen mmu=wrpt pgd_cache=off")[0]->cmdline, "mmu=wrpt pgd_cache=off bench=seed000");
   EXPECT_EQ(boots_of(plan, "native mmu=native zero_page=off")[0]->bench, "seed001");
   EXPECT_EQ(boots_of(plan, "xen mmu=batched pte=flags")[0]->bench, "seed002");
-  // Standard machines, and the heaviest boots are scheduled first.
-  for (const auto& b : plan.boots) EXPECT_TRUE(b.machine.memory.empty());
+  EXPECT_EQ(boots_of(plan, "xen mmu=direct ptshare=on")[0]->cmdline, "mmu=direct ptshare=on bench=fork_dirty,mprotect");
+  // Standard machines except for the 128,000-page boots, and the heaviest
+  // boots are scheduled first.
+  for (const auto& b : plan.boots) {
+    const bool large = b.bench.find("pages=128000") != std::string::npos;
+    EXPECT_EQ(b.machine.memory.empty(), !large) << plan.describe_boot(b);
+  }
   EXPECT_TRUE(std::is_sorted(plan.boots.begin(), plan.boots.end(),
                              [](const Boot& a, const Boot& b) { return a.weight > b.weight; }));
   EXPECT_EQ(plan.configs[plan.boots.front().config].id(), "xen mmu=wrpt");
+  EXPECT_EQ(plan.boots.front().group, "128000");
+}
+
+TEST(Matrix, PtshareOnIsAVariationOfForkAndMprotectOnEveryBackend) {
+  MatrixOptions o;
+  o.reps = 3;
+  const Plan plan = build_plan(o);
+  for (const char* base : {"native mmu=native", "xen mmu=batched", "xen mmu=direct", "xen mmu=wrpt"}) {
+    const std::string on = std::string(base) + " ptshare=on";
+    ASSERT_TRUE(ids(plan).count(on)) << on;
+    const Config c = config_from_id(on);
+    EXPECT_EQ(c.effective("ptshare"), "on");
+    const PlatformSpec* spec = find_platform(c.platform);
+    ASSERT_NE(spec, nullptr);
+    // The standard sizes each rep, on the standard machine; 128,000 pages
+    // (where a target needs them) once, on the large one.
+    int standard = 0;
+    for (const Boot* b : boots_of(plan, on)) {
+      if (b->group == "128000") {
+        EXPECT_EQ(b->machine.memory, spec->large.memory) << on;
+        EXPECT_EQ(b->machine.dom0_memory, spec->large.dom0_memory) << on;
+        continue;
+      }
+      ++standard;
+      EXPECT_EQ(b->group, "ptshare=on: fork_dirty,mprotect");
+      EXPECT_EQ(b->machine.memory, spec->standard.memory) << on;
+      EXPECT_EQ(b->cmdline, c.cmdline() + " bench=fork_dirty,mprotect");
+    }
+    EXPECT_EQ(standard, 3) << on;
+  }
+  // The seed variations do not get the large sizes.
+  for (const Boot* b : boots_of(plan, "xen mmu=wrpt pgd_cache=off")) EXPECT_EQ(b->bench, "seed000");
+  // 16 configurations x 3, 4 ptshare=on x 3, three 128,000-page boots.
+  EXPECT_EQ(plan.boots.size(), 63u);
+}
+
+TEST(Matrix, TableItemsFollowTheTargets) {
+  auto text = [](const char* id) { return join_items(table_items(config_from_id(id))); };
+  EXPECT_EQ(text("xen mmu=batched ptshare=on"), "fork_dirty:pages=128000:reps=1,mprotect:pages=128000:reps=1");
+  EXPECT_EQ(text("xen mmu=wrpt"), "fork_dirty:pages=128000:reps=1");
+  EXPECT_EQ(text("xen mmu=wrpt ptshare=off"), "fork_dirty:pages=128000:reps=1");
+  EXPECT_EQ(text("native mmu=native ptshare=on"), "fork_dirty:pages=128000:reps=1");
+  EXPECT_EQ(text("linux-xen"), "fork_dirty:pages=128000:reps=1,mprotect:pages=128000:reps=1");
+  EXPECT_EQ(text("linux-native"), "fork_dirty:pages=128000:reps=1");
+  // Not a side of any of them: other backends, other switches.
+  EXPECT_EQ(text("xen mmu=batched"), "");
+  EXPECT_EQ(text("xen mmu=direct ptshare=on"), "");
+  EXPECT_EQ(text("xen mmu=wrpt pgd_cache=off"), "");
+  EXPECT_EQ(text("xen mmu=batched batch=8 ptshare=on"), "");
+}
+
+TEST(Matrix, FullReplacesTheTableSizesWithTheLargeGroup) {
+  MatrixOptions o;
+  o.full = true;
+  o.reps = 2;
+  o.mmus = {"batched"};
+  const Plan plan = build_plan(o);
+  for (const auto& b : plan.boots) EXPECT_NE(b.group, "128000") << plan.describe_boot(b);
+  std::map<std::string, int> on;
+  for (const Boot* b : boots_of(plan, "xen mmu=batched ptshare=on")) ++on[b->bench];
+  EXPECT_EQ(on, (std::map<std::string, int>{{"fork_dirty,mprotect", 2},
+                                           {"fork_dirty:pages=64000+128000,mprotect:pages=65536+128000", 2}}));
+}
+
+TEST(Matrix, SetPtshareCrossesInsteadOfTheVariation) {
+  MatrixOptions o;
+  o.platforms = {"native"};
+  o.sets = {parse_set("ptshare=off,on")};
+  const Plan plan = build_plan(o);
+  EXPECT_TRUE(ids(plan).count("native mmu=native ptshare=off"));
+  EXPECT_TRUE(ids(plan).count("native mmu=native ptshare=on"));
+  EXPECT_TRUE(ids(plan).count("native mmu=native pgd_cache=off ptshare=on"));
+  // Both values run the whole list; ptshare=on the 128,000-page fork its target needs.
+  std::set<std::string> groups;
+  for (const Boot* b : boots_of(plan, "native mmu=native ptshare=on")) groups.insert(b->group);
+  EXPECT_EQ(groups, (std::set<std::string>{"all", "128000"}));
+  EXPECT_EQ(boots_of(plan, "native mmu=native ptshare=off").size(), 1u);
+}
+
+TEST(Matrix, NoVariationsStillMeasuresTheTargetsSizes) {
+  MatrixOptions o;
+  o.with_variations = false;
+  const Plan plan = build_plan(o);
+  EXPECT_EQ(plan.configs.size(), 4u);
+  EXPECT_EQ(plan.boots.size(), 5u);  // + wrpt's 128,000-page fork
 }
 
 TEST(Matrix, FullAddsTheLargeSizesOnBigMachines) {
@@ -109,6 +214,8 @@ TEST(Matrix, SetOfAVariationKeyReplacesTheVariation) {
       "native mmu=native pgd_cache=off zero_page=off",
       "native mmu=native pgd_cache=on pte=flags",
       "native mmu=native pgd_cache=off pte=flags",
+      "native mmu=native pgd_cache=on ptshare=on",
+      "native mmu=native pgd_cache=off ptshare=on",
   };
   EXPECT_EQ(ids(plan), expected);
   // Both pgd_cache values run the whole list.
@@ -121,12 +228,14 @@ TEST(Matrix, PlatformsBackendsAndRepetitions) {
   o.reps = 3;
   const Plan plan = build_plan(o);
   EXPECT_EQ(ids(plan), (std::set<std::string>{"xen mmu=wrpt", "xen mmu=wrpt pgd_cache=off",
-                                             "xen mmu=wrpt zero_page=off", "xen mmu=wrpt pte=flags"}));
+                                             "xen mmu=wrpt zero_page=off", "xen mmu=wrpt pte=flags",
+                                             "xen mmu=wrpt ptshare=on"}));
   ASSERT_EQ(plan.notes.size(), 1u);  // native has no wrpt backend
   const auto boots = boots_of(plan, "xen mmu=wrpt");
-  ASSERT_EQ(boots.size(), 3u);
+  ASSERT_EQ(boots.size(), 4u);  // the list three times, the 128,000-page fork once
   std::set<int> reps;
-  for (const Boot* b : boots) reps.insert(b->rep);
+  for (const Boot* b : boots)
+    if (b->group == "all") reps.insert(b->rep);
   EXPECT_EQ(reps, (std::set<int>{1, 2, 3}));
 }
 

@@ -6,6 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
+
 namespace pvk::bench {
 namespace {
 
@@ -111,6 +114,90 @@ TEST(Ratios, PairsDifferOnlyInWhatTheRatioIsAbout) {
   EXPECT_DOUBLE_EQ(find(ratios, "pvk÷Linux native", "native mmu=native", "linux-native")->value, 2);
   EXPECT_EQ(count(ratios, "pvk÷Linux Xen"), 0u);
   EXPECT_EQ(count(ratios, "zero_page on÷off"), 0u);
+}
+
+// Issue 10: ptshare=on against off on each backend, the fork+exit+rewrite
+// totals, and the cross pairs of its targets.
+Results ptshare_results() {
+  Results r;
+  auto add = [&](const std::string& id, long fork, long total, bool counters = true) {
+    if (!r.find_config(id)) r.configs.push_back(config_from_id(id));
+    const std::string extra =
+        fmt::format(R"(,"total_median":{},"total_min":{},"total_max":{})", total, total - 100, total + 100);
+    r.records.push_back(sample(id, bench_line("fork_dirty", R"("pages":128000)", fork, fork, fork, 1, 0, counters, extra)));
+    r.records.push_back(sample(id, bench_line("mprotect", R"("pages":128000,"loops":1)", fork / 2, fork / 2, fork / 2, 1, 0, counters)));
+  };
+  add("native mmu=native", 1000, 10000);
+  add("native mmu=native ptshare=on", 100, 9000);
+  add("xen mmu=batched", 5000, 40000);
+  add("xen mmu=batched ptshare=on", 200, 39200);
+  add("xen mmu=wrpt", 17000, 80000);
+  add("xen mmu=wrpt ptshare=on", 300, 88000);
+  add("linux-native", 2000, 12000, false);
+  add("linux-xen", 8000, 50000, false);
+  aggregate(r);
+  return r;
+}
+
+TEST(Ratios, PtshareOnOverOffAndItsTargetsPairs) {
+  const Results results = ptshare_results();
+  const auto ratios = compute_ratios(results, builtin_ratios());
+  // on÷off: each backend with itself, fork_dirty and mprotect.
+  EXPECT_EQ(count(ratios, "ptshare on÷off"), 6u);
+  const Ratio* nb = find(ratios, "ptshare on÷off", "xen mmu=batched ptshare=on", "xen mmu=batched");
+  ASSERT_NE(nb, nullptr);
+  EXPECT_EQ(nb->pair, "xen/batched");
+  EXPECT_DOUBLE_EQ(nb->value, 0.04);
+  EXPECT_EQ(find(ratios, "ptshare on÷off", "native mmu=native ptshare=on", "native mmu=native")->pair, "native");
+  // The totals: only fork_dirty has the field; the spread from total_min/max.
+  EXPECT_EQ(count(ratios, "ptshare on÷off, fork+exit+rewrite"), 3u);
+  const Ratio* tb = find(ratios, "ptshare on÷off, fork+exit+rewrite", "xen mmu=batched ptshare=on", "xen mmu=batched");
+  ASSERT_NE(tb, nullptr);
+  EXPECT_EQ(tb->bench, "fork_dirty");
+  EXPECT_DOUBLE_EQ(tb->value, 0.98);
+  EXPECT_DOUBLE_EQ(tb->low, 39100.0 / 40100);
+  EXPECT_DOUBLE_EQ(tb->high, 39300.0 / 39900);
+  EXPECT_DOUBLE_EQ(find(ratios, "ptshare on÷off, fork+exit+rewrite", "xen mmu=wrpt ptshare=on", "xen mmu=wrpt")->value, 1.1);
+  // batched with sharing over wrpt without: one pair, the base one.
+  EXPECT_EQ(count(ratios, "ptshare batched÷wrpt"), 2u);  // fork_dirty, mprotect
+  const Ratio* bw = find(ratios, "ptshare batched÷wrpt", "xen mmu=batched ptshare=on", "xen mmu=wrpt");
+  ASSERT_NE(bw, nullptr);
+  EXPECT_EQ(bw->pair, "");
+  EXPECT_DOUBLE_EQ(bw->value, 200.0 / 17000);
+  // Over Linux: the ptshare=on configurations only.
+  EXPECT_EQ(count(ratios, "ptshare÷Linux Xen"), 2u);
+  EXPECT_DOUBLE_EQ(find(ratios, "ptshare÷Linux Xen", "xen mmu=batched ptshare=on", "linux-xen")->value, 0.025);
+  EXPECT_EQ(count(ratios, "ptshare÷Linux native"), 2u);
+  EXPECT_DOUBLE_EQ(find(ratios, "ptshare÷Linux native", "native mmu=native ptshare=on", "linux-native")->value, 0.05);
+  // The existing pvk÷Linux ratios stay with the base configurations.
+  EXPECT_EQ(find(ratios, "pvk÷Linux Xen", "xen mmu=batched ptshare=on", "linux-xen"), nullptr);
+  EXPECT_NE(find(ratios, "pvk÷Linux Xen", "xen mmu=batched", "linux-xen"), nullptr);
+  // batched÷wrpt pairs like with like: both off (defaults) and both on.
+  EXPECT_NE(find(ratios, "batched÷wrpt", "xen mmu=batched ptshare=on", "xen mmu=wrpt ptshare=on"), nullptr);
+  EXPECT_EQ(find(ratios, "batched÷wrpt", "xen mmu=batched ptshare=on", "xen mmu=wrpt"), nullptr);
+}
+
+TEST(Ratios, PtshareTargetsAreDeclared) {
+  std::map<std::string, const Target*> by_ratio_bench;
+  for (const auto& t : targets()) by_ratio_bench[t.ratio + " " + t.bench] = &t;
+  const Target* fork_wrpt = by_ratio_bench["ptshare batched÷wrpt fork_dirty"];
+  ASSERT_NE(fork_wrpt, nullptr);
+  EXPECT_EQ(fork_wrpt->params, "pages=128000");
+  EXPECT_DOUBLE_EQ(fork_wrpt->at_most, 0.10);
+  for (const char* key : {"ptshare÷Linux Xen fork_dirty", "ptshare÷Linux Xen mprotect", "ptshare÷Linux native fork_dirty"}) {
+    ASSERT_NE(by_ratio_bench[key], nullptr) << key;
+    EXPECT_DOUBLE_EQ(by_ratio_bench[key]->at_most, 0.10) << key;
+    EXPECT_EQ(by_ratio_bench[key]->params, "pages=128000") << key;
+  }
+  const Target* totals = by_ratio_bench["ptshare on÷off, fork+exit+rewrite fork_dirty"];
+  ASSERT_NE(totals, nullptr);
+  EXPECT_DOUBLE_EQ(totals->at_most, 1.05);
+  EXPECT_TRUE(totals->each_pair);
+  // Every target names a ratio that exists.
+  for (const auto& t : targets())
+    EXPECT_TRUE(std::any_of(builtin_ratios().begin(), builtin_ratios().end(),
+                            [&](const RatioSpec& s) { return s.name == t.ratio; }))
+        << t.ratio;
 }
 
 TEST(Ratios, UserDeclaredPair) {

@@ -69,9 +69,9 @@ TEST(Summary, TablesFailuresAndRatios) {
   has("### fork_dirty — ");
   has("| pages | configuration | per op | min–max | child exit |");
   has("| 1280 | native | 160 µs | 140 µs–270 µs | 148 µs |");
-  has("| 1280 | xen/batched | 2.00 ms | 1.90 ms–2.15 ms | — | — | — | 103 | 206 |");
+  has("| 1280 | xen/batched | 2.00 ms | 1.90 ms–2.15 ms | — | — | — | — | — | 103 | 206 |");
   // Linux rows have no counters.
-  has("| 1280 | linux-native | 100 µs | 100 µs–100 µs | — | — | — | — | — | — | — | — | — |");
+  has("| 1280 | linux-native | 100 µs | 100 µs–100 µs | — | — | — | — | — | — | — | — | — | — | — |");
   has("### batched÷wrpt");
   has("| fork_dirty | pages=1280 | **0.14** (0.098–0.18) |");
   has("### Xen÷native");
@@ -114,10 +114,74 @@ TEST(Summary, TargetsAndForkBreakEven) {
   auto has = [&](const std::string& text) { EXPECT_NE(md.find(text), std::string::npos) << text << "\n" << md; };
   has("| fork after dirtying 128,000 pages under Xen: batched ≤ 0.10 × wrpt | 0.060 | met |");
   has("| null syscall natively ≤ 0.8 × Linux | — | needs Linux rows |");
+  // No ptshare=on configuration in this run.
+  has("| fork after dirtying 128,000 pages under Xen: batched ptshare=on ≤ 0.10 × wrpt ptshare=off | — | not in this run (--full?) |");
+  has("| fork + child exit + parent rewrite: ptshare=on ≤ 1.05 × off | — | not in this run |");
+  EXPECT_EQ(md.find("## Table sharing"), std::string::npos);
   has("- xen/batched vs xen/wrpt: xen/batched faster at every size measured (1280–128000 pages)");
   // batched/direct goes from 2 to 0.6: log 2 / (log 2 - log 0.6) = 0.576 of
   // the way from 1280 to 128000 on a log scale, 1280 * 100^0.576.
   has("- xen/batched vs xen/direct: cross near 18140 pages (xen/direct faster below)");
+}
+
+}  // namespace
+}  // namespace pvk::bench
+
+namespace pvk::bench {
+namespace {
+
+// Issue 10: the ptshare targets (one per backend for the totals) and the
+// per-phase counters per 128,000 pages.
+TEST(Summary, PtshareTargetsAndCounters) {
+  Results r;
+  auto add = [&](const std::string& id, long fork, long exit, long rewrite, long copyouts, long pages = 128000) {
+    if (!r.find_config(id)) r.configs.push_back(config_from_id(id));
+    const long total = fork + exit + rewrite;
+    const std::string extra = fmt::format(
+        R"(,"pt_shares":{},"exit_median":{},"exit_hypercalls":7,"rewrite_median":{},"rewrite_pt_copyouts":{},)"
+        R"("rewrite_page_faults":{},"total_median":{},"total_min":{},"total_max":{},"total_hypercalls":99)",
+        copyouts ? 250 : 0, exit, rewrite, copyouts, copyouts ? 250 : pages, total, total, total);
+    r.records.push_back(
+        sample(id, bench_line("fork_dirty", fmt::format(R"("pages":{})", pages), fork, fork, fork, 1, 10, true, extra)));
+    r.records.push_back(sample(id, bench_line("mprotect", fmt::format(R"("pages":{},"loops":1)", pages), fork / 4,
+                                              fork / 4, fork / 4, 1, 3, true, R"(,"l2_protects":500)")));
+  };
+  add("xen mmu=batched", 500000000, 80000000, 3420000000, 0);
+  add("xen mmu=batched ptshare=on", 20000000, 60000000, 3880000000, 1);
+  add("xen mmu=wrpt", 1700000000, 90000000, 6000000000, 0);
+  add("xen mmu=wrpt ptshare=on", 30000000, 90000000, 8500000000, 1);
+  add("native mmu=native", 30000000, 15000000, 1000000000, 0, 12800);
+  add("native mmu=native ptshare=on", 3000000, 15000000, 1000000000, 1, 12800);
+  add("xen mmu=direct pgd_cache=off", 600000000, 80000000, 3000000000, 0);  // no ptshare partner
+  aggregate(r);
+  const auto specs = builtin_ratios();
+  const std::string md = summary_markdown(r, specs, compute_ratios(r, specs));
+  auto has = [&](const std::string& text) { EXPECT_NE(md.find(text), std::string::npos) << text << "\n" << md; };
+  // 20 ms / 1.7 s
+  has("| fork after dirtying 128,000 pages under Xen: batched ptshare=on ≤ 0.10 × wrpt ptshare=off | 0.012 | met |");
+  has("| fork after dirtying 128,000 pages under Xen: batched ptshare=on ≤ 0.10 × Linux PV | — | needs Linux rows |");
+  // Totals, per backend and size: batched 3.96 s / 4.00 s, wrpt 8.62 s / 7.79 s, native 1.018 s / 1.045 s.
+  has("| fork + child exit + parent rewrite: ptshare=on ≤ 1.05 × off — xen/batched, pages=128000 | 0.99 | met |");
+  has("| fork + child exit + parent rewrite: ptshare=on ≤ 1.05 × off — xen/wrpt, pages=128000 | 1.11 | missed |");
+  has("| fork + child exit + parent rewrite: ptshare=on ≤ 1.05 × off — native, pages=12800 | 0.97 | met |");
+
+  has("## Table sharing (ptshare)");
+  has("### fork_dirty at 128000 pages: fork, child exit, parent rewrite");
+  has("| configuration | phase | time | on÷off | pte_writes | pt_shares | pt_copyouts | pt_gate_opens | pt_pushdowns | "
+      "l2_protects | mmu_update_entries | hypercalls | ptwr_traps | page_faults |");
+  has("| xen/batched | fork | 500 ms |  | 0 | 0 | — | — | — | — | 20 | 10 | 0 | 1 |");
+  has("| xen/batched | child exit | 80.0 ms |  | — | — | — | — | — | — | — | 7 | — | — |");
+  has("| xen/batched | parent rewrite | 3.42 s |  | — | — | 0 | — | — | — | — | — | — | 128000 |");
+  has("| xen/batched | total | 4.00 s |  | — | — | — | — | — | — | — | 99 | — | — |");
+  has("| xen/batched ptshare=on | fork | 20.0 ms | 0.040 | 0 | 250 |");
+  has("| xen/batched ptshare=on | parent rewrite | 3.88 s | 1.13 | — | — | 1 | — | — | — | — | — | — | 250 |");
+  has("| xen/wrpt ptshare=on | total | 8.62 s | 1.11 |");
+  // No partner, no row; native is measured at 12,800 pages only: not in the 128,000-page table.
+  EXPECT_EQ(md.find("| xen/direct pgd_cache=off | fork |"), std::string::npos);
+  EXPECT_EQ(md.find("| native | fork |"), std::string::npos);
+  has("### mprotect RW→RO→RW of 128000 pages, per cycle");
+  has("| xen/batched | 125 ms |  | 0 | — | — | — | — | 500 | 6 | 3 | 0 | 1 |");
+  has("| xen/batched ptshare=on | 5.00 ms | 0.040 |");
 }
 
 }  // namespace

@@ -19,7 +19,9 @@ const std::vector<BenchInfo>& benchmarks() {
       {"memset_present", "seed001", {"pages"}, "memset of a present 4 KiB page"},
       {"mprotect", "seed002", {"pages", "loops"}, "mprotect RW->RO->RW of N present dirty pages (per cycle)"},
       {"kernbench", "seed002", {"procs", "jobs", "pages"}, "concurrent fork/exec/fault/mprotect/exit mix (per job)"},
-      {"fork_dirty", "seed003", {"pages"}, "fork after dirtying N pages, parent side (exit: child exit + reap)"},
+      {"fork_dirty", "seed003", {"pages"},
+       "fork after dirtying N pages, parent side (exit: child exit + reap; rewrite: the parent writes every page "
+       "again; total: the three)"},
   };
   return table;
 }
@@ -62,7 +64,8 @@ const std::vector<std::string_view>& key_counters() {
 std::vector<ExtraColumn> extra_columns(std::string_view bench) {
   using K = ExtraColumn::Kind;
   if (bench == "fork_dirty")
-    return {{"exit_median", "child exit", K::time}, {"exit_ptwr_traps", "exit ptwr_traps", K::number},
+    return {{"exit_median", "child exit", K::time},        {"rewrite_median", "parent rewrite", K::time},
+            {"total_median", "fork+exit+rewrite", K::time}, {"exit_ptwr_traps", "exit ptwr_traps", K::number},
             {"exit_hypercalls", "exit hypercalls", K::number}};
   if (bench == "ctx") return {{"switch_per_op", "switch", K::time}};
   if (bench == "mprotect") return {{"per_page", "per page", K::time}};
@@ -78,6 +81,7 @@ std::optional<std::string_view> switch_default(std::string_view key) {
   if (key == "batch") return "32";
   if (key == "zero_page") return "on";
   if (key == "pgd_cache") return "on";
+  if (key == "ptshare") return "off";
   return std::nullopt;
 }
 

@@ -316,7 +316,8 @@ Commands::Commands(CLI::App& app, const fs::path& build_dir, const fs::path& sou
   State& s = *state_;
   CLI::App* b = s.bench = app.add_subcommand(
       "bench", "boot every configuration of the benchmark matrix, write tables (summary.md), JSON, CSV and plots");
-  b->add_flag("--full", s.full, "everything, incl. fork_dirty and mprotect at 64000-128000 pages (bigger machines)");
+  b->add_flag("--full", s.full, "fork_dirty and mprotect at 64000-128000 pages, --reps times (the default boots 128000 once per "
+                              "configuration, on the same bigger machines)");
   b->add_flag("--smoke", s.smoke, "the smoke suite (tiny sizes, one rep) on the first backend of each platform");
   b->add_flag("--icount", s.icount, "QEMU -icount: deterministic virtual time (slower, not realistic)");
   b->add_option("--icount-spec", s.icount_spec, "the -icount argument --icount passes")->capture_default_str();
@@ -339,7 +340,7 @@ Commands::Commands(CLI::App& app, const fs::path& build_dir, const fs::path& sou
   b->add_option("--bench", s.items,
                 "benchmark items instead of the default list, as bench= takes them: NAME[:key=v[+v...]],...");
   b->add_flag("--no-variations", s.no_variations,
-              "only the base configurations (no pgd_cache=off / zero_page=off / pte=flags boots)");
+              "only the base configurations (no pgd_cache=off / zero_page=off / pte=flags / ptshare=on boots)");
   b->add_option("--ratio", s.ratios, "another ratio table, NAME=NUMERATOR/DENOMINATOR, e.g. 'b1÷32=batch=1/batch=32'");
   b->add_option("--out", s.out, "output directory (default <build>/bench-results/<time>, linked as latest)");
   b->add_option("--jobs,-j", s.jobs, "boots at a time")->check(CLI::PositiveNumber)->capture_default_str();

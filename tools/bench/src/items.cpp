@@ -81,6 +81,28 @@ std::vector<Item> restrict_to_suite(const std::vector<Item>& items, std::string_
   return out;
 }
 
+std::vector<Item> restrict_to_benches(const std::vector<Item>& items, const std::vector<std::string>& names) {
+  std::vector<Item> out;
+  for (const auto& item : items) {
+    if (std::find(names.begin(), names.end(), item.name) != names.end()) {
+      out.push_back(item);
+      continue;
+    }
+    if (item.name == "smoke" || !is_suite(item.name)) continue;
+    const std::vector<std::string_view> members = suite_members(item.name);
+    for (const auto& name : names) {
+      if (std::find(members.begin(), members.end(), name) == members.end()) continue;
+      const BenchInfo* b = find_benchmark(name);
+      Item narrowed{name, {}};
+      for (const auto& option : item.options)
+        if (option.first == "reps" || (b && std::find(b->params.begin(), b->params.end(), option.first) != b->params.end()))
+          narrowed.options.push_back(option);
+      out.push_back(std::move(narrowed));
+    }
+  }
+  return out;
+}
+
 std::vector<std::string> pack_items(const std::vector<Item>& items, size_t max_chars, size_t max_items) {
   std::vector<std::string> values;
   std::string current;

@@ -1,6 +1,7 @@
 #include "pvk/bench/matrix.hpp"
 
 #include "pvk/bench/catalog.hpp"
+#include "pvk/bench/ratio.hpp"
 
 #include <fmt/format.h>
 
@@ -52,6 +53,7 @@ struct Group {
   std::vector<Item> items;
   bool large = false;
   double weight = 1;
+  int boots = 0;  // boots per configuration; 0: --reps
 };
 
 }  // namespace
@@ -166,6 +168,8 @@ const std::vector<Variation>& variations() {
       {"pgd_cache", "off", "seed000", "seed 000: the root (pgd) cache's before/after"},
       {"zero_page", "off", "seed001", "seed 001: read faults without the zero page"},
       {"pte", "flags", "seed002", "seed 002: every PTE flag read through pvops"},
+      {"ptshare", "on", "", "issue 10: fork shares whole L1 tables, mprotect changes whole tables at the L2 entry",
+       {"fork_dirty", "mprotect"}, true},
   };
   return table;
 }
@@ -174,6 +178,40 @@ std::vector<Item> default_items() { return {Item{"all", {}}}; }
 
 std::vector<Item> large_items() {
   return {Item{"fork_dirty", {{"pages", "64000+128000"}}}, Item{"mprotect", {{"pages", "65536+128000"}}}};
+}
+
+namespace {
+
+bool is_base_for(const Selector& selector, const Config& config) {
+  if (!selector.matches(config)) return false;
+  // A base configuration: no switch besides mmu= and the selector's own.
+  return std::all_of(config.switches.begin(), config.switches.end(),
+                     [&](const auto& s) { return s.first == "mmu" || selector.mentions(s.first); });
+}
+
+}  // namespace
+
+std::vector<Item> table_items(const Config& config) {
+  std::vector<Item> items;
+  for (const auto& t : targets()) {
+    if (!t.in_default_matrix) continue;
+    const auto spec = std::find_if(builtin_ratios().begin(), builtin_ratios().end(),
+                                   [&](const RatioSpec& r) { return r.name == t.ratio; });
+    if (spec == builtin_ratios().end()) continue;
+    if (!is_base_for(spec->numerator, config) && !is_base_for(spec->denominator, config)) continue;
+    // One rep each: fork_dirty populates, forks, exits and rewrites (~2 x
+    // 128,000 page faults, 100-200 us each under Xen in TCG at this size),
+    // mprotect populates and runs one RW->RO->RW cycle.
+    Item item{t.bench, {}};
+    for (const auto& kv : split(t.params, ' ')) {
+      const size_t eq = kv.find('=');
+      if (eq != std::string::npos) item.options.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+    }
+    item.options.emplace_back("reps", "1");
+    if (std::none_of(items.begin(), items.end(), [&](const Item& i) { return i.text() == item.text(); }))
+      items.push_back(std::move(item));
+  }
+  return items;
 }
 
 std::string Plan::describe_boot(const Boot& boot) const {
@@ -218,14 +256,19 @@ std::set<std::string> checked_set_keys(const MatrixOptions& options) {
 // Adds a configuration (once) and its boots: every rep of every group's
 // bench= items.
 void add_config(Plan& plan, std::set<std::string>& seen, const MatrixOptions& options, const PlatformSpec& spec,
-                const Config& config, const std::vector<Group>& config_groups) {
+                const Config& config, std::vector<Group> config_groups) {
   if (!seen.insert(config.id()).second) return;
+  // The default list: the targets' sizes where this configuration is one side (--full has them anyway).
+  if (options.items.empty() && !options.smoke && !options.full)
+    if (std::vector<Item> sized = table_items(config); !sized.empty())
+      config_groups.push_back({"128000", std::move(sized), true, 2.0, 1});
   const size_t index = plan.configs.size();
   plan.configs.push_back(config);
   const double weight = spec.weight * backend_weight(config.get("mmu").value_or(""));
   for (int rep = 1; rep <= options.reps; ++rep) {
     int part = 0;
     for (const auto& group : config_groups) {
+      if (group.boots > 0 && rep > group.boots) continue;
       for (const std::string& bench : pack_items(group.items)) {
         Boot boot;
         boot.config = index;
@@ -275,16 +318,26 @@ std::vector<Switches> crossed_switches(const std::string& mmu, const MatrixOptio
   return crossed;
 }
 
-// The groups a one-switch variation boots: the standard-size groups,
-// narrowed to the variation's suite.
+// The groups a one-switch variation boots: the standard-size groups (and
+// the large ones if it says so), narrowed to the variation's suite or
+// benchmarks.
 std::vector<Group> variation_groups(const std::vector<Group>& groups, const Variation& v) {
   std::vector<Group> narrowed;
+  std::string what = v.suite;
+  for (const auto& b : v.benches) what += (what.empty() ? "" : ",") + b;
   for (const auto& g : groups) {
-    if (g.large) continue;
-    std::vector<Item> items = restrict_to_suite(g.items, v.suite);
-    if (!items.empty())
-      narrowed.push_back({fmt::format("{}={}: {}", v.key, v.value, v.suite), std::move(items), false,
-                          suite_weight(v.suite)});
+    if (g.large && !v.large) continue;
+    std::vector<Item> items = v.benches.empty() ? restrict_to_suite(g.items, v.suite) : restrict_to_benches(g.items, v.benches);
+    if (items.empty()) continue;
+    double weight = g.weight;
+    if (!g.large) {
+      weight = 0;
+      if (!v.suite.empty()) weight += suite_weight(v.suite);
+      for (const auto& b : v.benches)
+        if (const BenchInfo* info = find_benchmark(b)) weight += suite_weight(info->suite) / 2;
+    }
+    narrowed.push_back({fmt::format("{}={}: {}{}", v.key, v.value, g.large ? g.name + " " : "", what),
+                        std::move(items), g.large, weight, g.boots});
   }
   return narrowed;
 }

@@ -32,6 +32,12 @@ std::string join_items(const std::vector<Item>& items);
 // nothing.
 std::vector<Item> restrict_to_suite(const std::vector<Item>& items, std::string_view suite);
 
+// The part of `items` that runs the benchmarks `names`: items naming one of
+// them, and each suite item ("all", "seed002", ...; not "smoke") expanded to
+// those of `names` it has, in the order of `names`, each keeping the options
+// it takes (and reps).
+std::vector<Item> restrict_to_benches(const std::vector<Item>& items, const std::vector<std::string>& names);
+
 // Packs items, in order, into as few bench= values as the limits allow.
 // Throws std::invalid_argument for an item that does not fit on its own.
 std::vector<std::string> pack_items(const std::vector<Item>& items, size_t max_chars = max_bench_chars,

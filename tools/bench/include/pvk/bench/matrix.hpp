@@ -67,25 +67,38 @@ SetAxis parse_set(std::string_view text);  // throws std::invalid_argument
 
 // A one-switch departure from each base configuration that the default
 // matrix adds, with only the benchmarks it is about (the seeds' before/after
-// pairs). Declared in one table; --set of the same key replaces it.
+// pairs, issue 10's ptshare=on). Declared in one table; --set of the same key
+// replaces it.
 struct Variation {
   std::string key;
   std::string value;
-  std::string suite;
+  std::string suite;  // the benchmarks it boots: this suite's...
   std::string why;
+  std::vector<std::string> benches{};  // ...or, when given, these benchmarks
+  bool large = false;  // also the large-size group (--full's large_items), on its machines
 };
 const std::vector<Variation>& variations();
 
-// Benchmark lists. The default is representative and fits the 10-minute
+// Benchmark lists. The default is representative and fits the 5-minute
 // budget on two cores; --full adds the large fork and mprotect sizes.
 std::vector<Item> default_items();
 std::vector<Item> large_items();
+// The sizes the targets (ratio.hpp, Target::in_default_matrix: issue 10's
+// 128,000-page fork_dirty and mprotect) need from this configuration: their
+// benchmark at their parameters, one rep, for each target whose ratio has
+// this configuration on one side as a base configuration (no switch besides
+// mmu= and the ones the selector names). The default matrix boots them once
+// per such configuration (not --reps times: each such boot takes 30-130 s
+// under Xen), on the large machine: batched ptshare=on, wrpt (ptshare=off),
+// native ptshare=on, and Linux with --linux. --full's large group has these
+// sizes already and replaces them.
+std::vector<Item> table_items(const Config& config);
 
 struct MatrixOptions {
   std::vector<std::string> platforms{"native", "xen"};
   std::vector<std::string> mmus;  // empty: every backend of each platform
   std::vector<SetAxis> sets;
-  std::vector<Item> items;  // empty: default_items() (+ large_items() with full)
+  std::vector<Item> items;  // empty: default_items() + table_items() (or large_items() with full)
   bool full = false;
   bool smoke = false;  // the smoke suite, first backend of each platform, no variations
   bool with_variations = true;
@@ -97,7 +110,7 @@ struct Boot {
   size_t config = 0;  // index into Plan::configs
   int rep = 1;        // 1..reps
   int part = 0;       // which of the configuration's boots within one rep
-  std::string group;  // which item group ("all", "large", "pgd_cache=off: seed000", ...)
+  std::string group;  // which item group ("all", "large", "128000", "pgd_cache=off: seed000", ...)
   std::string bench;  // the bench= value
   std::string cmdline;
   Machine machine;

@@ -32,6 +32,11 @@ struct RatioSpec {
   std::string name;  // "batched÷wrpt"
   Selector numerator, denominator;
   std::string about;  // one line for the summary
+  // What is divided: "" = the per-op median; else a record field of both
+  // rows ("total_median": fork_dirty's fork + exit + rewrite), its spread
+  // from the fields with _min / _max in place of _median. Rows without the
+  // field do not pair.
+  std::string field{};
 };
 
 // The ratios every summary shows (when the run has both sides).
@@ -39,10 +44,14 @@ const std::vector<RatioSpec>& builtin_ratios();
 // "NAME=NUMERATOR/DENOMINATOR", e.g. "batch1÷32=batch=1/batch=32".
 RatioSpec parse_ratio(std::string_view text);
 
-// A goal stated as a ratio (issue 5's targets): the ratio `ratio` of
+// A goal stated as a ratio (issues 5 and 10): the ratio `ratio` of
 // `bench` with parameters including `params` (base configurations, no other
 // switch) must be at most `at_most`; with `relative_to`, the ratio divided by
-// that ratio of the same benchmark.
+// that ratio of the same benchmark. With `each_pair`, every pair (and
+// parameter set) the ratio has is a goal of its own, e.g. each backend and
+// size for an on÷off ratio. With `in_default_matrix`, the default matrix
+// boots `bench` with `params` (once per configuration) on the base
+// configurations the ratio's two selectors name (matrix.hpp, table_items).
 struct Target {
   std::string goal;  // one line
   std::string ratio;
@@ -50,6 +59,8 @@ struct Target {
   std::string params;  // "pages=128000": these must be among the row's
   double at_most = 0;
   std::string relative_to;
+  bool each_pair = false;
+  bool in_default_matrix = false;
 };
 const std::vector<Target>& targets();
 
