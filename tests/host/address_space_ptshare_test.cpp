@@ -607,6 +607,36 @@ TEST_P(PtShareTest, WholeTableMprotectOfASharedTable) {
   expect_consistent("after the writes");
 }
 
+// A table whose write right was taken away at its L2 entry, and that fork
+// cannot share (it holds a shared VMA): the child's copy of the leaves must
+// not be writable where the VMA is not (found by the model test, seed
+// 20261201).
+TEST_P(PtShareTest, ForkOfATableReadOnlyAtItsL2EntryKeepsItReadOnlyInTheChild) {
+  AddressSpace* parent = create();
+  ASSERT_NE(parent, nullptr);
+  mmap_fixed(parent, kT, pg(4), kRw, vm::Shared);
+  mmap_fixed(parent, kT + pg(4), kTable - pg(4), kRw);
+  for (unsigned i = 0; i < kPagesPerTable; ++i) fill(parent, kT + pg(i), val(i));
+  reset_stats();
+  ASSERT_EQ(error_of(parent->mprotect(kT, kTable, kRo)), Errno::Ok);
+  expect_consistent("after mprotect");
+  AddressSpace* child = fork(parent);
+  ASSERT_NE(child, nullptr);
+  expect_consistent("after fork");
+  for (uint64_t va : {kT, kT + pg(3), kT + pg(4), kT + pg(300)}) {
+    EXPECT_EQ(try_write(child, va, 1), FaultOutcome::BadAccess) << std::hex << va;
+    EXPECT_EQ(try_write(parent, va, 1), FaultOutcome::BadAccess) << std::hex << va;
+  }
+  EXPECT_EQ(read(parent, kT + 1), val(0));
+  EXPECT_EQ(read(parent, kT + pg(300) + 1), val(300));
+  ASSERT_EQ(error_of(child->mprotect(kT, kTable, kRw)), Errno::Ok);
+  write(child, kT, 0x21);
+  write(child, kT + pg(300), 0x22);
+  EXPECT_EQ(read(parent, kT), 0x21) << "the shared VMA is shared";
+  EXPECT_EQ(read(parent, kT + pg(300)), val(300));
+  expect_consistent("after the writes");
+}
+
 // =====================================================================
 // running out in the middle of a copy-out
 // =====================================================================
@@ -778,6 +808,9 @@ class PtShareModelTest : public AddressSpaceTest {
   using AddressSpaceTest::frame_at;
   using AddressSpaceTest::bytes;
   using AddressSpaceTest::try_write;
+  using AddressSpaceTest::try_fork;
+  using AddressSpaceTest::hoard;
+  using AddressSpaceTest::release_hoard;
   using AddressSpaceTest::vmas;
   using AddressSpaceTest::writable;
   using AddressSpaceTest::refaults_;
@@ -848,9 +881,18 @@ class Model {
 
   // ---- the operations ----
 
-  void fork(size_t pi) {
-    ModelProc child{t_->fork(procs[pi].as), {}, next_id++};
-    if (!child.as) return;
+  // With `scarce`, only a few frames are left free for the operation: it
+  // may fail for want of memory (ENOMEM, OutOfMemory), and must then leave
+  // everything as it was.
+  void fork(size_t pi, bool scarce = false) {
+    if (scarce) t_->hoard(rnd(6));
+    auto r = t_->try_fork(procs[pi].as);
+    if (scarce) t_->release_hoard();
+    if (r.is_error()) {
+      EXPECT_TRUE(scarce && r.error() == Errno::ENOMEM) << "fork: " << errno_name(r.error());
+      return;
+    }
+    ModelProc child{r.value(), {}, next_id++};
     for (const auto& [i, pg_] : procs[pi].pages)
       child.pages[i] = {pg_.prot, pg_.shared, pg_.shared ? pg_.cell : std::make_shared<uint8_t>(*pg_.cell)};
     procs.push_back(std::move(child));
@@ -859,14 +901,17 @@ class Model {
     t_->destroy(procs[pi].as);
     procs.erase(procs.begin() + static_cast<long>(pi));
   }
-  void write(ModelProc& p, unsigned i, uint8_t v) {
+  void write(ModelProc& p, unsigned i, uint8_t v, bool scarce = false) {
     auto it = p.pages.find(i);
     const bool allowed = it != p.pages.end() && (it->second.prot & vm::Write);
+    if (scarce) t_->hoard(rnd(3));
     const FaultOutcome o = t_->try_write(p.as, va(i), patterns_[v][0]);
+    if (scarce) t_->release_hoard();
     if (!allowed) {
       EXPECT_EQ(o, FaultOutcome::BadAccess) << "write to page " << i << " of process " << p.id;
       return;
     }
+    if (scarce && o == FaultOutcome::OutOfMemory) return;  // nothing written
     EXPECT_EQ(o, FaultOutcome::Handled) << "write to page " << i << " of process " << p.id;
     if (o != FaultOutcome::Handled) return;
     // The rest of the page, as the CPU would store it through the
@@ -938,8 +983,13 @@ class Model {
     if (r < 7) {
       if (procs.size() < kModelMaxProcs) {
         const int id = p.id;
-        fork(pi);
-        snprintf(buf, sizeof buf, "fork %d -> %d", id, procs.back().id);
+        const size_t before = procs.size();
+        const bool scarce = chance(10);
+        fork(pi, scarce);
+        if (procs.size() > before)
+          snprintf(buf, sizeof buf, "fork %d -> %d%s", id, procs.back().id, scarce ? " (scarce frames)" : "");
+        else
+          snprintf(buf, sizeof buf, "fork %d failed (scarce frames)", id);
       } else {
         snprintf(buf, sizeof buf, "exit %d", p.id);
         exit(pi);
@@ -950,8 +1000,9 @@ class Model {
     } else if (r < 40) {
       const unsigned i = some_page(p);
       const uint8_t v = static_cast<uint8_t>(1 + rnd(255));
-      snprintf(buf, sizeof buf, "write %d page %u = %u", p.id, i, v);
-      write(p, i, v);
+      const bool scarce = chance(8);
+      snprintf(buf, sizeof buf, "write %d page %u = %u%s", p.id, i, v, scarce ? " (scarce frames)" : "");
+      write(p, i, v, scarce);
     } else if (r < 50) {
       auto [start, n] = range();
       if (chance(50)) n = std::min(kModelPages - start, kPagesPerTable);
