@@ -120,5 +120,11 @@ void test_efault();
 void test_bad_args();
 void test_misc();
 void test_kernel_isolation();
+void test_ptshare_both_write();
+void test_ptshare_child_exits();
+void test_ptshare_chain();
+void test_ptshare_mprotect();
+void test_ptshare_read_into();
+void test_ptshare_munmap();
 
 }  // namespace proctest

@@ -33,6 +33,12 @@ const Test kTests[] = {
     {"bad_args", test_bad_args},
     {"misc", test_misc},
     {"kernel_isolation", test_kernel_isolation},
+    {"ptshare_both_write", test_ptshare_both_write},
+    {"ptshare_child_exits", test_ptshare_child_exits},
+    {"ptshare_chain", test_ptshare_chain},
+    {"ptshare_mprotect", test_ptshare_mprotect},
+    {"ptshare_read_into", test_ptshare_read_into},
+    {"ptshare_munmap", test_ptshare_munmap},
     // The harness's own checks: each must be reported as a failure.
     {"_fail", [] { CHECK_EQ(1 + 1, 3); }, true},
     {"_crash", [] { poke(0); }, true},

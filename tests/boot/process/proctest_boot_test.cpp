@@ -1,7 +1,8 @@
 // Process-model boot tests: the user-mode suite tests/user/proctest run as
 // init ("init=proctest"), natively and under Xen on every backend, and with
 // each mm switch turned away from its default (zero_page=off, pgd_cache=off,
-// pte=flags). The fork, COW, signal, pipe and mm semantics are proctest's
+// pte=flags on one backend; ptshare=on on every backend). The fork, COW,
+// signal, pipe and mm semantics are proctest's
 // own checks, one record per sub-test; this file checks that every sub-test
 // ran and passed, that the kernel saw init exit 0 with no frame leaked, and
 // that the switch under test took effect. One suite, parameterised by
@@ -18,25 +19,42 @@ namespace {
 
 // proctest's sub-tests (tests/user/proctest.cpp, kTests, plus the runner's
 // own "leak"), each of which must report {"event":"test","name":...,"pass":true}.
-constexpr std::array<std::string_view, 16> kSubTests = {
-    "fork_cow", "fork_tree", "fork_exec",  "mprotect_segv", "sigfpe", "unhandled_signals",
-    "kill_handler", "pipes", "zero_page",  "mmap_shared", "munmap", "efault",
-    "bad_args",     "misc",  "kernel_isolation", "leak",
+constexpr std::array<std::string_view, 22> kSubTests = {
+    "fork_cow",           "fork_tree",          "fork_exec",          "mprotect_segv",
+    "sigfpe",             "unhandled_signals",  "kill_handler",       "pipes",
+    "zero_page",          "mmap_shared",        "munmap",             "efault",
+    "bad_args",           "misc",               "kernel_isolation",   "ptshare_both_write",
+    "ptshare_child_exits", "ptshare_chain",     "ptshare_mprotect",   "ptshare_read_into",
+    "ptshare_munmap",     "leak",
+};
+
+// The sub-tests over whole shared L1 tables (tests/user/test_ptshare.cpp).
+// Each record carries the counter deltas of its case: "fork_shares" (the
+// tables the region's first fork shared) and the ptshare counters.
+constexpr std::array<std::string_view, 6> kPtshareSubTests = {
+    "ptshare_both_write", "ptshare_child_exits", "ptshare_chain",
+    "ptshare_mprotect",   "ptshare_read_into",   "ptshare_munmap",
+};
+// The ptshare counters, all 0 with ptshare=off.
+constexpr std::array<std::string_view, 5> kPtshareCounters = {
+    "pt_shares", "pt_copyouts", "pt_gate_opens", "pt_pushdowns", "l2_protects",
 };
 
 // One boot-parameter switch moved off its default, or none.
-enum class Switch { none, zero_page_off, pgd_cache_off, pte_flags };
+enum class Switch { none, zero_page_off, pgd_cache_off, pte_flags, ptshare_on };
 
 struct SwitchInfo {
   Switch sw;
-  const char* param;  // on the command line
-  const char* name;   // in the test name
+  const char* param;   // on the command line
+  const char* name;    // in the test name
+  bool every_backend;  // booted with each backend, not only the platform's first
 };
 constexpr SwitchInfo kSwitches[] = {
-    {Switch::none, "", ""},
-    {Switch::zero_page_off, "zero_page=off", "_zero_page_off"},
-    {Switch::pgd_cache_off, "pgd_cache=off", "_pgd_cache_off"},
-    {Switch::pte_flags, "pte=flags", "_pte_flags"},
+    {Switch::none, "", "", false},
+    {Switch::zero_page_off, "zero_page=off", "_zero_page_off", false},
+    {Switch::pgd_cache_off, "pgd_cache=off", "_pgd_cache_off", false},
+    {Switch::pte_flags, "pte=flags", "_pte_flags", false},
+    {Switch::ptshare_on, "ptshare=on", "_ptshare_on", true},
 };
 const SwitchInfo& info(Switch sw) {
   for (const SwitchInfo& s : kSwitches)
@@ -55,18 +73,26 @@ struct ProcCase {
     return p;
   }
   bool zero_page() const { return sw != Switch::zero_page_off; }
+  bool ptshare() const { return sw == Switch::ptshare_on; }
   const char* pte() const { return sw == Switch::pte_flags ? "flags" : "attrs"; }
 };
 
 void PrintTo(const ProcCase& c, std::ostream* out) { *out << platform_name(c.platform) << ": " << c.params(); }
 
-// Each backend with its defaults, and `with_switches` also with every switch.
+// Each backend with its defaults, `with_switches` also with every switch,
+// and every backend with the switches that concern all of them (ptshare=on).
 std::vector<ProcCase> cases(Platform platform, std::initializer_list<const char*> backends,
                             const char* with_switches) {
   std::vector<ProcCase> out;
   for (const char* mmu : backends) out.push_back({platform, mmu, Switch::none});
-  for (const SwitchInfo& s : kSwitches)
-    if (s.sw != Switch::none) out.push_back({platform, with_switches, s.sw});
+  for (const SwitchInfo& s : kSwitches) {
+    if (s.sw == Switch::none) continue;
+    if (!s.every_backend) {
+      out.push_back({platform, with_switches, s.sw});
+      continue;
+    }
+    for (const char* mmu : backends) out.push_back({platform, mmu, s.sw});
+  }
   return out;
 }
 
@@ -141,6 +167,63 @@ std::vector<ProcCase> cases(Platform platform, std::initializer_list<const char*
   return ::testing::AssertionSuccess();
 }
 
+// ptshare=on shares L1 tables: every ptshare_* sub-test's region fork shared
+// its three tables ("fork_shares" >= 3), and the sub-tests' counter deltas
+// show copy-outs or gate openings, and L2 protections in ptshare_mprotect
+// (the sub-tests check the details themselves; this catches a switch that
+// does nothing, which they cannot tell from ptshare=off). ptshare=off never
+// shares: every ptshare counter delta of every ptshare_* sub-test is 0, and
+// so are the init_exit record's where it has them.
+::testing::AssertionResult ptshare_used_as_configured(const RunResult& r, bool on) {
+  auto number = [](const json& rec, std::string_view key) -> std::optional<int64_t> {
+    const auto it = rec.find(key);
+    if (it == rec.end() || !it->is_number_integer()) return std::nullopt;
+    return it->get<int64_t>();
+  };
+  // The boot record names the switch once the kernel reports it.
+  if (const auto boot = find_record(r, "boot"); boot && r.records[*boot].contains("ptshare")) {
+    if (!booted_with(r, "ptshare", on ? "on" : "off")) return booted_with(r, "ptshare", on ? "on" : "off");
+  }
+  int64_t copyouts_or_gates = 0;
+  for (std::string_view name : kPtshareSubTests) {
+    const auto at = find_record(r, "test", "name", std::string(name));
+    if (!at) return ::testing::AssertionFailure() << "no record of the " << name << " sub-test";
+    const json& rec = r.records[*at];
+    const auto fork_shares = number(rec, "fork_shares");
+    if (!fork_shares) return ::testing::AssertionFailure() << name << " reports no fork_shares: " << rec.dump();
+    for (std::string_view counter : kPtshareCounters)
+      if (!number(rec, counter))
+        return ::testing::AssertionFailure() << name << " reports no " << counter << ": " << rec.dump();
+    if (on) {
+      if (*fork_shares < 3)
+        return ::testing::AssertionFailure() << "ptshare=on but " << name << "'s fork shared " << *fork_shares
+                                             << " of its 3 tables: " << rec.dump();
+      copyouts_or_gates += *number(rec, "pt_copyouts") + *number(rec, "pt_gate_opens");
+      if (name == "ptshare_mprotect" && *number(rec, "l2_protects") <= 0)
+        return ::testing::AssertionFailure() << "ptshare=on but no whole-table mprotect was done at L2: "
+                                             << rec.dump();
+    } else {
+      if (*fork_shares != 0)
+        return ::testing::AssertionFailure() << "ptshare=off but " << name << " shared tables: " << rec.dump();
+      for (std::string_view counter : kPtshareCounters)
+        if (*number(rec, counter) != 0)
+          return ::testing::AssertionFailure() << "ptshare=off but " << name << " has " << counter << " "
+                                               << *number(rec, counter) << ": " << rec.dump();
+    }
+  }
+  if (on && copyouts_or_gates <= 0)
+    return ::testing::AssertionFailure() << "ptshare=on but no shared table was ever copied out or opened";
+  if (!on) {
+    const auto at = find_record(r, "init_exit");
+    if (!at) return ::testing::AssertionFailure() << "no init_exit record";
+    for (std::string_view counter : kPtshareCounters)
+      if (const auto n = number(r.records[*at], counter); n && *n != 0)
+        return ::testing::AssertionFailure() << "ptshare=off but init_exit has " << counter << " " << *n << ": "
+                                             << r.records[*at].dump();
+  }
+  return ::testing::AssertionSuccess();
+}
+
 class Proctest : public ::testing::TestWithParam<ProcCase> {};
 
 TEST_P(Proctest, EverySubTestPasses) {
@@ -154,6 +237,7 @@ TEST_P(Proctest, EverySubTestPasses) {
   EXPECT_TRUE(every_sub_test_passed(r)) << transcript(r);
   EXPECT_TRUE(init_exited_cleanly(r)) << transcript(r);
   EXPECT_TRUE(zero_page_used_as_configured(r, c.zero_page())) << transcript(r);
+  EXPECT_TRUE(ptshare_used_as_configured(r, c.ptshare())) << transcript(r);
 }
 
 std::string case_name(const ::testing::TestParamInfo<ProcCase>& p) { return p.param.mmu + info(p.param.sw).name; }
