@@ -44,6 +44,13 @@ void detail_str(const char* key, const char* value);
 // Counts a check and notes its line where the runner can read it if the
 // test process dies ("last_check_line" in the runner's record).
 void count_check(int line);
+// Number of checks this process started.
+int checks();
+
+// From now on (in this process and the ones it forks), the first failed
+// check of any of them is written to buf ("pid N (helper): line L: ...")
+// if buf is still empty; buf is shared memory the test maps. nullptr: off.
+void set_failure_sink(volatile char* buf, size_t size);
 
 // fork() for a helper process: in the child, the failure count starts at
 // zero and the process is marked as a helper (it must end in helper_exit()).

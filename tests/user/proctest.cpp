@@ -70,11 +70,25 @@ unsigned g_detail_count = 0;
 // of the latest check any process of the test started.
 volatile uint64_t* g_progress;
 
+// Where set_failure_sink() says: the first failure of any process of the
+// test that has one (shared memory, so helpers' failures reach the record).
+namespace {
+volatile char* g_failure_sink;
+size_t g_failure_sink_size;
+}  // namespace
+
+void set_failure_sink(volatile char* buf, size_t size) {
+  g_failure_sink = buf;
+  g_failure_sink_size = size;
+  if (buf && size) buf[0] = '\0';
+}
+
 void count_check(int line) {
   ++g_checks;
   if (g_progress) g_progress[0] = static_cast<uint64_t>(line);
 }
 int failures() { return g_failures; }
+int checks() { return g_checks; }
 
 void check_failed(int line, const char* expr, bool has_values, int64_t got, int64_t want) {
   char msg[sizeof g_first_failure];
@@ -85,6 +99,13 @@ void check_failed(int line, const char* expr, bool has_values, int64_t got, int6
     pvk::format(msg, sizeof msg, "line %d: %s", line, expr);
   printf("proctest[%ld] %s%s: FAIL %s\n", getpid(), g_test_name, g_is_helper ? " (helper)" : "", msg);
   if (g_failures++ == 0) memcpy(g_first_failure, msg, sizeof msg);
+  if (g_failure_sink && g_failure_sink_size && !g_failure_sink[0]) {
+    char line[sizeof msg + 48];
+    pvk::format(line, sizeof line, "pid %ld%s: %s", getpid(), g_is_helper ? " (helper)" : "", msg);
+    const size_t n = strlen(line) < g_failure_sink_size - 1 ? strlen(line) : g_failure_sink_size - 1;
+    for (size_t i = 0; i < n; ++i) g_failure_sink[i] = line[i];
+    g_failure_sink[n] = '\0';
+  }
 }
 
 void detail(const char* key, int64_t value) {

@@ -104,6 +104,8 @@ bool g_sharing;   // the case's first fork shared tables (ptshare=on)
 // Filled by the worker for its test process (MAP_SHARED).
 struct Report {
   uint64_t fork_shares;  // pt_shares delta of the region's first fork
+  int64_t checks;        // checks the worker itself started
+  char failure[256];     // the first failed check of the worker or a helper (set_failure_sink)
 };
 volatile Report* g_report;
 
@@ -229,19 +231,34 @@ void run_case(void (*body)()) {
   CHECK(g_report != nullptr);
   if (!g_report) return;
   g_report->fork_shares = 0;
+  g_report->checks = 0;
+  set_failure_sink(g_report->failure, sizeof g_report->failure);
   PvkCounters c0;
   g_counters = read_counters(&c0) == 0;
   const uint64_t t0 = now_ns();
   const int64_t pid = fork_helper();
   if (pid == 0) {
     body();
+    g_report->checks = checks();
     helper_exit();
   }
   CHECK(pid > 0);
-  if (pid > 0) CHECK_HELPER_OK(pid);
+  if (pid > 0) {
+    const int st = wait_for(pid);
+    // The record's first_failure names the check that failed in the worker
+    // or a helper (their own lines are on the console too).
+    if (st != wait_exited(0) && g_report->failure[0]) {
+      char what[sizeof g_report->failure];
+      for (size_t i = 0; i < sizeof what; ++i) what[i] = g_report->failure[i];
+      what[sizeof what - 1] = '\0';
+      check_failed(__LINE__, what, false, 0, 0);
+    }
+    CHECK_EQ(st, wait_exited(0));
+  }
   const Delta d = since(c0);
   detail("ms", static_cast<int64_t>((now_ns() - t0) / 1000000));
   detail("pages", kPages);
+  detail("worker_checks", g_report->checks);
   if (!g_counters) {
     detail_str("counters", "none (host)");
   } else {
@@ -267,6 +284,7 @@ void run_case(void (*body)()) {
     // Everything the worker and its helpers held is back.
     CHECK_EQ(d.free_frames, 0);
   }
+  set_failure_sink(nullptr, 0);
   CHECK_EQ(munmap(const_cast<Report*>(g_report), kPage), 0);
 }
 
