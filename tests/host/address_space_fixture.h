@@ -53,6 +53,14 @@
 
 namespace pvk {
 
+inline void PrintTo(FaultOutcome::Kind k, std::ostream* os) {
+  switch (k) {
+    case FaultOutcome::Handled: *os << "Handled"; return;
+    case FaultOutcome::BadAccess: *os << "BadAccess"; return;
+    case FaultOutcome::OutOfMemory: *os << "OutOfMemory"; return;
+  }
+  *os << "FaultOutcome?";
+}
 inline void PrintTo(FaultOutcome o, std::ostream* os) {
   switch (o.kind) {
     case FaultOutcome::Handled: *os << "Handled"; return;

@@ -398,6 +398,56 @@ TEST_P(PtShareTest, GrandchildrenShareTheTableAgainAndEveryoneWritesIndependentl
   }
 }
 
+// A read fault that maps a new page (the zero page) needs a leaf store: into
+// a shared table only after a copy-out, into one whose last holder is left
+// behind a closed gate only after a pushdown.
+TEST_P(PtShareTest, ReadFaultsInATableBehindAClosedGateMakeItPrivateFirst) {
+  AddressSpace* parent = create();
+  ASSERT_NE(parent, nullptr);
+  mmap_fixed(parent, kT, kTable, kRw);
+  for (unsigned i = 0; i < 100; ++i) fill(parent, kT + pg(i), val(i));
+  AddressSpace* child = fork(parent);
+  ASSERT_NE(child, nullptr);
+  const Pfn t = l1_of(parent, kT);
+  ASSERT_EQ(l1_of(child, kT), t) << "100 leaves: shared";
+  reset_stats();
+  fake().clear_events();
+
+  EXPECT_EQ(read(child, kT + pg(200)), 0);
+  EXPECT_EQ(pt_counters().pt_copyouts, 1u);
+  EXPECT_NE(l1_of(child, kT), t);
+  EXPECT_EQ(l1_of(parent, kT), t);
+  EXPECT_TRUE(entry(parent, kT + pg(200)).none());
+  EXPECT_EQ(leaf_stores_into(t), 0u);
+  expect_consistent("after the child's read fault");
+
+  // The parent holds the table alone now: its leaf store needs no copy. (The
+  // design pushes the gate's rights down first; storing a read-only leaf
+  // behind the still-closed gate is as safe, so either is accepted.)
+  EXPECT_EQ(read(parent, kT + pg(201)), 0);
+  EXPECT_EQ(pt_counters().pt_copyouts, 1u);
+  EXPECT_EQ(l1_of(parent, kT), t);
+  if (pt_counters().pt_pushdowns == 0) {
+    EXPECT_FALSE(gate_open(parent, kT)) << "no pushdown, so the gate must still be closed";
+  }
+  expect_consistent("after the parent's read fault");
+  for (unsigned i = 0; i < 100; ++i) {
+    EXPECT_FALSE(writable(parent, kT + pg(i))) << "frame shared with the child's copy: " << i;
+    if (HasFailure()) break;
+  }
+
+  write(parent, kT + pg(50), 0x50);
+  EXPECT_EQ(g_mm_stats.cow_copies, 1u);
+  write(child, kT + pg(51), 0x51);
+  EXPECT_EQ(g_mm_stats.cow_copies, 2u);
+  write(parent, kT + pg(51), 0x52);
+  EXPECT_EQ(g_mm_stats.cow_copies, 2u) << "the parent is the frame's last holder";
+  EXPECT_EQ(read(child, kT + pg(50)), val(50));
+  EXPECT_EQ(read(child, kT + pg(51)), 0x51);
+  EXPECT_EQ(read(parent, kT + pg(51)), 0x52);
+  expect_consistent("after the writes");
+}
+
 // =====================================================================
 // partial operations on shared tables
 // =====================================================================
@@ -558,6 +608,62 @@ TEST_P(PtShareTest, WholeTableMprotectChangesOnlyTheL2Entry) {
   write(as, kT + pg(1), 0x56);
   write(as, kT + kTable + pg(9), 0x57);
   expect_consistent("after mprotect back");
+}
+
+// Write taken away at the L2 entry, then given back to part of the table
+// only: the leaves of the rest still carry their old write bit, and must not
+// become writable when the gate opens for the part that may be written.
+TEST_P(PtShareTest, WholeTableReadOnlyThenPartlyWritableAgain) {
+  for (bool forked : {false, true}) {
+    SCOPED_TRACE(forked ? "with a child sharing the table" : "alone");
+    AddressSpace* as = create();
+    ASSERT_NE(as, nullptr);
+    dense(as, kT, 1);
+    AddressSpace* child = forked ? fork(as) : nullptr;
+    ASSERT_EQ(error_of(as->mprotect(kT, kTable, kRo)), Errno::Ok);
+    expect_consistent("after RO");
+    ASSERT_EQ(error_of(as->mprotect(kT, pg(10), kRw)), Errno::Ok);
+    expect_consistent("after RW of ten pages");
+    write(as, kT + pg(3), 0x33);
+    expect_consistent("after a write to them");
+    EXPECT_EQ(try_write(as, kT + pg(10), 1), FaultOutcome::BadAccess);
+    EXPECT_EQ(try_write(as, kT + pg(300), 1), FaultOutcome::BadAccess);
+    EXPECT_EQ(read(as, kT + pg(300)), val(300));
+    ASSERT_EQ(error_of(as->mprotect(kT + pg(400), pg(1), kRw)), Errno::Ok);
+    write(as, kT + pg(400), 0x40);
+    EXPECT_EQ(try_write(as, kT + pg(401), 1), FaultOutcome::BadAccess);
+    expect_consistent("after the writes");
+    if (child) {
+      EXPECT_EQ(read(child, kT + pg(3)), val(3));
+      write(child, kT + pg(300), 0x30);
+      EXPECT_EQ(read(as, kT + pg(300)), val(300));
+      destroy(child);
+    }
+    destroy(as);
+  }
+}
+
+// The same with the writable part made by a new mapping, or by a read
+// fault, instead of an mprotect.
+TEST_P(PtShareTest, WholeTableReadOnlyThenANewWritableMappingInIt) {
+  for (bool read_first : {false, true}) {
+    SCOPED_TRACE(read_first ? "a read fault first" : "no read fault first");
+    AddressSpace* as = create();
+    ASSERT_NE(as, nullptr);
+    mmap_fixed(as, kT, kTable, kRw);
+    for (unsigned i = 0; i < 400; ++i) fill(as, kT + pg(i), val(i));
+    ASSERT_EQ(error_of(as->mprotect(kT, kTable, kRo)), Errno::Ok);
+    if (read_first) EXPECT_EQ(read(as, kT + pg(450)), 0);
+    expect_consistent("after RO");
+    mmap_fixed(as, kT + pg(500), pg(4), kRw);
+    expect_consistent("after mmap");
+    write(as, kT + pg(501), 0x51);
+    expect_consistent("after a write to the new mapping");
+    EXPECT_EQ(try_write(as, kT + pg(3), 1), FaultOutcome::BadAccess);
+    EXPECT_EQ(read(as, kT + pg(3)), val(3));
+    EXPECT_EQ(read(as, kT + pg(501)), 0x51);
+    destroy(as);
+  }
 }
 
 TEST_P(PtShareTest, ProtNoneAndExecOfWholeTablesStayPerLeaf) {
