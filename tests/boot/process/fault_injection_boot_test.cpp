@@ -55,11 +55,16 @@ TEST_P(FaultInjection, TheKernelSurvivesAndGetsEveryFrameBack) {
 // Prefixes as proctest's, so tests/boot/process/CMakeLists.txt labels them.
 std::string case_name(const ::testing::TestParamInfo<FaultCase>& p) {
   const bool fuzz = p.param.workload.starts_with("bench=sysfuzz");
-  return p.param.mmu + (fuzz ? "_sysfuzz" : "") + "_seed" + std::to_string(p.param.seed);
+  const bool ptshare = p.param.workload.find("ptshare=on") != std::string::npos;
+  return p.param.mmu + (fuzz ? "_sysfuzz" : "") + (ptshare ? "_ptshare_on" : "") + "_seed" +
+         std::to_string(p.param.seed);
 }
 INSTANTIATE_TEST_SUITE_P(ProcessNative, FaultInjection,
                          ::testing::Values(FaultCase{Platform::native, "native", "frame_alloc:1/60", 1, {"frame_alloc"}},
-                                           FaultCase{Platform::native, "native", "frame_alloc:1/20", 2, {"frame_alloc"}}),
+                                           FaultCase{Platform::native, "native", "frame_alloc:1/20", 2, {"frame_alloc"}},
+                                           // Table copy-outs and gate openings (issue 10) without frames.
+                                           FaultCase{Platform::native, "native", "frame_alloc:1/40", 5, {"frame_alloc"},
+                                                     "init=proctest ptshare=on"}),
                          case_name);
 // Refused updates: a fault's mapping fails (OOM kill of that process),
 // teardown, fork and mprotect send the refused requests again.
@@ -71,6 +76,10 @@ INSTANTIATE_TEST_SUITE_P(
                                 {"mmu_update", "frame_alloc"}},
                       FaultCase{Platform::xen, "wrpt", "mmu_update:1/20,frame_alloc:1/60", 4,
                                 {"mmu_update", "frame_alloc"}},
+                      // Refused L2 stores and table pins in copy-outs, gate
+                      // openings and whole-table mprotects (ptshare=on, issue 10).
+                      FaultCase{Platform::xen, "batched", "mmu_update:1/60,mmuext_op:1/30,frame_alloc:1/100", 7,
+                                {"mmu_update", "mmuext_op", "frame_alloc"}, "init=proctest ptshare=on"},
                       // The syscall fuzzer under refusals: hostile calls and
                       // failing page-table work at once.
                       FaultCase{Platform::xen, "batched", "mmu_update:1/30,mmuext_op:1/20,frame_alloc:1/100", 21,
