@@ -920,6 +920,8 @@ class PtShareModelTest : public AddressSpaceTest {
   using AddressSpaceTest::vmas;
   using AddressSpaceTest::writable;
   using AddressSpaceTest::refaults_;
+  using AddressSpaceTest::baseline_;
+  using AddressSpaceTest::baseline_tables_;
 
  protected:
   // Five processes of three tables each, all written, plus tables.
@@ -1227,6 +1229,9 @@ void run_model(PtShareModelTest* t, bool ptshare) {
   model->verify(true);
   // Everyone exits; TearDown checks the frames are back to the baseline.
   while (!model->procs.empty()) model->exit(model->procs.size() - 1);
+  EXPECT_EQ(error_of(drain_root_cache()), Errno::Ok);
+  EXPECT_EQ(frames().free_count(), t->baseline_) << "frames leaked (or freed twice) by seed " << seed;
+  EXPECT_EQ(fake().table_count(), t->baseline_tables_) << "page tables left behind by seed " << seed;
   if (ptshare) {
     EXPECT_GT(shares_seen, 0u) << "the run never shared a table";
     EXPECT_GT(pt_counters().pt_copyouts + pt_counters().pt_gate_opens, 0u);
