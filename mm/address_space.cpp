@@ -70,6 +70,16 @@ ErrorOr<void> release_root(Pfn root) {
 
 uint64_t pages_of(uint64_t len) { return align_up(len, kPageSize) >> kPageShift; }
 
+// ptshare: the address span of one L1 table, and the fewest mapped leaves a
+// table must have for fork to share it rather than copy its leaves. Sharing
+// costs two L2 updates at fork and, at the first write, one table copy (a
+// whole-table validation under Xen); copying costs an update per leaf. 32
+// (1/16 of a table) is the batched backend's queue length: below it a
+// per-leaf copy fits in one flush. Tables shared already are always shared
+// again (a grandchild), since copying them would mean copying them out first.
+constexpr uint64_t kTableSpan = entry_span(Level::L2);
+constexpr unsigned kShareMinLeaves = 32;
+
 }  // namespace
 
 void set_mm_policy(const MmPolicy& policy) { g_policy = policy; }
@@ -121,10 +131,12 @@ ErrorOr<AddressSpace*> AddressSpace::try_fork() {
   // undone if the fork fails.
   LazyMmuSection section(root_, OnRefusal::Retry);
   ErrorOr<void> r;
+  shared_tables_up_to_ = 0;
   for (unsigned i = 0; i < count_ && !r.is_error(); ++i) {
     const Vma& v = vmas_[i];
-    r = g_mmu.range.fork_range(root_, child->root_, VirtAddr{v.start}, v.pages(),
-                               (v.flags & vm::Shared) ? ForkMode::Share : ForkMode::CopyOnWrite, section);
+    const ForkMode mode = (v.flags & vm::Shared) ? ForkMode::Share : ForkMode::CopyOnWrite;
+    r = g_policy.ptshare ? fork_vma_sharing_tables(*child, v, mode, section)
+                         : g_mmu.range.fork_range(root_, child->root_, VirtAddr{v.start}, v.pages(), mode, section);
   }
   r = finish(section, r);
   if (r.is_error()) {
@@ -134,12 +146,34 @@ ErrorOr<AddressSpace*> AddressSpace::try_fork() {
   return child;
 }
 
+ErrorOr<void> AddressSpace::fork_vma_sharing_tables(AddressSpace& child, const Vma& v, ForkMode mode,
+                                                    LazyMmuSection& section) {
+  for (uint64_t at = v.start; at < v.end;) {
+    const uint64_t table = align_down(at, kTableSpan);
+    const uint64_t next = table + kTableSpan < v.end ? table + kTableSpan : v.end;
+    // A table that straddles two VMAs was shared with the first of them.
+    const bool shared_already = table < v.start && shared_tables_up_to_ > table;
+    bool done = shared_already;
+    if (!done && table_holds_only_private_memory(table))
+      done = TRY(g_mmu.range.share_table(root_, child.root_, VirtAddr{table}, kShareMinLeaves, section));
+    if (done)
+      shared_tables_up_to_ = table + kTableSpan;
+    else
+      TRY(g_mmu.range.fork_range(root_, child.root_, VirtAddr{at}, (next - at) >> kPageShift, mode, section));
+    at = next;
+  }
+  return {};
+}
+
+bool AddressSpace::table_holds_only_private_memory(uint64_t table) const {
+  for (unsigned i = 0; i < count_; ++i)
+    if (vmas_[i].start < table + kTableSpan && vmas_[i].end > table && (vmas_[i].flags & vm::Shared)) return false;
+  return true;
+}
+
 ErrorOr<void> AddressSpace::destroy() {
   LazyMmuSection section(root_, OnRefusal::Retry);
-  ErrorOr<void> r;
-  for (unsigned i = 0; i < count_ && !r.is_error(); ++i)
-    r = g_mmu.range.unmap(root_, VirtAddr{vmas_[i].start}, vmas_[i].pages(), UnmapVisitor{&drop_frame, nullptr},
-                          section);
+  auto r = g_mmu.range.teardown(root_, UnmapVisitor{&drop_frame, nullptr}, section);
   if (!r.is_error()) r = g_mmu.range.release_user_tables(root_, section);
   TRY(finish(section, r));
   count_ = 0;
@@ -263,6 +297,7 @@ ErrorOr<void> AddressSpace::munmap(uint64_t addr, uint64_t len) {
   if (len > abi::kUserTop) return Errno::EINVAL;  // also keeps the rounding below from wrapping
   const uint64_t end = addr + (pages_of(len) << kPageShift);
   if (end > abi::kUserTop || end < addr) return Errno::EINVAL;
+  TRY(unshare(addr, end, Coverage::Partial));  // whole shared tables are only let go of
   TRY(carve(addr, end));
   TRY(unmap_pages(addr, end));
   unsigned out = 0;
@@ -284,16 +319,49 @@ ErrorOr<void> AddressSpace::mprotect(uint64_t addr, uint64_t len, uint32_t prot)
     if (!v) return Errno::ENOMEM;
     p = v->end;
   }
+  // Taking write away keeps whole shared tables shared (their gates are
+  // closed already); any other change needs this space's own copies.
+  bool removes_write_only = true;
+  for (unsigned i = 0; i < count_; ++i)
+    if (vmas_[i].start < end && vmas_[i].end > addr && (vmas_[i].prot & ~vm::Write) != prot) removes_write_only = false;
+  TRY(unshare(addr, end, removes_write_only ? Coverage::Partial : Coverage::All));
   TRY(carve(addr, end));
   for (unsigned i = 0; i < count_; ++i)
     if (vmas_[i].start >= addr && vmas_[i].end <= end) vmas_[i].prot = prot;
   const PteFlags want = leaf_flags(prot);
   const uint64_t managed = pte_bit::Present | pte_bit::ProtNone | pte_bit::Write | pte_bit::Nx;
+  const PteFlags set{want.bits & managed}, clear{~want.bits & managed};
   merge_neighbours();
   LazyMmuSection section(root_, OnRefusal::Retry);  // the VMAs already say the new rights
-  auto r = g_mmu.range.protect(root_, VirtAddr{addr}, (end - addr) >> kPageShift, PteFlags{want.bits & managed},
-                               PteFlags{~want.bits & managed}, section);
+  ErrorOr<void> r;
+  if (!g_policy.ptshare) {
+    r = g_mmu.range.protect(root_, VirtAddr{addr}, (end - addr) >> kPageShift, set, clear, section);
+    return finish(section, r);
+  }
+  // ptshare: a whole table whose leaves differ from the new rights only in
+  // write changes at its L2 entry — unless shared memory is mapped there: a
+  // closed gate over shared frames could only open by making them Cow.
+  for (uint64_t at = addr; at < end && !r.is_error();) {
+    const uint64_t table = align_down(at, kTableSpan);
+    const uint64_t next = table + kTableSpan < end ? table + kTableSpan : end;
+    auto protect = table_holds_only_private_memory(table) ? g_mmu.range.protect_tables : g_mmu.range.protect;
+    r = protect(root_, VirtAddr{at}, (next - at) >> kPageShift, set, clear, section);
+    at = next;
+  }
   return finish(section, r);
+}
+
+ErrorOr<void> AddressSpace::unshare(uint64_t addr, uint64_t end, Coverage which) {
+  if (!g_policy.ptshare) return {};  // no table is ever shared
+  LazyMmuSection section(root_, OnRefusal::Fail);
+  return finish(section, g_mmu.range.unshare(root_, VirtAddr{addr}, (end - addr) >> kPageShift, which, section));
+}
+
+LeafRights AddressSpace::leaf_rights_in_table(uint64_t table) const {
+  for (unsigned i = 0; i < count_; ++i)
+    if (vmas_[i].start < table + kTableSpan && vmas_[i].end > table && !(vmas_[i].prot & vm::Write))
+      return LeafRights::Reduced;
+  return LeafRights::Trusted;
 }
 
 ErrorOr<uint64_t> AddressSpace::brk(uint64_t new_end) {
@@ -344,6 +412,15 @@ FaultOutcome AddressSpace::handle_fault(uint64_t va, Access access) {
   if (access == Access::Execute && !(v->prot & vm::Exec)) return FaultOutcome::bad_access();
   const VirtAddr page{align_down(va, kPageSize)};
   const PteFlags flags = leaf_flags(v->prot);
+  if (write && g_policy.ptshare) {
+    // The L2 entry above may be a closed gate (a table shared since fork, or
+    // one this space alone holds again): copy or open it first, in its own
+    // section, so the leaf decision below reads the table as it now is.
+    LazyMmuSection gate(root_, OnRefusal::Fail);
+    auto opened = finish(gate, g_mmu.range.open_for_write(root_, page,
+                                                          leaf_rights_in_table(align_down(raw(page), kTableSpan)), gate));
+    if (opened.is_error()) return FaultOutcome::out_of_memory(opened.error());
+  }
   auto pte = g_mmu.range.lookup(root_, page);
 
   // A fault only grants access, so a refused update is not retried: the

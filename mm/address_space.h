@@ -93,6 +93,13 @@ class AddressSpace {
   void merge_neighbours();  // join touching VMAs with equal rights and kind
   ErrorOr<void> populate_shared(uint64_t addr, uint64_t size, uint32_t prot);
   ErrorOr<void> unmap_pages(uint64_t start, uint64_t end);
+  // fork under ptshare: whole tables of private memory are shared, the rest
+  // copied leaf by leaf.
+  ErrorOr<void> fork_vma_sharing_tables(AddressSpace& child, const Vma& v, ForkMode mode, LazyMmuSection& section);
+  bool table_holds_only_private_memory(uint64_t table) const;
+  // Copies out shared tables the next change of [addr, end) would write into.
+  ErrorOr<void> unshare(uint64_t addr, uint64_t end, Coverage which);
+  LeafRights leaf_rights_in_table(uint64_t table) const;
 
   Pfn root_{};
   Vma vmas_[kMaxVmas] = {};
@@ -100,6 +107,7 @@ class AddressSpace {
   uint64_t brk_base_ = 0;
   uint64_t brk_end_ = 0;
   bool in_use_ = false;
+  uint64_t shared_tables_up_to_ = 0;  // during try_fork: the end of the last table shared
 };
 
 PteFlags leaf_flags(uint32_t prot);

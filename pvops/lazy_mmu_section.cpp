@@ -10,18 +10,18 @@ bool is_kernel_half(VirtAddr va) { return raw(va) >> 63; }
 
 // Sections do not nest: under Xen an inner section's leave would end the
 // outer one's batching (and its OnRefusal) without anyone noticing.
-bool g_section_open = false;
+LazyMmuSection* g_open_section = nullptr;
 }  // namespace
 
 LazyMmuSection::LazyMmuSection(Pfn root, OnRefusal on_refusal) : root_(root) {
-  if (g_section_open) panic("LazyMmuSection opened inside another (lazy-MMU sections do not nest)");
-  g_section_open = true;
+  if (g_open_section) panic("LazyMmuSection opened inside another (lazy-MMU sections do not nest)");
+  g_open_section = this;
   g_mmu.enter_lazy_mmu(on_refusal);
 }
 
 LazyMmuSection::~LazyMmuSection() {
   if (finished_) return;
-  g_section_open = false;
+  g_open_section = nullptr;
   panic("LazyMmuSection destroyed without finish()");
 }
 
@@ -35,6 +35,22 @@ void LazyMmuSection::invalidate(VirtAddr va) {
   }
   pages_[page_count_++] = va;
 }
+
+void LazyMmuSection::invalidate_range(VirtAddr va, uint64_t pages) {
+  if (root_ != g_current_root && !is_kernel_half(va)) return;
+  if (flush_all_) return;
+  if (pages > kMaxSinglePageFlushes - page_count_) {
+    flush_all_ = true;
+    return;
+  }
+  for (uint64_t i = 0; i < pages; ++i) pages_[page_count_++] = va + i * kPageSize;
+}
+
+void LazyMmuSection::invalidate_all() {
+  if (root_ == g_current_root) flush_all_ = true;
+}
+
+LazyMmuSection* LazyMmuSection::open_section() { return g_open_section; }
 
 ErrorOr<void> LazyMmuSection::release_table(Pfn pfn, Level level) {
   // A failed drain still makes room (it drops what it processed), so the
@@ -78,7 +94,7 @@ ErrorOr<void> LazyMmuSection::drain() {
 ErrorOr<void> LazyMmuSection::finish() {
   if (finished_) panic("LazyMmuSection::finish() called twice");
   finished_ = true;
-  g_section_open = false;  // a section may open again once this one has left lazy mode
+  g_open_section = nullptr;  // a section may open again once this one has left lazy mode
   auto drained = drain();
   auto left = g_mmu.leave_lazy_mmu();
   if (drained.is_error()) return drained;

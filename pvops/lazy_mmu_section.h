@@ -21,6 +21,13 @@ class LazyMmuSection {
 
   // va's translation changed and may be cached.
   void invalidate(VirtAddr va);
+  // So did those of `pages` pages from va (one full flush past the
+  // single-page limit), or of every address in the space.
+  void invalidate_range(VirtAddr va, uint64_t pages);
+  void invalidate_all();
+  // The section open now, or null. The walk needs it where a verb without a
+  // section parameter (map) has to copy a shared table.
+  static LazyMmuSection* open_section();
   // A page table was unhooked; it is freed after the TLB flush.
   ErrorOr<void> release_table(Pfn pfn, Level level);
   ErrorOr<void> finish();

@@ -33,6 +33,14 @@ struct UnmapVisitor {
 
 enum class ForkMode : uint8_t { CopyOnWrite, Share };
 
+// Whether the writable leaves under a closed gate may keep their write right
+// when it opens: Trusted when every VMA over the table allows writing (a
+// whole-table mprotect may have left writable leaves under a read-only VMA
+// and a read-only gate; then Reduced).
+enum class LeafRights : uint8_t { Trusted, Reduced };
+// Which tables of a range an operation needs to own.
+enum class Coverage : uint8_t { Partial, All };
+
 struct MmuRangeOps {
   // EEXIST if any target entry is already present (nothing is overwritten);
   // on error, entries mapped before the failure stay mapped.
@@ -59,6 +67,37 @@ struct MmuRangeOps {
   // Frees the user half's remaining (empty) upper tables of a root about to
   // be dropped or cached; EBUSY if a leaf is still mapped there.
   ErrorOr<void> (*release_user_tables)(Pfn root, LazyMmuSection& section);
+
+  // Table sharing (ptshare=on). An L1 table may be referenced by the L2
+  // entries of several address spaces; those entries are then read-only (a
+  // closed "gate": no write reaches a leaf under it), and the table's share
+  // count (frame_refs() of the table's frame) says how many there are. The
+  // walk never stores into a shared table: a verb that must first gives the
+  // caller a private copy ("copy-out": every leaf read-only and Cow, frame
+  // references taken for that table only, hooked in with one validation).
+  //
+  // fork: the child's L2 entry for the 2 MiB at va points at the parent's
+  // L1 table, both entries read-only; no leaf is written. Only a table with
+  // at least min_leaves mapped leaves (or one shared already) is shared;
+  // false means nothing was done (no table, or too sparse): copy its leaves.
+  ErrorOr<bool> (*share_table)(Pfn parent, Pfn child, VirtAddr va, unsigned min_leaves, LazyMmuSection& section);
+  // A write to va is coming (a write fault the VMA allows): the table is
+  // copied if shared, or its gate opened when this space is the last holder
+  // (leaves whose frames are still shared lose write and become Cow first;
+  // with LeafRights::Reduced every leaf loses write first).
+  ErrorOr<void> (*open_for_write)(Pfn root, VirtAddr va, LeafRights rights, LazyMmuSection& section);
+  // Copies out the shared tables of [va, va + pages) — all of them, or only
+  // those the range covers in part — so the work that follows (mprotect,
+  // munmap) needs no frame and cannot stop halfway for want of one.
+  ErrorOr<void> (*unshare)(Pfn root, VirtAddr va, uint64_t pages, Coverage which, LazyMmuSection& section);
+  // protect() that changes a whole table's L2 entry instead of its leaves
+  // when only the write right changes for every leaf of it.
+  ErrorOr<void> (*protect_tables)(Pfn root, VirtAddr va, uint64_t pages, PteFlags set, PteFlags clear,
+                                  LazyMmuSection& section);
+  // Empties the user half: every leaf reported and unhooked with its table,
+  // a shared table only unhooked (its count drops); L1 and L2 tables freed.
+  // release_user_tables() then frees the L3 tables.
+  ErrorOr<void> (*teardown)(Pfn root, UnmapVisitor visit, LazyMmuSection& section);
 };
 
 enum class PteAccess : uint8_t { Attrs, Flags };  // boot parameter pte=

@@ -17,11 +17,11 @@ template <MmuPolicy P, PteAccess Access>
 class PageWalk {
  public:
   static ErrorOr<void> map(Pfn root, VirtAddr va, uint64_t pages, FrameSource src, PteFlags flags) {
-    return each_table(root, va, pages, Alloc::Yes, [&](Pte* l1, unsigned first, unsigned count, uint64_t i) -> ErrorOr<void> {
+    return each_table(root, va, pages, Alloc::Yes, Gate::PushDown, LazyMmuSection::open_section(), [&](Pte* l1, unsigned first, unsigned count, uint64_t i) -> ErrorOr<void> {
       for (unsigned k = 0; k < count; ++k) {
         if (mapped(l1[first + k])) return Errno::EEXIST;
         // A not-present entry is never cached in the TLB: no flush needed.
-        TRY(P::store(&l1[first + k], P::make(src.at(i + k), flags), Level::L1));
+        TRY(store(&l1[first + k], P::make(src.at(i + k), flags), Level::L1));
       }
       return {};
     });
@@ -29,20 +29,12 @@ class PageWalk {
 
   static ErrorOr<void> protect(Pfn root, VirtAddr va, uint64_t pages, PteFlags set, PteFlags clear,
                                LazyMmuSection& section) {
-    return each_table(root, va, pages, Alloc::No, [&](Pte* l1, unsigned first, unsigned count, uint64_t i) -> ErrorOr<void> {
-      for (unsigned k = 0; k < count; ++k) {
-        Pte* slot = &l1[first + k];
-        if (!mapped(*slot)) continue;
-        const Pte old = P::modify_prot_start(slot);
-        Pte updated{(old.raw | set.bits) & ~clear.bits};
-        // A shared (copy-on-write) frame stays read-only whatever the new
-        // protection: the write fault will give this mapping its own copy.
-        if (updated.raw & pte_bit::Cow) updated.raw &= ~pte_bit::Write;
-        TRY(P::modify_prot_commit(slot, old, updated));
-        section.invalidate(va + (i + k) * kPageSize);
-      }
-      return {};
-    });
+    return protect_leaves(root, va, pages, set, clear, section, Tables::Leaves);
+  }
+
+  static ErrorOr<void> protect_tables(Pfn root, VirtAddr va, uint64_t pages, PteFlags set, PteFlags clear,
+                                      LazyMmuSection& section) {
+    return protect_leaves(root, va, pages, set, clear, section, Tables::Whole);
   }
 
   static ErrorOr<void> unmap(Pfn root, VirtAddr va, uint64_t pages, UnmapVisitor visit, LazyMmuSection& section) {
@@ -65,6 +57,15 @@ class PageWalk {
       }
       Pte* l2 = l2_lookup.value();
       Pte* l2_slot = &l2[index_at(v, Level::L2)];
+      if (in_table == kEntriesPerTable && holders(P::pfn_of(*l2_slot)) > 1) {
+        // Another space still uses the table: this one only lets go of it.
+        i += in_table;
+        TRY(drop_shared(l2_slot, v, section));
+        TRY(release_if_empty(root, v, l2, Level::L2, section));
+        continue;
+      }
+      // Clearing some leaves of a shared table: this space's own copy first.
+      if (in_table != kEntriesPerTable) TRY(make_private(l2_slot, v, Gate::Keep, section));
       const Pfn l1_pfn = P::pfn_of(*l2_slot);
       Pte* l1 = phys_to_virt<Pte>(l1_pfn);
       if (in_table == kEntriesPerTable) {
@@ -79,16 +80,14 @@ class PageWalk {
           if (visit.fn) visit.fn(visit.ctx, at, old);
         }
         i += in_table;
-        TRY(P::store(l2_slot, Pte{}, Level::L2));
-        section.invalidate(v);
-        TRY(section.release_table(l1_pfn, Level::L1));
+        TRY(release_l1(l2_slot, v, section));
         TRY(release_if_empty(root, v, l2, Level::L2, section));
         continue;
       }
       for (unsigned idx = first; idx < first + in_table; ++idx) {
         const Pte old = l1[idx];
         if (old.none()) continue;
-        TRY(P::store(&l1[idx], Pte{}, Level::L1));
+        TRY(store(&l1[idx], Pte{}, Level::L1));
         const VirtAddr at = va + (i + (idx - first)) * kPageSize;
         if (mapped(old)) {
           section.invalidate(at);
@@ -108,12 +107,7 @@ class PageWalk {
         empty = none_outside(l1, first, end);
       }
       if (empty) {
-        TRY(P::store(l2_slot, Pte{}, Level::L2));
-        // The CPU may cache the unhooked table's entry (paging-structure
-        // caches) even when no leaf under it was present: invalidate an
-        // address it covered before the frame is reused.
-        section.invalidate(v);
-        TRY(section.release_table(l1_pfn, Level::L1));
+        TRY(release_l1(l2_slot, v, section));
         TRY(release_if_empty(root, v, l2, Level::L2, section));
       }
     }
@@ -121,7 +115,7 @@ class PageWalk {
   }
 
   static ErrorOr<Pte> lookup(Pfn root, VirtAddr va) {
-    Pte* l1 = TRY(table_for(root, va, Alloc::No));
+    Pte* l1 = TRY(l1_for(root, va, Alloc::No, Gate::None, nullptr));
     const Pte e = l1[index_at(va, Level::L1)];
     if (!mapped(e)) return Errno::ENOENT;
     return e;
@@ -133,17 +127,17 @@ class PageWalk {
   }
 
   static ErrorOr<void> remap(Pfn root, VirtAddr va, Pfn pfn, PteFlags flags, LazyMmuSection& section) {
-    Pte* l1 = TRY(table_for(root, va, Alloc::Yes));
+    Pte* l1 = TRY(l1_for(root, va, Alloc::Yes, Gate::Keep, &section));
     Pte* slot = &l1[index_at(va, Level::L1)];
     const bool was_present = mapped(*slot);
-    TRY(P::store(slot, P::make(pfn, flags), Level::L1));
+    TRY(store(slot, P::make(pfn, flags), Level::L1));
     if (was_present) section.invalidate(va);
     return {};
   }
 
   static ErrorOr<void> fork_range(Pfn parent, Pfn child, VirtAddr va, uint64_t pages, ForkMode mode,
                                   LazyMmuSection& section) {
-    return each_table(parent, va, pages, Alloc::No, [&](Pte* src, unsigned first, unsigned count, uint64_t i) -> ErrorOr<void> {
+    return each_table(parent, va, pages, Alloc::No, Gate::Keep, &section, [&](Pte* src, unsigned first, unsigned count, uint64_t i) -> ErrorOr<void> {
       // The child's table for this stretch. A table the child does not have
       // yet is filled as ordinary private memory and published (validated,
       // under Xen) in one store when complete, as Linux fills a new mm
@@ -159,6 +153,7 @@ class PageWalk {
           Pte* l2 = TRY(table_for_level(child, at, Level::L2, Alloc::Yes));
           Pte* slot = &l2[index_at(at, Level::L2)];
           if (present(*slot)) {
+            TRY(make_private(slot, at, Gate::Keep, section));
             dst = phys_to_virt<Pte>(P::pfn_of(*slot));
           } else {
             fresh = TRY(frames().try_alloc());
@@ -181,12 +176,12 @@ class PageWalk {
         if (fresh_slot) {
           dst[first + k] = e;  // not a page table yet: a plain store
         } else {
-          TRY(P::store(&dst[first + k], e, Level::L1));
+          TRY(store(&dst[first + k], e, Level::L1));
         }
       }
       if (fresh_slot) {
         auto prepared = P::prepare_table(fresh, Level::L1);
-        if (!prepared.is_error()) prepared = P::store(fresh_slot, P::make_table(fresh), Level::L2);
+        if (!prepared.is_error()) prepared = store(fresh_slot, P::make_table(fresh), Level::L2);
         if (prepared.is_error()) {
           // Nothing references the entries yet: drop what they took.
           for (unsigned k = 0; k < kEntriesPerTable; ++k)
@@ -205,39 +200,319 @@ class PageWalk {
       if (!present(l4[i4])) continue;
       const Pfn l3_pfn = P::pfn_of(l4[i4]);
       if (!none_outside(phys_to_virt<Pte>(l3_pfn), 0, 0)) return Errno::EBUSY;
-      TRY(P::store(&l4[i4], Pte{}, Level::L4));
+      TRY(store(&l4[i4], Pte{}, Level::L4));
       TRY(section.release_table(l3_pfn, Level::L3));
     }
     return {};
   }
 
+  static ErrorOr<bool> share_table(Pfn parent, Pfn child, VirtAddr va, unsigned min_leaves, LazyMmuSection& section) {
+    const VirtAddr base = table_base(va);
+    auto l2 = table_for_level(parent, base, Level::L2);
+    if (l2.is_error()) return false;
+    Pte* from = &l2.value()[index_at(base, Level::L2)];
+    if (!present(*from)) return false;
+    const Pfn l1 = P::pfn_of(*from);
+    if (holders(l1) == 1 && mapped_leaves(phys_to_virt<const Pte>(l1)) < min_leaves) return false;
+    Pte* child_l2 = TRY(table_for_level(child, base, Level::L2, Alloc::Yes));
+    Pte* to = &child_l2[index_at(base, Level::L2)];
+    if (present(*to)) return Errno::EEXIST;  // fork fills a fresh space: a table here is a caller's bug
+    if (writable(*from)) {
+      // The parent's writable translations under this table go with the gate.
+      TRY(store(from, Pte{from->raw & ~pte_bit::Write}, Level::L2));
+      section.invalidate_range(base, kEntriesPerTable);
+    }
+    TRY(store(to, Pte{P::make_table(l1).raw & ~pte_bit::Write}, Level::L2));
+    frame_refs().set(l1, static_cast<uint16_t>(holders(l1) + 1));
+    ++g_mmu_counters.pt_shares;
+    return true;
+  }
+
+  static ErrorOr<void> open_for_write(Pfn root, VirtAddr va, LeafRights rights, LazyMmuSection& section) {
+    auto l2 = table_for_level(root, va, Level::L2);
+    if (l2.is_error()) return {};
+    Pte* slot = &l2.value()[index_at(va, Level::L2)];
+    if (!present(*slot)) return {};
+    return make_private(slot, table_base(va), rights == LeafRights::Trusted ? Gate::Open : Gate::PushDown, section);
+  }
+
+  static ErrorOr<void> unshare(Pfn root, VirtAddr va, uint64_t pages, Coverage which, LazyMmuSection& section) {
+    return each_stretch(va, pages, [&](VirtAddr v, unsigned, unsigned count, uint64_t) -> ErrorOr<void> {
+      if (which == Coverage::Partial && count == kEntriesPerTable) return {};
+      auto l2 = table_for_level(root, v, Level::L2);
+      if (l2.is_error()) return {};
+      Pte* slot = &l2.value()[index_at(v, Level::L2)];
+      if (!present(*slot) || holders(P::pfn_of(*slot)) == 1) return {};
+      return copy_out(slot, table_base(v), section);
+    });
+  }
+
+  static ErrorOr<void> teardown(Pfn root, UnmapVisitor visit, LazyMmuSection& section) {
+    Pte* l4 = phys_to_virt<Pte>(root);
+    bool any = false;
+    for (unsigned i4 = 0; i4 < kEntriesPerTable / 2; ++i4) {
+      if (!present(l4[i4])) continue;
+      Pte* l3 = phys_to_virt<Pte>(P::pfn_of(l4[i4]));
+      for (unsigned i3 = 0; i3 < kEntriesPerTable; ++i3) {
+        if (!present(l3[i3])) continue;
+        const Pfn l2_pfn = P::pfn_of(l3[i3]);
+        Pte* l2 = phys_to_virt<Pte>(l2_pfn);
+        for (unsigned i2 = 0; i2 < kEntriesPerTable; ++i2) {
+          if (!present(l2[i2])) continue;
+          const VirtAddr base{(uint64_t{i4} << 39) | (uint64_t{i3} << 30) | (uint64_t{i2} << 21)};
+          any = true;
+          if (holders(P::pfn_of(l2[i2])) > 1) {
+            TRY(drop_shared(&l2[i2], base, section));
+            continue;
+          }
+          const Pte* l1 = phys_to_virt<const Pte>(P::pfn_of(l2[i2]));
+          if (visit.fn)
+            for (unsigned k = 0; k < kEntriesPerTable; ++k)
+              if (mapped(l1[k])) visit.fn(visit.ctx, base + k * kPageSize, l1[k]);
+          TRY(release_l1(&l2[i2], base, section));
+        }
+        TRY(store(&l3[i3], Pte{}, Level::L3));
+        TRY(section.release_table(l2_pfn, Level::L2));
+      }
+    }
+    if (any) section.invalidate_all();
+    return {};
+  }
+
   static constexpr MmuRangeOps range_ops() {
-    return {&map, &protect, &unmap, &lookup, &populate, &remap, &fork_range, &release_user_tables};
+    return {&map,        &protect,     &unmap,          &lookup,         &populate, &remap,
+            &fork_range, &release_user_tables, &share_table, &open_for_write, &unshare, &protect_tables, &teardown};
   }
 
  private:
   enum class Alloc { No, Yes };
 
+  // What a store into an L1 table needs from it when that table is behind a
+  // read-only L2 entry (a closed gate, ptshare). A shared table is always
+  // copied first; the gate of a table this space alone holds may stay:
+  enum class Gate : uint8_t {
+    None,      // no store follows (lookup): take the table as it is
+    Keep,      // the stores leave every leaf within its VMA's rights and
+               // change no VMA (unmap, a fault's remap, fork's write-protect):
+               // the gate may stay closed
+    PushDown,  // the stores change rights or add mappings of new VMAs
+               // (mprotect per leaf, map): the gate's restriction moves into
+               // the leaves, then it opens
+    Open,      // a write is coming: leaves whose frames are shared become
+               // Cow, the others keep their rights, and the gate opens
+  };
+  enum class Tables : uint8_t { Leaves, Whole };
+
+  // The walk's one store choke point: the backend's store, and the count of
+  // L2 stores (hooks, unhooks and gates) the ptshare figures are about.
+  static ErrorOr<void> store(Pte* slot, Pte v, Level level) {
+    if (level == Level::L2) ++g_mmu_counters.l2_writes;
+    return P::store(slot, v, level);
+  }
+
+  static VirtAddr table_base(VirtAddr va) { return VirtAddr{align_down(raw(va), entry_span(Level::L2))}; }
+
+  // How many L2 entries reference an L1 table (0 and 1 both mean one).
+  static unsigned holders(Pfn l1) {
+    const unsigned n = frame_refs().get(l1);
+    return n ? n : 1;
+  }
+
+  static unsigned mapped_leaves(const Pte* l1) {
+    unsigned n = 0;
+    for (unsigned k = 0; k < kEntriesPerTable; ++k) n += mapped(l1[k]);
+    return n;
+  }
+
+  // Makes the L1 table `slot` points at this space's own before a store into
+  // it (see Gate). slot may point at a new table afterwards.
+  static ErrorOr<void> make_private(Pte* slot, VirtAddr base, Gate gate, LazyMmuSection& section) {
+    if (gate == Gate::None) return {};
+    if (holders(P::pfn_of(*slot)) > 1) return copy_out(slot, base, section);
+    if (writable(*slot) || gate == Gate::Keep) return {};
+    return open_gate(slot, base, gate == Gate::PushDown, section);
+  }
+
+  // This space's own copy of a shared table: its leaves read-only and Cow
+  // (their frames are now referenced once more), built as plain memory and
+  // hooked in with one validation. The old table loses one holder.
+  static ErrorOr<void> copy_out(Pte* slot, VirtAddr base, LazyMmuSection& section) {
+    const Pfn old = P::pfn_of(*slot);
+    const Pte* src = phys_to_virt<const Pte>(old);
+    const Pfn fresh = TRY(frames().try_alloc());
+    Pte* dst = phys_to_virt<Pte>(fresh);
+    for (unsigned k = 0; k < kEntriesPerTable; ++k) {
+      Pte e = src[k];
+      if (mapped(e)) {
+        e = Pte{(e.raw & ~pte_bit::Write) | pte_bit::Cow};
+        frame_refs().inc(P::pfn_of(e));
+      }
+      dst[k] = e;
+    }
+    auto prepared = P::prepare_table(fresh, Level::L1);
+    if (!prepared.is_error()) {
+      prepared = store(slot, P::make_table(fresh), Level::L2);
+      if (prepared.is_error()) must(P::retire_table(fresh, Level::L1), "retire an unhooked copy");
+    }
+    if (prepared.is_error()) {
+      for (unsigned k = 0; k < kEntriesPerTable; ++k)
+        if (mapped(dst[k])) frame_refs().dec(P::pfn_of(dst[k]));  // the old table still holds each
+      frames().must_free(fresh);
+      return prepared.error();
+    }
+    frame_refs().dec(old);
+    section.invalidate_range(base, kEntriesPerTable);
+    ++g_mmu_counters.pt_copyouts;
+    return {};
+  }
+
+  // Opens the closed gate of a table this space alone holds. Leaves whose
+  // frames another table still references become read-only and Cow (so no
+  // later mprotect can make them writable either); with push_down every
+  // writable leaf loses write, so the leaves alone say the rights. The leaf
+  // updates reach the tables before the gate opens.
+  static ErrorOr<void> open_gate(Pte* slot, VirtAddr base, bool push_down, LazyMmuSection& section) {
+    Pte* l1 = phys_to_virt<Pte>(P::pfn_of(*slot));
+    for (unsigned k = 0; k < kEntriesPerTable; ++k) {
+      const Pte e = l1[k];
+      if (!mapped(e) || (e.raw & pte_bit::Cow)) continue;
+      const bool shared = frame_refs().get(P::pfn_of(e)) > 1;
+      if (!shared && !(push_down && (e.raw & pte_bit::Write))) continue;
+      const Pte old = P::modify_prot_start(&l1[k]);
+      TRY(P::modify_prot_commit(&l1[k], old,
+                                Pte{(old.raw & ~pte_bit::Write) | (shared ? pte_bit::Cow : uint64_t{0})}));
+    }
+    TRY(g_mmu.flush_lazy_mmu());
+    TRY(store(slot, Pte{slot->raw | pte_bit::Write}, Level::L2));
+    // Translations cached while the gate was closed say read-only.
+    section.invalidate_range(base, kEntriesPerTable);
+    ++(push_down ? g_mmu_counters.pt_pushdowns : g_mmu_counters.pt_gate_opens);
+    return {};
+  }
+
+  // Unhooks a shared table from this space; the others keep it.
+  static ErrorOr<void> drop_shared(Pte* slot, VirtAddr base, LazyMmuSection& section) {
+    const Pfn l1 = P::pfn_of(*slot);
+    TRY(store(slot, Pte{}, Level::L2));
+    section.invalidate_range(base, kEntriesPerTable);
+    frame_refs().dec(l1);
+    return {};
+  }
+
+  // Unhooks a table this space alone holds and frees it after the flush.
+  static ErrorOr<void> release_l1(Pte* slot, VirtAddr base, LazyMmuSection& section) {
+    const Pfn l1 = P::pfn_of(*slot);
+    TRY(store(slot, Pte{}, Level::L2));
+    // The CPU may cache the unhooked table's entry (paging-structure caches)
+    // even when no leaf under it was present: invalidate an address it
+    // covered before the frame is reused.
+    section.invalidate(base);
+    frame_refs().set(l1, 0);
+    return section.release_table(l1, Level::L1);
+  }
+
+  static ErrorOr<void> protect_leaves(Pfn root, VirtAddr va, uint64_t pages, PteFlags set, PteFlags clear,
+                                      LazyMmuSection& section, Tables tables) {
+    return each_stretch(va, pages, [&](VirtAddr v, unsigned first, unsigned count, uint64_t i) -> ErrorOr<void> {
+      auto l2 = table_for_level(root, v, Level::L2);
+      if (l2.is_error()) return {};
+      Pte* l2_slot = &l2.value()[index_at(v, Level::L2)];
+      if (!present(*l2_slot)) return {};
+      if (tables == Tables::Whole && count == kEntriesPerTable && TRY(protect_at_l2(l2_slot, v, set, clear, section)))
+        return {};
+      TRY(make_private(l2_slot, v, Gate::PushDown, section));
+      Pte* l1 = phys_to_virt<Pte>(P::pfn_of(*l2_slot));
+      for (unsigned k = 0; k < count; ++k) {
+        Pte* slot = &l1[first + k];
+        if (!mapped(*slot)) continue;
+        const Pte old = P::modify_prot_start(slot);
+        Pte updated{(old.raw | set.bits) & ~clear.bits};
+        // A shared (copy-on-write) frame stays read-only whatever the new
+        // protection: the write fault will give this mapping its own copy.
+        if (updated.raw & pte_bit::Cow) updated.raw &= ~pte_bit::Write;
+        TRY(P::modify_prot_commit(slot, old, updated));
+        section.invalidate(va + (i + k) * kPageSize);
+      }
+      return {};
+    });
+  }
+
+  // mprotect of a whole table at its L2 entry, when the only right that
+  // changes for its leaves is write: taking it away closes the gate (the
+  // leaves keep theirs; effective rights are leaf ∧ L2); giving it back
+  // opens it as a write fault would, which requires every leaf to be
+  // writable already (or Cow). False: the leaves must change one by one.
+  static ErrorOr<bool> protect_at_l2(Pte* slot, VirtAddr base, PteFlags set, PteFlags clear, LazyMmuSection& section) {
+    const bool adds_write = set.bits & pte_bit::Write, removes_write = clear.bits & pte_bit::Write;
+    if (adds_write == removes_write) return false;
+    const Pte* l1 = phys_to_virt<const Pte>(P::pfn_of(*slot));
+    for (unsigned k = 0; k < kEntriesPerTable; ++k) {
+      const Pte e = l1[k];
+      if (!mapped(e)) continue;
+      Pte updated{(e.raw | set.bits) & ~clear.bits};
+      if (updated.raw & pte_bit::Cow) updated.raw &= ~pte_bit::Write;
+      const uint64_t changed = updated.raw ^ e.raw;
+      if (adds_write ? changed != 0 : (changed & ~pte_bit::Write) != 0) return false;
+    }
+    if (removes_write) {
+      if (writable(*slot)) {
+        TRY(store(slot, Pte{slot->raw & ~pte_bit::Write}, Level::L2));
+        section.invalidate_range(base, kEntriesPerTable);
+      }
+    } else {
+      TRY(make_private(slot, base, Gate::Open, section));
+    }
+    ++g_mmu_counters.l2_protects;
+    return true;
+  }
+
   static uint64_t min(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
   // Splits [va, va + pages) at L1-table boundaries and calls
-  // fn(l1_table, first_index, count, pages_done_before) for each stretch;
-  // with Alloc::No, stretches without an L1 table are skipped. The lambda is
-  // inlined: still one indirect call per range, none per entry.
+  // fn(stretch_va, first_index, count, pages_done_before) for each stretch.
+  // The lambda is inlined: still one indirect call per range, none per entry.
   template <typename Fn>
-  static ErrorOr<void> each_table(Pfn root, VirtAddr va, uint64_t pages, Alloc alloc, Fn&& fn) {
+  static ErrorOr<void> each_stretch(VirtAddr va, uint64_t pages, Fn&& fn) {
     for (uint64_t i = 0; i < pages;) {
       const VirtAddr v = va + i * kPageSize;
       const unsigned first = index_at(v, Level::L1);
       const unsigned count = static_cast<unsigned>(min(pages - i, uint64_t{kEntriesPerTable - first}));
-      auto table = table_for(root, v, alloc);
-      if (!table.is_error())
-        TRY(fn(table.value(), first, count, i));
-      else if (alloc == Alloc::Yes)
-        return table.error();
+      TRY(fn(v, first, count, i));
       i += count;
     }
     return {};
+  }
+
+  // each_stretch with the stretch's L1 table, made ready for `gate`:
+  // fn(l1_table, first_index, count, pages_done_before). With Alloc::No,
+  // stretches without an L1 table are skipped.
+  template <typename Fn>
+  static ErrorOr<void> each_table(Pfn root, VirtAddr va, uint64_t pages, Alloc alloc, Gate gate,
+                                  LazyMmuSection* section, Fn&& fn) {
+    return each_stretch(va, pages, [&](VirtAddr v, unsigned first, unsigned count, uint64_t i) -> ErrorOr<void> {
+      auto table = l1_for(root, v, alloc, gate, section);
+      if (!table.is_error()) return fn(table.value(), first, count, i);
+      return alloc == Alloc::Yes ? ErrorOr<void>(table.error()) : ErrorOr<void>{};
+    });
+  }
+
+  // The L1 table covering va, made ready for `gate` (a shared table is
+  // copied, a closed gate opened if the gate asks; section is where the
+  // copy's invalidations go).
+  static ErrorOr<Pte*> l1_for(Pfn root, VirtAddr va, Alloc alloc, Gate gate, LazyMmuSection* section) {
+    Pte* l2 = TRY(table_for_level(root, va, Level::L2, alloc));
+    Pte* slot = &l2[index_at(va, Level::L2)];
+    if (!present(*slot)) {
+      if (alloc == Alloc::No) return Errno::ENOENT;
+      return populate(slot, Level::L2);
+    }
+    // Gates and shared tables exist only in the user half (the kernel's
+    // tables may have read-only upper entries of their own, e.g. Xen's).
+    if (gate != Gate::None && !(raw(va) >> 63) && (!writable(*slot) || holders(P::pfn_of(*slot)) > 1)) {
+      if (!section) panic("page walk: a shared or gated table needs a lazy-MMU section");
+      TRY(make_private(slot, table_base(va), gate, *section));
+    }
+    return phys_to_virt<Pte>(P::pfn_of(*slot));
   }
 
   // pte=attrs reads flag bits inline; pte=flags asks the backend each time.
@@ -249,6 +524,13 @@ class PageWalk {
       return g_mmu.pte_flags(e).bits & (pte_bit::Present | pte_bit::ProtNone);
     else
       return e.raw & (pte_bit::Present | pte_bit::ProtNone);
+  }
+
+  static bool writable(Pte e) {
+    if constexpr (Access == PteAccess::Flags)
+      return g_mmu.pte_flags(e).has(pte_bit::Write);
+    else
+      return e.raw & pte_bit::Write;
   }
 
   static bool present(Pte e) {
@@ -275,7 +557,7 @@ class PageWalk {
       frames().must_free(pfn);
       return prepared.error();
     }
-    auto hooked = P::store(slot, P::make_table(pfn), level);
+    auto hooked = store(slot, P::make_table(pfn), level);
     if (hooked.is_error()) {
       must(P::retire_table(pfn, below(level)), "retire unhooked table");
       frames().must_free(pfn);
@@ -301,9 +583,6 @@ class PageWalk {
     return table;
   }
 
-  static ErrorOr<Pte*> table_for(Pfn root, VirtAddr va, Alloc alloc) {
-    return table_for_level(root, va, Level::L1, alloc);
-  }
 
   // After an entry of `table` (at `level`) was cleared: if the table is now
   // empty, unhook it from its parent and free it. Stops at L2: L3 and L4
@@ -311,7 +590,7 @@ class PageWalk {
   static ErrorOr<void> release_if_empty(Pfn root, VirtAddr va, Pte* table, Level level, LazyMmuSection& section) {
     if (level != Level::L2 || !none_outside(table, 0, 0)) return {};
     Pte* l3 = TRY(table_for_level(root, va, Level::L3));
-    TRY(P::store(&l3[index_at(va, Level::L3)], Pte{}, Level::L3));
+    TRY(store(&l3[index_at(va, Level::L3)], Pte{}, Level::L3));
     section.invalidate(va);
     return section.release_table(virt_to_pfn(table), Level::L2);
   }
