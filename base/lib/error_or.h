@@ -1,8 +1,10 @@
 // ErrorOr<T> and TRY: error propagation without exceptions.
 //
-// Kernel functions that can fail return ErrorOr<T>; callers either propagate
-// with TRY(expr) or insist with must(expr), which panics with the error's
-// name. try_/must_ function pairs follow the same convention.
+// Kernel functions that can fail return ErrorOr<T> (an Errno on failure);
+// callers either propagate with TRY(expr) or insist with must(expr), which
+// panics with the error's name. try_/must_ function pairs follow the same
+// convention. ErrorOr<T, E> carries another error type where an Errno says
+// too little (the boot parameters' one-line refusals).
 #pragma once
 #include "base/lib/types.h"
 
@@ -34,32 +36,45 @@ const char* errno_name(Errno e);
 
 [[noreturn]] void panic(const char* fmt, ...);
 
-template <typename T>
+// What ErrorOr needs of its error type E: a default-constructed E means "no
+// error" and ErrorTraits<E>::is_error tells the two apart. Errno (the
+// default) is an error unless Ok; another type answers through its own
+// is_error(), e.g. a message that is an error once it has text.
+template <typename E>
+struct ErrorTraits {
+  static bool is_error(const E& e) { return e.is_error(); }
+};
+template <>
+struct ErrorTraits<Errno> {
+  static constexpr bool is_error(Errno e) { return e != Errno::Ok; }
+};
+
+template <typename T, typename E = Errno>
 class [[nodiscard]] ErrorOr {
  public:
-  ErrorOr(T value) : value_(value), error_(Errno::Ok) {}  // NOLINT: implicit by design
-  ErrorOr(Errno e) : value_(), error_(e) {}               // NOLINT
-  bool is_error() const { return error_ != Errno::Ok; }
-  Errno error() const { return error_; }
+  ErrorOr(T value) : value_(value), error_() {}  // NOLINT: implicit by design
+  ErrorOr(E e) : value_(), error_(e) {}          // NOLINT
+  bool is_error() const { return ErrorTraits<E>::is_error(error_); }
+  const E& error() const { return error_; }
   T value() const { return value_; }
   T release_value() { return value_; }
 
  private:
   T value_;
-  Errno error_;
+  E error_;
 };
 
-template <>
-class [[nodiscard]] ErrorOr<void> {
+template <typename E>
+class [[nodiscard]] ErrorOr<void, E> {
  public:
-  ErrorOr() : error_(Errno::Ok) {}
-  ErrorOr(Errno e) : error_(e) {}  // NOLINT
-  bool is_error() const { return error_ != Errno::Ok; }
-  Errno error() const { return error_; }
+  ErrorOr() : error_() {}
+  ErrorOr(E e) : error_(e) {}  // NOLINT
+  bool is_error() const { return ErrorTraits<E>::is_error(error_); }
+  const E& error() const { return error_; }
   void release_value() {}
 
  private:
-  Errno error_;
+  E error_;
 };
 
 // must(): the caller has proven failure impossible; if it happens anyway, that

@@ -1,49 +1,40 @@
 #include "guest/boot/select.h"
 
-#include "base/lib/format.h"
 #include "base/lib/kstring.h"
 #include "pvops/backends.h"
 
 namespace pvk {
 
-bool select_mmu_backend(const Platform& platform, const BootParams& params, char* why, size_t cap) {
+ErrorOr<void, ParamError> select_mmu_backend(const Platform& platform, const BootParams& params) {
   const bool on_xen = !strcmp(platform.name, "xen");
   MmuBackend want = params.mmu;
   if (want == MmuBackend::Default) want = on_xen ? MmuBackend::Batched : MmuBackend::Native;
 
-  if (!on_xen && want != MmuBackend::Native) {
-    format(why, cap, "pvk: boot parameter 'mmu=%s' needs a Xen PV guest; this boot is native (accepted here: native)",
-           backend_name(want));
-    return false;
-  }
-  if (on_xen && want == MmuBackend::Native) {
-    format(why, cap,
-           "pvk: boot parameter 'mmu=native' cannot work under Xen PV: page tables are read-only to the guest "
-           "(accepted here: batched|direct|wrpt)");
-    return false;
-  }
-  if (params.pvpatch == Switch::On) {
-    format(why, cap, "pvk: boot parameter 'pvpatch=on': call-site patching is not built yet (accepted: off)");
-    return false;
-  }
+  if (!on_xen && want != MmuBackend::Native)
+    return param_error(
+        "pvk: boot parameter 'mmu=%s' needs a Xen PV guest; this boot is native (accepted here: native)",
+        backend_name(want));
+  if (on_xen && want == MmuBackend::Native)
+    return param_error(
+        "pvk: boot parameter 'mmu=native' cannot work under Xen PV: page tables are read-only to the guest "
+        "(accepted here: batched|direct|wrpt)");
+  if (params.pvpatch == Switch::On)
+    return param_error("pvk: boot parameter 'pvpatch=on': call-site patching is not built yet (accepted: off)");
   switch (want) {
-    case MmuBackend::Native: g_mmu = make_native_ops(params.pte); return true;
-    case MmuBackend::Batched: g_mmu = make_batched_ops(params.pte, params.batch); return true;
-    case MmuBackend::Direct: g_mmu = make_direct_ops(params.pte); return true;
+    case MmuBackend::Native: g_mmu = make_native_ops(params.pte); return {};
+    case MmuBackend::Batched: g_mmu = make_batched_ops(params.pte, params.batch); return {};
+    case MmuBackend::Direct: g_mmu = make_direct_ops(params.pte); return {};
     case MmuBackend::Wrpt: {
       auto ops = try_make_wrpt_ops(params.pte);
-      if (ops.is_error()) {
-        format(why, cap, "pvk: boot parameter 'mmu=wrpt': Xen refused writable page tables (%s)",
-               errno_name(ops.error()));
-        return false;
-      }
+      if (ops.is_error())
+        return param_error("pvk: boot parameter 'mmu=wrpt': Xen refused writable page tables (%s)",
+                           errno_name(ops.error()));
       g_mmu = ops.value();
-      return true;
+      return {};
     }
     case MmuBackend::Default: break;
   }
-  format(why, cap, "pvk: boot parameter 'mmu': no backend chosen");
-  return false;
+  return param_error("pvk: boot parameter 'mmu': no backend chosen");
 }
 
 }  // namespace pvk

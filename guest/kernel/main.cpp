@@ -132,11 +132,9 @@ void kernel_main(Platform& platform, BootInfo& info) {
   g_boot_tsc = info.boot_tsc;
   kprintf("pvk: booting (%s, %s), command line '%s'\n", platform.name, platform.role, info.cmdline);
 
-  ParseResult parsed = parse_boot_params(info.cmdline, g_params);
-  if (!parsed.ok) refuse(parsed.error);
+  if (auto parsed = parse_boot_params(info.cmdline, g_params); parsed.is_error()) refuse(parsed.error().message);
   run_selftests(g_params.selftest, /*dry_run=*/true);
-  char why[192];
-  if (!select_mmu_backend(platform, g_params, why, sizeof why)) refuse(why);
+  if (auto selected = select_mmu_backend(platform, g_params); selected.is_error()) refuse(selected.error().message);
 
   if (auto r = init_frames(info); r.is_error()) panic("frame allocator: %s", errno_name(r.error()));
   if (auto r = build_kernel_space(info); r.is_error()) panic("kernel page tables: %s", errno_name(r.error()));

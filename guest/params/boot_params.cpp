@@ -1,5 +1,6 @@
 #include "guest/params/boot_params.h"
 
+#include <stdarg.h>
 #include <stddef.h>
 
 #include "base/lib/format.h"
@@ -79,13 +80,16 @@ void quote(char* out, size_t cap, const char* word, size_t len) {
   out[n] = 0;
 }
 
-void fail(ParseResult& r, const char* fmt, const char* a, size_t alen, const char* b = "", size_t blen = 0,
-          const char* c = "") {
+// A refusal echoing words of the command line: fmt takes three strings,
+// the quoted a and b and then c.
+ParamError refusal(const char* fmt, const char* a, size_t alen, const char* b = "", size_t blen = 0,
+                   const char* c = "") {
   char aa[64], bb[64];
   quote(aa, sizeof aa, a, alen);
   quote(bb, sizeof bb, b, blen);
-  r.ok = false;
-  format(r.error, sizeof r.error, fmt, aa, bb, c);
+  ParamError e;
+  format(e.message, sizeof e.message, fmt, aa, bb, c);
+  return e;
 }
 
 void list_choices(const Param& p, char* out, size_t cap) {
@@ -114,7 +118,7 @@ const char* find(const char* p, const char* end, char c) {
 }
 
 // fail=KIND:NUM/DEN[,KIND:NUM/DEN...]: every item well-formed, each kind once.
-bool parse_fail(const char* v, size_t vlen, BootParams& out, ParseResult& r) {
+ErrorOr<void, ParamError> parse_fail(const char* v, size_t vlen, BootParams& out) {
   FailRate rates[size_t(FailKind::Count)] = {};
   bool given[size_t(FailKind::Count)] = {};
   const char* const end = v + vlen;
@@ -139,24 +143,22 @@ bool parse_fail(const char* v, size_t vlen, BootParams& out, ParseResult& r) {
       why = "denominator 0";
     else if (num > den)
       why = "NUM above DEN";
-    if (why) {
-      fail(r,
-           "pvk: boot parameter 'fail': bad item '%s': %s (accepted: KIND:NUM/DEN,... with KIND "
-           "mmu_update|mmuext_op|frame_alloc, each once, 0 <= NUM <= DEN, DEN >= 1)",
-           item, ilen, why, strlen(why));
-      return false;
-    }
+    if (why)
+      return refusal(
+          "pvk: boot parameter 'fail': bad item '%s': %s (accepted: KIND:NUM/DEN,... with KIND "
+          "mmu_update|mmuext_op|frame_alloc, each once, 0 <= NUM <= DEN, DEN >= 1)",
+          item, ilen, why, strlen(why));
     given[k] = true;
     rates[k] = {uint32_t(num), uint32_t(den)};
     if (item_end == end) break;
     item = item_end + 1;
   }
   memcpy(out.fail, rates, sizeof rates);
-  return true;
+  return {};
 }
 
 // A list value (bench=): no empty item, at most p.max items.
-bool check_list(const Param& p, const char* v, size_t vlen, ParseResult& r) {
+ErrorOr<void, ParamError> check_list(const Param& p, const char* v, size_t vlen) {
   size_t items = 1;
   bool empty = v[0] == ',' || v[vlen - 1] == ',';
   for (size_t i = 0; i < vlen; ++i) {
@@ -164,79 +166,79 @@ bool check_list(const Param& p, const char* v, size_t vlen, ParseResult& r) {
     ++items;
     if (i + 1 < vlen && v[i + 1] == ',') empty = true;
   }
-  if (empty) {
-    fail(r, "pvk: boot parameter '%s': empty item in '%s' (accepted: ITEM,ITEM,...)", p.key, strlen(p.key), v, vlen);
-    return false;
-  }
-  if (items > p.max) {
-    r.ok = false;
-    format(r.error, sizeof r.error, "pvk: boot parameter '%s': %zu items (accepted: at most %u)", p.key, items,
-           p.max);
-    return false;
-  }
-  return true;
+  if (empty)
+    return refusal("pvk: boot parameter '%s': empty item in '%s' (accepted: ITEM,ITEM,...)", p.key, strlen(p.key), v,
+                   vlen);
+  if (items > p.max)
+    return param_error("pvk: boot parameter '%s': %zu items (accepted: at most %u)", p.key, items, p.max);
+  return {};
 }
 
-bool parse_value(const Param& p, const char* v, size_t vlen, BootParams& out, ParseResult& r) {
+ErrorOr<void, ParamError> parse_value(const Param& p, const char* v, size_t vlen, BootParams& out) {
   char accepted[96];
   switch (p.kind) {
     case Kind::Choice:
       for (size_t i = 0; i < p.nchoices; ++i) {
         if (word_equals(v, vlen, p.choices[i].word)) {
           *(reinterpret_cast<uint8_t*>(&out) + p.offset) = p.choices[i].value;
-          return true;
+          return {};
         }
       }
       list_choices(p, accepted, sizeof accepted);
-      fail(r, "pvk: boot parameter '%s': bad value '%s' (accepted: %s)", p.key, strlen(p.key), v, vlen, accepted);
-      return false;
+      return refusal("pvk: boot parameter '%s': bad value '%s' (accepted: %s)", p.key, strlen(p.key), v, vlen,
+                     accepted);
     case Kind::Number: {
       uint64_t n = 0;
       if (!parse_decimal(v, vlen, p.max, n) || n < p.min) {
         format(accepted, sizeof accepted, "an integer %u..%u", p.min, p.max);
-        fail(r, "pvk: boot parameter '%s': bad value '%s' (accepted: %s)", p.key, strlen(p.key), v, vlen, accepted);
-        return false;
+        return refusal("pvk: boot parameter '%s': bad value '%s' (accepted: %s)", p.key, strlen(p.key), v, vlen,
+                       accepted);
       }
       const uint32_t value = static_cast<uint32_t>(n);
       memcpy(reinterpret_cast<char*>(&out) + p.offset, &value, sizeof value);
-      return true;
+      return {};
     }
     case Kind::Seed: {
       uint64_t n = 0;
-      if (!parse_decimal(v, vlen, UINT64_MAX, n)) {
-        fail(r, "pvk: boot parameter '%s': bad value '%s' (accepted: an integer 0..18446744073709551615)", p.key,
-             strlen(p.key), v, vlen);
-        return false;
-      }
+      if (!parse_decimal(v, vlen, UINT64_MAX, n))
+        return refusal("pvk: boot parameter '%s': bad value '%s' (accepted: an integer 0..18446744073709551615)",
+                       p.key, strlen(p.key), v, vlen);
       memcpy(reinterpret_cast<char*>(&out) + p.offset, &n, sizeof n);
-      return true;
+      return {};
     }
     case Kind::Fail:
-      return parse_fail(v, vlen, out, r);
+      return parse_fail(v, vlen, out);
     case Kind::Text:
     case Kind::List: {
       char* field = reinterpret_cast<char*>(&out) + p.offset;
       if (vlen == 0) {
         format(accepted, sizeof accepted, "1..%zu characters", p.size - 1);
-        fail(r, "pvk: boot parameter '%s': bad value '%s' (accepted: %s)", p.key, strlen(p.key), v, vlen, accepted);
-        return false;
+        return refusal("pvk: boot parameter '%s': bad value '%s' (accepted: %s)", p.key, strlen(p.key), v, vlen,
+                       accepted);
       }
-      if (vlen >= p.size) {  // refused whole: a cut list would run fewer items
-        r.ok = false;
-        format(r.error, sizeof r.error, "pvk: boot parameter '%s': value of %zu characters too long (accepted: 1..%zu characters)",
-               p.key, vlen, p.size - 1);
-        return false;
-      }
-      if (p.kind == Kind::List && !check_list(p, v, vlen, r)) return false;
+      if (vlen >= p.size)  // refused whole: a cut list would run fewer items
+        return param_error(
+            "pvk: boot parameter '%s': value of %zu characters too long (accepted: 1..%zu characters)", p.key, vlen,
+            p.size - 1);
+      if (p.kind == Kind::List) TRY(check_list(p, v, vlen));
       memcpy(field, v, vlen);
       field[vlen] = 0;
-      return true;
+      return {};
     }
   }
-  return false;
+  return param_error("pvk: boot parameter '%s': no parser for its kind", p.key);  // not reached: every Kind above
 }
 
 }  // namespace
+
+ParamError param_error(const char* fmt, ...) {
+  ParamError e;
+  va_list ap;
+  va_start(ap, fmt);
+  vformat(e.message, sizeof e.message, fmt, ap);
+  va_end(ap);
+  return e;
+}
 
 const char* backend_name(MmuBackend b) {
   switch (b) {
@@ -253,20 +255,16 @@ const char* fail_kind_name(FailKind k) {
   return size_t(k) < size_t(FailKind::Count) ? kFailKinds[size_t(k)] : "?";
 }
 
-ParseResult parse_boot_params(const char* cmdline, BootParams& out) {
-  ParseResult r;
+ErrorOr<void, ParamError> parse_boot_params(const char* cmdline, BootParams& out) {
   bool seen[kNumParams] = {};
   bool init_seen = false, bench_seen = false;
   const char* p = cmdline ? cmdline : "";
   size_t length = 0;
   while (length <= kMaxCmdline && p[length]) ++length;
-  if (length > kMaxCmdline) {
-    r.ok = false;
-    format(r.error, sizeof r.error,
-           "pvk: boot command line longer than %zu bytes: refused rather than cut (Xen passes at most 1023)",
-           kMaxCmdline);
-    return r;
-  }
+  if (length > kMaxCmdline)
+    return param_error(
+        "pvk: boot command line longer than %zu bytes: refused rather than cut (Xen passes at most 1023)",
+        kMaxCmdline);
   while (*p) {
     while (*p == ' ' || *p == '\t' || *p == '\n') ++p;
     if (!*p) break;
@@ -284,30 +282,22 @@ ParseResult parse_boot_params(const char* cmdline, BootParams& out) {
         break;
       }
     }
-    if (!param) {
-      fail(r, "pvk: unknown boot parameter '%s' (known: mmu pte pvpatch batch zero_page pgd_cache ptshare selftest bench init fail fail_seed)",
-           word, klen);
-      return r;
-    }
-    if (eq == p) {
-      fail(r, "pvk: boot parameter '%s' needs a value ('%s=...')", word, len, word, len);
-      return r;
-    }
-    if (seen[index]) {
-      fail(r, "pvk: boot parameter '%s' given twice", word, klen);
-      return r;
-    }
+    if (!param)
+      return refusal(
+          "pvk: unknown boot parameter '%s' (known: mmu pte pvpatch batch zero_page pgd_cache ptshare selftest bench "
+          "init fail fail_seed)",
+          word, klen);
+    if (eq == p) return refusal("pvk: boot parameter '%s' needs a value ('%s=...')", word, len, word, len);
+    if (seen[index]) return refusal("pvk: boot parameter '%s' given twice", word, klen);
     seen[index] = true;
     init_seen |= param->offset == offsetof(BootParams, init);
     bench_seen |= param->offset == offsetof(BootParams, bench);
-    if (!parse_value(*param, eq + 1, static_cast<size_t>(p - eq - 1), out, r)) return r;
+    TRY(parse_value(*param, eq + 1, static_cast<size_t>(p - eq - 1), out));
   }
-  if (init_seen && bench_seen) {
-    r.ok = false;
-    format(r.error, sizeof r.error,
-           "pvk: boot parameters 'init' and 'bench' together: bench= runs the bench driver as init, give one");
-  }
-  return r;
+  if (init_seen && bench_seen)
+    return param_error(
+        "pvk: boot parameters 'init' and 'bench' together: bench= runs the bench driver as init, give one");
+  return {};
 }
 
 }  // namespace pvk

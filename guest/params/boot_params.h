@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/lib/error_or.h"
 #include "pvops/mmu_ops.h"
 
 namespace pvk {
@@ -45,15 +46,21 @@ inline constexpr size_t kMaxCmdline = 1022;
 // it holds this many.
 inline constexpr unsigned kMaxBenchItems = 32;
 
-struct ParseResult {
-  bool ok = true;
-  char error[256] = {};  // one line, naming the parameter and accepted values
+// Why a boot is refused over its parameters: one printable line starting
+// "pvk: " that names the parameter and the accepted values. Empty is "no
+// error" (ErrorOr's default); every refusal has text.
+struct ParamError {
+  char message[256] = {};
+  bool is_error() const { return message[0] != 0; }
 };
+
+// A ParamError whose message is format(fmt, ...), cut to its buffer.
+ParamError param_error(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
 // Parses a kernel command line of space-separated key=value words. Unknown
 // keys, malformed values, missing '=', repeated keys, a value or a line
 // longer than its limit and init= with bench= are errors: nothing is ever
 // cut or ignored silently.
-ParseResult parse_boot_params(const char* cmdline, BootParams& out);
+ErrorOr<void, ParamError> parse_boot_params(const char* cmdline, BootParams& out);
 
 }  // namespace pvk

@@ -31,10 +31,10 @@ void check_accepted(const pvk::BootParams& b) {
   for (const pvk::FailRate& f : b.fail) check(f.den == 0 ? f.num == 0 : f.num <= f.den);
 }
 
-void check_error(const pvk::ParseResult& r) {
-  check(terminated(r.error, sizeof r.error));
-  check(!strncmp(r.error, "pvk: ", 5));
-  for (const char* c = r.error; *c; ++c) check(*c >= 0x20 && *c <= 0x7e);
+void check_error(const pvk::ParamError& e) {
+  check(terminated(e.message, sizeof e.message));
+  check(!strncmp(e.message, "pvk: ", 5));
+  for (const char* c = e.message; *c; ++c) check(*c >= 0x20 && *c <= 0x7e);
 }
 
 }  // namespace
@@ -42,16 +42,16 @@ void check_error(const pvk::ParseResult& r) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string line(reinterpret_cast<const char*>(data), size);  // NUL-terminated; an inner NUL ends it
   pvk::BootParams params;
-  const pvk::ParseResult r = pvk::parse_boot_params(line.c_str(), params);
-  if (r.ok) {
-    check(r.error[0] == 0);
+  const auto r = pvk::parse_boot_params(line.c_str(), params);
+  if (!r.is_error()) {
+    check(r.error().message[0] == 0);
     check_accepted(params);
   } else {
-    check_error(r);
+    check_error(r.error());
   }
   // Deterministic: the same line gives the same verdict.
   pvk::BootParams again;
-  const pvk::ParseResult r2 = pvk::parse_boot_params(line.c_str(), again);
-  check(r2.ok == r.ok && !strcmp(r2.error, r.error));
+  const auto r2 = pvk::parse_boot_params(line.c_str(), again);
+  check(r2.is_error() == r.is_error() && !strcmp(r2.error().message, r.error().message));
   return 0;
 }

@@ -20,8 +20,9 @@ using testing::HasSubstr;
 using testing::Not;
 
 struct Parsed {
-  ParseResult result;
+  ErrorOr<void, ParamError> result;
   BootParams params;
+  const char* error() const { return result.error().message; }  // "" when accepted
 };
 
 Parsed parse(const char* cmdline, const BootParams& start = {}) {
@@ -49,18 +50,18 @@ std::string diff(const BootParams& a, const BootParams& b) {
 }
 
 void expect_ok(const Parsed& p) {
-  EXPECT_TRUE(p.result.ok) << p.result.error;
-  EXPECT_STREQ(p.result.error, "");
+  EXPECT_FALSE(p.result.is_error()) << p.error();
+  EXPECT_STREQ(p.error(), "");
 }
 
 // An error is one NUL-terminated line inside its buffer.
 void expect_error(const Parsed& p) {
-  EXPECT_FALSE(p.result.ok);
-  const size_t len = strnlen(p.result.error, sizeof p.result.error);
-  ASSERT_LT(len, sizeof p.result.error) << "error not NUL-terminated";
+  EXPECT_TRUE(p.result.is_error());
+  const size_t len = strnlen(p.error(), sizeof ParamError::message);
+  ASSERT_LT(len, sizeof ParamError::message) << "error not NUL-terminated";
   EXPECT_GT(len, 0u) << "empty error message";
-  EXPECT_EQ(strchr(p.result.error, '\n'), nullptr) << "error spans lines: " << p.result.error;
-  EXPECT_THAT(p.result.error, testing::StartsWith("pvk: "));
+  EXPECT_EQ(strchr(p.error(), '\n'), nullptr) << "error spans lines: " << p.error();
+  EXPECT_THAT(p.error(), testing::StartsWith("pvk: "));
 }
 
 TEST(BootParams, DefaultsWithAnEmptyCommandLine) {
@@ -150,7 +151,7 @@ TEST(BootParams, BadChoiceListsTheAcceptedValues) {
     SCOPED_TRACE(c.line);
     const Parsed p = parse(c.line);
     expect_error(p);
-    EXPECT_THAT(p.result.error, AllOf(HasSubstr(std::string("'") + c.key + "'"),
+    EXPECT_THAT(p.error(), AllOf(HasSubstr(std::string("'") + c.key + "'"),
                                       HasSubstr(std::string("'") + c.value + "'"), HasSubstr(c.accepted)));
     EXPECT_EQ(diff(p.params, BootParams{}), "") << "nothing set on error";
   }
@@ -162,7 +163,7 @@ TEST(BootParams, EmptyValueIsRejected) {
     const Parsed p = parse(line);
     expect_error(p);
     const std::string key(line, strlen(line) - 1);
-    EXPECT_THAT(p.result.error, AllOf(HasSubstr("'" + key + "'"), HasSubstr("''"), HasSubstr("accepted")));
+    EXPECT_THAT(p.error(), AllOf(HasSubstr("'" + key + "'"), HasSubstr("''"), HasSubstr("accepted")));
   }
 }
 
@@ -171,7 +172,7 @@ TEST(BootParams, MissingEquals) {
     SCOPED_TRACE(key);
     const Parsed p = parse(key);
     expect_error(p);
-    EXPECT_THAT(p.result.error, AllOf(HasSubstr(std::string("'") + key + "'"), HasSubstr("needs a value")));
+    EXPECT_THAT(p.error(), AllOf(HasSubstr(std::string("'") + key + "'"), HasSubstr("needs a value")));
   }
 }
 
@@ -182,12 +183,12 @@ TEST(BootParams, UnknownKeyIsNamed) {
     expect_error(p);
     const char* eq = strchr(line, '=');
     const std::string key = eq ? std::string(line, eq - line) : line;
-    EXPECT_THAT(p.result.error, AllOf(HasSubstr("unknown"), HasSubstr("'" + key + "'")));
+    EXPECT_THAT(p.error(), AllOf(HasSubstr("unknown"), HasSubstr("'" + key + "'")));
   }
   // Named even after valid ones.
   const Parsed p = parse("mmu=native  console=hvc0 pte=flags");
   expect_error(p);
-  EXPECT_THAT(p.result.error, HasSubstr("'console'"));
+  EXPECT_THAT(p.error(), HasSubstr("'console'"));
 }
 
 TEST(BootParams, RepeatedKeyIsAnError) {
@@ -197,7 +198,7 @@ TEST(BootParams, RepeatedKeyIsAnError) {
     const Parsed p = parse(line);
     expect_error(p);
     const std::string key(line, strchr(line, '=') - line);
-    EXPECT_THAT(p.result.error, AllOf(HasSubstr("'" + key + "'"), HasSubstr("twice")));
+    EXPECT_THAT(p.error(), AllOf(HasSubstr("'" + key + "'"), HasSubstr("twice")));
   }
 }
 
@@ -224,7 +225,7 @@ TEST(BootParams, BatchOutOfRangeOrMalformed) {
     SCOPED_TRACE(line);
     const Parsed p = parse(line.c_str());
     expect_error(p);
-    EXPECT_THAT(p.result.error, AllOf(HasSubstr("'batch'"), HasSubstr("'" + v + "'"), HasSubstr(range)));
+    EXPECT_THAT(p.error(), AllOf(HasSubstr("'batch'"), HasSubstr("'" + v + "'"), HasSubstr(range)));
     EXPECT_EQ(p.params.batch, BootParams{}.batch) << "unchanged";
   }
 }
@@ -259,7 +260,7 @@ TEST(BootParams, TextUpToItsBufferAndNoLonger) {
     const std::string too_long(c.size, 'b');
     p = parse((std::string(c.key) + "=" + too_long).c_str());
     expect_error(p);
-    EXPECT_THAT(p.result.error, AllOf(HasSubstr(std::string("'") + c.key + "'"),
+    EXPECT_THAT(p.error(), AllOf(HasSubstr(std::string("'") + c.key + "'"),
                                       HasSubstr("1.." + std::to_string(c.size - 1) + " characters"),
                                       HasSubstr("too long")));
     EXPECT_STREQ(c.field(p.params), "") << "nothing copied";
@@ -300,12 +301,12 @@ TEST(BootParams, HugeWordsAreTruncatedInTheMessageNotOverflowed) {
   const std::string key(500, 'k');
   Parsed p = parse((key + "=1").c_str());
   expect_error(p);
-  EXPECT_THAT(p.result.error, HasSubstr(std::string(40, 'k')));
+  EXPECT_THAT(p.error(), HasSubstr(std::string(40, 'k')));
 
   const std::string value(500, 'v');
   p = parse(("mmu=" + value).c_str());
   expect_error(p);
-  EXPECT_THAT(p.result.error, HasSubstr("'mmu'"));
+  EXPECT_THAT(p.error(), HasSubstr("'mmu'"));
 }
 
 // The command line: up to kMaxCmdline bytes parse; one more is refused as a
@@ -324,13 +325,13 @@ TEST(BootParams, CommandLineLongerThanTheLimitIsRefusedNotCut) {
     SCOPED_TRACE(too_long.size());
     p = parse(too_long.c_str());
     expect_error(p);
-    EXPECT_THAT(p.result.error, AllOf(HasSubstr("command line"), HasSubstr(std::to_string(kMaxCmdline))));
+    EXPECT_THAT(p.error(), AllOf(HasSubstr("command line"), HasSubstr(std::to_string(kMaxCmdline))));
     EXPECT_EQ(p.params.batch, BootParams{}.batch) << "nothing parsed";
   }
   // What Xen hands over when it cut a line: exactly 1023 bytes.
   p = parse(std::string(1023, 'x').c_str());
   expect_error(p);
-  EXPECT_THAT(p.result.error, HasSubstr("command line"));
+  EXPECT_THAT(p.error(), HasSubstr("command line"));
 }
 
 TEST(BootParams, BenchAcceptsUpToItsItemLimit) {
@@ -342,7 +343,7 @@ TEST(BootParams, BenchAcceptsUpToItsItemLimit) {
 
   p = parse(("bench=" + items + ",b").c_str());  // one item too many: before, dropped silently
   expect_error(p);
-  EXPECT_THAT(p.result.error, AllOf(HasSubstr("'bench'"), HasSubstr(std::to_string(kMaxBenchItems + 1) + " items"),
+  EXPECT_THAT(p.error(), AllOf(HasSubstr("'bench'"), HasSubstr(std::to_string(kMaxBenchItems + 1) + " items"),
                                     HasSubstr("at most " + std::to_string(kMaxBenchItems))));
   EXPECT_STREQ(p.params.bench, "");
 }
@@ -352,7 +353,7 @@ TEST(BootParams, BenchEmptyItemsAreRefused) {
     SCOPED_TRACE(line);
     const Parsed p = parse(line);
     expect_error(p);
-    EXPECT_THAT(p.result.error, AllOf(HasSubstr("'bench'"), HasSubstr("empty item")));
+    EXPECT_THAT(p.error(), AllOf(HasSubstr("'bench'"), HasSubstr("empty item")));
   }
 }
 
@@ -361,7 +362,7 @@ TEST(BootParams, InitAndBenchTogetherAreRefused) {
     SCOPED_TRACE(line);
     const Parsed p = parse(line);
     expect_error(p);
-    EXPECT_THAT(p.result.error, AllOf(HasSubstr("'init'"), HasSubstr("'bench'")));
+    EXPECT_THAT(p.error(), AllOf(HasSubstr("'init'"), HasSubstr("'bench'")));
   }
   expect_ok(parse("init=proctest"));
   expect_ok(parse("bench=getppid"));
@@ -425,7 +426,7 @@ TEST(BootParams, FailMalformedIsAnError) {
     SCOPED_TRACE(line);
     const Parsed p = parse(line.c_str());
     expect_error(p);
-    EXPECT_THAT(p.result.error, AllOf(HasSubstr("'fail'"), HasSubstr(c.why), HasSubstr("mmu_update|mmuext_op|frame_alloc")));
+    EXPECT_THAT(p.error(), AllOf(HasSubstr("'fail'"), HasSubstr(c.why), HasSubstr("mmu_update|mmuext_op|frame_alloc")));
     EXPECT_EQ(diff(p.params, BootParams{}), "") << "nothing set on error";
   }
   expect_error(parse("fail="));
@@ -438,7 +439,7 @@ TEST(BootParams, FailSeedMalformed) {
     SCOPED_TRACE(line);
     const Parsed p = parse(line.c_str());
     expect_error(p);
-    EXPECT_THAT(p.result.error, HasSubstr("'fail_seed'"));
+    EXPECT_THAT(p.error(), HasSubstr("'fail_seed'"));
     EXPECT_EQ(p.params.fail_seed, 1u);
   }
 }
@@ -462,8 +463,8 @@ TEST(BootParams, ErrorsEchoOnlyPrintableAscii) {
       continue;
     }
     expect_error(p);
-    for (const char* c = p.result.error; *c; ++c) EXPECT_TRUE(*c >= 0x20 && *c <= 0x7e) << int(*c);
-    EXPECT_THAT(p.result.error, HasSubstr("?"));
+    for (const char* c = p.error(); *c; ++c) EXPECT_TRUE(*c >= 0x20 && *c <= 0x7e) << int(*c);
+    EXPECT_THAT(p.error(), HasSubstr("?"));
   }
 }
 
