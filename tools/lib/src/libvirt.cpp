@@ -239,61 +239,110 @@ std::vector<std::string> PrivateLibvirtd::logs(const std::string& domain) const 
   return out;
 }
 
-RunResult run_libvirt_native(const RunOptions& options, const ConsoleEcho& echo, std::chrono::seconds timeout) {
-  const fs::path templ_path = options.tools_dir / libvirt_native_template;
-  if (!fs::is_regular_file(templ_path))
-    throw std::runtime_error(fmt::format("domain template {} not found", templ_path.string()));
-  const std::string templ = read_file(templ_path);
+namespace {
 
-  std::optional<PrivateLibvirtd> daemon;
-  std::string uri = options.libvirt_uri;
-  if (uri.empty()) {
-    daemon.emplace(options.tools_dir);
-    uri = daemon->uri();
+// The domain template of a native run and where it came from (for errors).
+struct DomainTemplate {
+  fs::path path;
+  std::string text;
+};
+
+DomainTemplate read_native_template(const fs::path& tools_dir) {
+  const fs::path path = tools_dir / libvirt_native_template;
+  if (!fs::is_regular_file(path))
+    throw std::runtime_error(fmt::format("domain template {} not found", path.string()));
+  return {path, read_file(path)};
+}
+
+// The directory of the console file: somewhere QEMU (root, started by
+// libvirtd) can write and we can read. The private libvirtd's own directory
+// when there is one (it goes with the daemon), else a temporary directory
+// removed with this object.
+class ConsoleDir {
+ public:
+  explicit ConsoleDir(const std::optional<PrivateLibvirtd>& daemon)
+      : dir_(daemon ? daemon->dir() : make_temp_dir("pvk-libvirt")), owned_(!daemon) {}
+  ConsoleDir(const ConsoleDir&) = delete;
+  ConsoleDir& operator=(const ConsoleDir&) = delete;
+  ~ConsoleDir() {
+    std::error_code ec;
+    if (owned_) fs::remove_all(dir_, ec);
   }
-  // The console file: somewhere QEMU (root, started by libvirtd) can write
-  // and we can read.
-  const fs::path scratch = daemon ? daemon->dir() : make_temp_dir("pvk-libvirt");
-  struct Cleanup {
-    fs::path dir;
-    ~Cleanup() {
-      std::error_code ec;
-      if (!dir.empty()) fs::remove_all(dir, ec);
-    }
-  } cleanup{daemon ? fs::path{} : scratch};
-  const fs::path console_log = scratch / "console.log";
+  fs::path console_log() const { return dir_ / "console.log"; }
 
+ private:
+  fs::path dir_;
+  bool owned_;
+};
+
+// pvk-<pid>-<n>: unique per process and run.
+std::string next_domain_name() {
   static int runs = 0;
-  const std::string name = fmt::format("pvk-{}-{}", ::getpid(), ++runs);
-  const std::string xml = render_domain_xml(templ, {{"NAME", name},
-                                                    {"KERNEL", fs::absolute(options.kernel).string()},
-                                                    {"CMDLINE", options.params},
-                                                    {"CONSOLE_LOG", console_log.string()},
-                                                    {"MEMORY_MIB", "512"}});
+  return fmt::format("pvk-{}-{}", ::getpid(), ++runs);
+}
 
-  quiet_libvirt_errors();
-  // A fresh libvirtd creates its socket file (bind) a moment before it
-  // listens on it: a refused connection right after start is retried.
-  std::unique_ptr<virConnect, ConnectDeleter> conn(virConnectOpen(uri.c_str()));
+std::string native_domain_xml(const DomainTemplate& templ, const std::string& name, const RunOptions& options,
+                              const fs::path& console_log) {
+  return render_domain_xml(templ.text, {{"NAME", name},
+                                        {"KERNEL", fs::absolute(options.kernel).string()},
+                                        {"CMDLINE", options.params},
+                                        {"CONSOLE_LOG", console_log.string()},
+                                        {"MEMORY_MIB", "512"}});
+}
+
+using Connection = std::unique_ptr<virConnect, ConnectDeleter>;
+using Domain = std::unique_ptr<virDomain, DomainDeleter>;
+
+// A fresh libvirtd creates its socket file (bind) a moment before it
+// listens on it: a refused connection right after start is retried.
+Connection connect_with_retries(const std::string& uri) {
+  Connection conn(virConnectOpen(uri.c_str()));
   for (int attempt = 0; !conn && attempt < 100; ++attempt) {
     std::this_thread::sleep_for(std::chrono::milliseconds{100});
     conn.reset(virConnectOpen(uri.c_str()));
   }
   if (!conn) throw std::runtime_error(libvirt_error(fmt::format("cannot connect to {}", uri)));
-  std::unique_ptr<virDomain, DomainDeleter> dom(virDomainDefineXML(conn.get(), xml.c_str()));
-  if (!dom) throw std::runtime_error(libvirt_error("cannot define the domain from " + templ_path.string()));
-  struct Undefine {
-    virDomainPtr dom;
-    ~Undefine() {
-      int state = 0, reason = 0;
-      if (virDomainGetState(dom, &state, &reason, 0) == 0 && state != VIR_DOMAIN_SHUTOFF) virDomainDestroy(dom);
-      virDomainUndefine(dom);
-    }
-  } undefine{dom.get()};
+  return conn;
+}
 
-  RunResult result;
+Domain define_domain(virConnectPtr conn, const std::string& xml, const fs::path& templ_path) {
+  Domain dom(virDomainDefineXML(conn, xml.c_str()));
+  if (!dom) throw std::runtime_error(libvirt_error("cannot define the domain from " + templ_path.string()));
+  return dom;
+}
+
+// However the run ends: the domain is destroyed if it still runs, then
+// undefined.
+class UndefineAtEnd {
+ public:
+  explicit UndefineAtEnd(virDomainPtr dom) : dom_(dom) {}
+  UndefineAtEnd(const UndefineAtEnd&) = delete;
+  UndefineAtEnd& operator=(const UndefineAtEnd&) = delete;
+  ~UndefineAtEnd() {
+    int state = 0, reason = 0;
+    if (virDomainGetState(dom_, &state, &reason, 0) == 0 && state != VIR_DOMAIN_SHUTOFF) virDomainDestroy(dom_);
+    virDomainUndefine(dom_);
+  }
+
+ private:
+  virDomainPtr dom_;
+};
+
+// How the domain stopped: by itself (reason: libvirt's shutoff reason), or
+// destroyed by the runner because the run was cancelled or timed out
+// (result.timed_out).
+struct DomainEnd {
+  bool cancelled = false;
+  int reason = 0;
+};
+
+// Starts the domain and streams its console file into `result` (and `echo`)
+// until the domain is shut off, destroying it on cancel or timeout; sets the
+// run's elapsed time.
+DomainEnd boot_and_watch(virDomainPtr dom, const fs::path& console_log, const RunOptions& options,
+                         const ConsoleEcho& echo, std::chrono::seconds timeout, RunResult& result) {
   const auto start = Clock::now();
-  if (virDomainCreate(dom.get()) < 0) throw std::runtime_error(libvirt_error("cannot start the domain"));
+  if (virDomainCreate(dom) < 0) throw std::runtime_error(libvirt_error("cannot start the domain"));
 
   FileTail tail(console_log);
   auto on_line = [&](std::string_view line) {
@@ -301,42 +350,71 @@ RunResult run_libvirt_native(const RunOptions& options, const ConsoleEcho& echo,
     result.add_console_line(line);
   };
   const bool limited = timeout.count() > 0;
-  bool cancelled = false;
-  int state = 0, reason = 0;
+  DomainEnd end;
+  int state = 0;
   for (;;) {
     tail.poll(on_line);
-    if (virDomainGetState(dom.get(), &state, &reason, 0) < 0)
+    if (virDomainGetState(dom, &state, &end.reason, 0) < 0)
       throw std::runtime_error(libvirt_error("cannot read the domain's state"));
     if (state == VIR_DOMAIN_SHUTOFF) break;
-    if (options.cancel && options.cancel->load()) cancelled = true;
+    if (options.cancel && options.cancel->load()) end.cancelled = true;
     if (limited && Clock::now() - start >= timeout) result.timed_out = true;
-    if (cancelled || result.timed_out) {
-      virDomainDestroy(dom.get());
-      virDomainGetState(dom.get(), &state, &reason, 0);
+    if (end.cancelled || result.timed_out) {
+      virDomainDestroy(dom);
+      virDomainGetState(dom, &state, &end.reason, 0);
       break;
     }
     std::this_thread::sleep_for(50ms);
   }
   tail.poll(on_line, /*flush=*/true);
   result.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+  return end;
+}
 
-  // QEMU's exit status (isa-debug-exit's pass/fail) does not reach libvirt:
-  // the domain stopping by itself is the platform's whole say, so the done
-  // record decides.
-  if (result.timed_out || cancelled) {
-    result.platform_exit = {ExitVerdict::none, "the domain was destroyed by the runner"};
-  } else if (reason == VIR_DOMAIN_SHUTOFF_DESTROYED) {
-    result.platform_exit = {ExitVerdict::none, "the domain was destroyed from outside"};
-  } else {
-    result.platform_exit = {ExitVerdict::pass,
-                            fmt::format("QEMU ended the domain itself (isa-debug-exit; libvirt reports: shut off, {})",
-                                        shutoff_reason(reason))};
-  }
+// QEMU's exit status (isa-debug-exit's pass/fail) does not reach libvirt:
+// the domain stopping by itself is the platform's whole say, so the done
+// record decides.
+PlatformExit domain_exit(const DomainEnd& end, bool timed_out) {
+  if (timed_out || end.cancelled) return {ExitVerdict::none, "the domain was destroyed by the runner"};
+  if (end.reason == VIR_DOMAIN_SHUTOFF_DESTROYED) return {ExitVerdict::none, "the domain was destroyed from outside"};
+  return {ExitVerdict::pass, fmt::format("QEMU ended the domain itself (isa-debug-exit; libvirt reports: shut off, {})",
+                                         shutoff_reason(end.reason))};
+}
+
+// The verdict from the records and the platform's say.
+void judge(RunResult& result, std::chrono::seconds timeout, bool cancelled) {
   result.done = find_done_record(result.records);
   const Verdict verdict =
       decide({result.records, result.protocol_errors, result.timed_out, timeout, result.platform_exit});
   result.pass = verdict.pass;
   result.reason = cancelled && !verdict.pass ? "run cancelled before the kernel finished" : verdict.reason;
+}
+
+}  // namespace
+
+RunResult run_libvirt_native(const RunOptions& options, const ConsoleEcho& echo, std::chrono::seconds timeout) {
+  const DomainTemplate templ = read_native_template(options.tools_dir);
+
+  std::optional<PrivateLibvirtd> daemon;
+  std::string uri = options.libvirt_uri;
+  if (uri.empty()) {
+    daemon.emplace(options.tools_dir);
+    uri = daemon->uri();
+  }
+  const ConsoleDir console_dir(daemon);
+  const fs::path console_log = console_dir.console_log();
+  const std::string name = next_domain_name();
+  const std::string xml = native_domain_xml(templ, name, options, console_log);
+
+  quiet_libvirt_errors();
+  const Connection conn = connect_with_retries(uri);
+  const Domain dom = define_domain(conn.get(), xml, templ.path);
+  const UndefineAtEnd undefine(dom.get());
+
+  RunResult result;
+  const DomainEnd end = boot_and_watch(dom.get(), console_log, options, echo, timeout, result);
+  result.platform_exit = domain_exit(end, result.timed_out);
+  judge(result, timeout, end.cancelled);
   if (!result.pass && daemon) result.hidden_lines = daemon->logs(name);
   return result;
 }
