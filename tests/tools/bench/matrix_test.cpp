@@ -53,17 +53,16 @@ TEST(Matrix, DefaultIsEveryBackendPlusTheSeedVariations) {
   };
   EXPECT_EQ(ids(plan), expected);
   // One boot per configuration, plus the 128,000-page sizes of issue 10's
-  // targets once on each configuration they compare: batched ptshare=on
-  // (fork_dirty vs wrpt and Linux PV, mprotect vs Linux PV), wrpt
-  // (ptshare=off: fork_dirty), native ptshare=on (fork_dirty vs Linux).
-  EXPECT_EQ(plan.boots.size(), 23u);
+  // targets once on each configuration they compare with another of this
+  // run: batched ptshare=on and wrpt (ptshare=off), fork_dirty. (The others
+  // compare with Linux: --linux.)
+  EXPECT_EQ(plan.boots.size(), 22u);
   std::map<std::string, std::string> sized;  // configuration -> bench= of its 128000 boot
   for (const auto& b : plan.boots)
     if (b.group == "128000") sized[plan.configs[b.config].id()] = b.bench;
   EXPECT_EQ(sized, (std::map<std::string, std::string>{
-                       {"xen mmu=batched ptshare=on", "fork_dirty:pages=128000:reps=1,mprotect:pages=128000:reps=1"},
+                       {"xen mmu=batched ptshare=on", "fork_dirty:pages=128000:reps=1"},
                        {"xen mmu=wrpt", "fork_dirty:pages=128000:reps=1"},
-                       {"native mmu=native ptshare=on", "fork_dirty:pages=128000:reps=1"},
                    }));
   std::map<std::string, std::string> wrpt;  // group -> command line
   for (const Boot* b : boots_of(plan, "xen mmu=wrpt")) wrpt[b->group] = b->cmdline;
@@ -114,8 +113,8 @@ TEST(Matrix, PtshareOnIsAVariationOfForkAndMprotectOnEveryBackend) {
   }
   // The seed variations do not get the large sizes.
   for (const Boot* b : boots_of(plan, "xen mmu=wrpt pgd_cache=off")) EXPECT_EQ(b->bench, "seed000");
-  // 16 configurations x 3, 4 ptshare=on x 3, three 128,000-page boots.
-  EXPECT_EQ(plan.boots.size(), 63u);
+  // 16 configurations x 3, 4 ptshare=on x 3, two 128,000-page boots.
+  EXPECT_EQ(plan.boots.size(), 62u);
 }
 
 TEST(Matrix, TableItemsFollowTheTargets) {
@@ -131,6 +130,25 @@ TEST(Matrix, TableItemsFollowTheTargets) {
   EXPECT_EQ(text("xen mmu=direct ptshare=on"), "");
   EXPECT_EQ(text("xen mmu=wrpt pgd_cache=off"), "");
   EXPECT_EQ(text("xen mmu=batched batch=8 ptshare=on"), "");
+  // Only for a target whose other side this run boots too.
+  MatrixOptions run;
+  const Config batched_on = config_from_id("xen mmu=batched ptshare=on");
+  EXPECT_EQ(join_items(table_items(batched_on, &run)), "fork_dirty:pages=128000:reps=1");  // vs wrpt
+  EXPECT_EQ(join_items(table_items(config_from_id("native mmu=native ptshare=on"), &run)), "");
+  run.platforms = {"native", "xen", "linux-native", "linux-xen"};  // --linux
+  EXPECT_EQ(join_items(table_items(batched_on, &run)), "fork_dirty:pages=128000:reps=1,mprotect:pages=128000:reps=1");
+  EXPECT_EQ(join_items(table_items(config_from_id("native mmu=native ptshare=on"), &run)),
+            "fork_dirty:pages=128000:reps=1");
+  EXPECT_EQ(join_items(table_items(config_from_id("linux-xen"), &run)),
+            "fork_dirty:pages=128000:reps=1,mprotect:pages=128000:reps=1");
+  run.mmus = {"batched"};  // no wrpt
+  run.platforms = {"xen"};
+  EXPECT_EQ(join_items(table_items(batched_on, &run)), "");
+  run.mmus = {};
+  run.with_variations = false;  // no ptshare=on
+  EXPECT_EQ(join_items(table_items(config_from_id("xen mmu=wrpt"), &run)), "");
+  run.sets = {parse_set("ptshare=off,on")};
+  EXPECT_EQ(join_items(table_items(config_from_id("xen mmu=wrpt ptshare=off"), &run)), "fork_dirty:pages=128000:reps=1");
 }
 
 TEST(Matrix, FullReplacesTheTableSizesWithTheLargeGroup) {
@@ -154,19 +172,18 @@ TEST(Matrix, SetPtshareCrossesInsteadOfTheVariation) {
   EXPECT_TRUE(ids(plan).count("native mmu=native ptshare=off"));
   EXPECT_TRUE(ids(plan).count("native mmu=native ptshare=on"));
   EXPECT_TRUE(ids(plan).count("native mmu=native pgd_cache=off ptshare=on"));
-  // Both values run the whole list; ptshare=on the 128,000-page fork its target needs.
-  std::set<std::string> groups;
-  for (const Boot* b : boots_of(plan, "native mmu=native ptshare=on")) groups.insert(b->group);
-  EXPECT_EQ(groups, (std::set<std::string>{"all", "128000"}));
+  // Both values run the whole list (natively no target compares without Linux).
+  EXPECT_EQ(boots_of(plan, "native mmu=native ptshare=on").size(), 1u);
+  EXPECT_EQ(boots_of(plan, "native mmu=native ptshare=on")[0]->bench, "all");
   EXPECT_EQ(boots_of(plan, "native mmu=native ptshare=off").size(), 1u);
 }
 
-TEST(Matrix, NoVariationsStillMeasuresTheTargetsSizes) {
+TEST(Matrix, NoVariationsNoTableSizes) {
   MatrixOptions o;
   o.with_variations = false;
   const Plan plan = build_plan(o);
   EXPECT_EQ(plan.configs.size(), 4u);
-  EXPECT_EQ(plan.boots.size(), 5u);  // + wrpt's 128,000-page fork
+  EXPECT_EQ(plan.boots.size(), 4u);  // no ptshare=on to compare wrpt's 128,000-page fork with
 }
 
 TEST(Matrix, FullAddsTheLargeSizesOnBigMachines) {
@@ -232,7 +249,7 @@ TEST(Matrix, PlatformsBackendsAndRepetitions) {
                                              "xen mmu=wrpt ptshare=on"}));
   ASSERT_EQ(plan.notes.size(), 1u);  // native has no wrpt backend
   const auto boots = boots_of(plan, "xen mmu=wrpt");
-  ASSERT_EQ(boots.size(), 4u);  // the list three times, the 128,000-page fork once
+  ASSERT_EQ(boots.size(), 3u);  // the list three times (no batched ptshare=on for a 128,000-page fork)
   std::set<int> reps;
   for (const Boot* b : boots)
     if (b->group == "all") reps.insert(b->rep);

@@ -189,16 +189,41 @@ bool is_base_for(const Selector& selector, const Config& config) {
                      [&](const auto& s) { return s.first == "mmu" || selector.mentions(s.first); });
 }
 
+// Whether a run with these options boots something the selector matches:
+// one of its platforms and backends, and each switch value the default, a
+// --set value or a variation's.
+bool could_run(const Selector& selector, const MatrixOptions* options) {
+  if (!options) return true;
+  auto producible = [&](const std::string& key, const std::string& value) {
+    if (key == "platform")
+      return std::find(options->platforms.begin(), options->platforms.end(), value) != options->platforms.end();
+    if (key == "mmu")
+      return options->mmus.empty() || std::find(options->mmus.begin(), options->mmus.end(), value) != options->mmus.end();
+    for (const auto& axis : options->sets)
+      if (axis.key == key) return std::find(axis.values.begin(), axis.values.end(), value) != axis.values.end();
+    if (switch_default(key) == value) return true;
+    return options->with_variations && std::any_of(variations().begin(), variations().end(), [&](const Variation& v) {
+             return v.key == key && v.value == value;
+           });
+  };
+  return std::all_of(selector.terms.begin(), selector.terms.end(), [&](const auto& term) {
+    return std::any_of(term.second.begin(), term.second.end(),
+                       [&](const std::string& v) { return producible(term.first, v); });
+  });
+}
+
 }  // namespace
 
-std::vector<Item> table_items(const Config& config) {
+std::vector<Item> table_items(const Config& config, const MatrixOptions* run) {
   std::vector<Item> items;
   for (const auto& t : targets()) {
     if (!t.in_default_matrix) continue;
     const auto spec = std::find_if(builtin_ratios().begin(), builtin_ratios().end(),
                                    [&](const RatioSpec& r) { return r.name == t.ratio; });
     if (spec == builtin_ratios().end()) continue;
-    if (!is_base_for(spec->numerator, config) && !is_base_for(spec->denominator, config)) continue;
+    const bool side = (is_base_for(spec->numerator, config) && could_run(spec->denominator, run)) ||
+                      (is_base_for(spec->denominator, config) && could_run(spec->numerator, run));
+    if (!side) continue;
     // One rep each: fork_dirty populates, forks, exits and rewrites (~2 x
     // 128,000 page faults, 100-200 us each under Xen in TCG at this size),
     // mprotect populates and runs one RW->RO->RW cycle.
@@ -260,7 +285,7 @@ void add_config(Plan& plan, std::set<std::string>& seen, const MatrixOptions& op
   if (!seen.insert(config.id()).second) return;
   // The default list: the targets' sizes where this configuration is one side (--full has them anyway).
   if (options.items.empty() && !options.smoke && !options.full)
-    if (std::vector<Item> sized = table_items(config); !sized.empty())
+    if (std::vector<Item> sized = table_items(config, &options); !sized.empty())
       config_groups.push_back({"128000", std::move(sized), true, 2.0, 1});
   const size_t index = plan.configs.size();
   plan.configs.push_back(config);

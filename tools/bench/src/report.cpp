@@ -86,7 +86,7 @@ const Ratio* base_ratio(const std::vector<Ratio>& ratios, const std::string& spe
 std::string target_verdict(const Target& t, double value) { return value <= t.at_most ? "met" : "missed"; }
 
 std::string targets_section(const std::vector<Ratio>& ratios) {
-  std::string md = "\n## Targets\n\nIssues 5's and 10's goals, from this run's ratios (base configurations; a goal "
+  std::string md = "\n## Targets\n\nThe goals of issues 5 and 10, from this run's ratios (base configurations; a goal "
                    "per backend where it says so).\n\n";
   md += "| goal | measured | |\n|---|---:|---|\n";
   for (const auto& t : targets()) {

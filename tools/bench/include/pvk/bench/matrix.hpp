@@ -83,17 +83,6 @@ const std::vector<Variation>& variations();
 // budget on two cores; --full adds the large fork and mprotect sizes.
 std::vector<Item> default_items();
 std::vector<Item> large_items();
-// The sizes the targets (ratio.hpp, Target::in_default_matrix: issue 10's
-// 128,000-page fork_dirty and mprotect) need from this configuration: their
-// benchmark at their parameters, one rep, for each target whose ratio has
-// this configuration on one side as a base configuration (no switch besides
-// mmu= and the ones the selector names). The default matrix boots them once
-// per such configuration (not --reps times: each such boot takes 30-130 s
-// under Xen), on the large machine: batched ptshare=on, wrpt (ptshare=off),
-// native ptshare=on, and Linux with --linux. --full's large group has these
-// sizes already and replaces them.
-std::vector<Item> table_items(const Config& config);
-
 struct MatrixOptions {
   std::vector<std::string> platforms{"native", "xen"};
   std::vector<std::string> mmus;  // empty: every backend of each platform
@@ -105,6 +94,19 @@ struct MatrixOptions {
   int reps = 1;  // boots per configuration
   std::optional<std::chrono::seconds> timeout;
 };
+
+// The sizes the targets (ratio.hpp, Target::in_default_matrix: issue 10's
+// 128,000-page fork_dirty and mprotect) need from this configuration: their
+// benchmark at their parameters, one rep, for each target whose ratio has
+// this configuration on one side as a base configuration (no switch besides
+// mmu= and the ones the selector names) and whose other side `run` boots
+// too (its platform and backend; null: any). The default matrix boots them
+// once per such configuration (not --reps times: each such boot takes
+// 30-60 s under Xen), on the large machine: without --linux, fork_dirty on
+// batched ptshare=on and wrpt; with it also mprotect on batched ptshare=on,
+// fork_dirty on native ptshare=on, and Linux's. --full's large group has
+// these sizes already and replaces them.
+std::vector<Item> table_items(const Config& config, const MatrixOptions* run = nullptr);
 
 struct Boot {
   size_t config = 0;  // index into Plan::configs
