@@ -63,5 +63,27 @@ TEST(Plots, ScriptAndData) {
   fs::remove_all(dir);
 }
 
+TEST(Plots, ForkDirtyTotals) {
+  Results r;
+  for (const char* id : {"xen mmu=batched", "xen mmu=batched ptshare=on"}) {
+    r.configs.push_back(config_from_id(id));
+    for (long pages : {1280, 12800})
+      r.records.push_back(sample(id, bench_line("fork_dirty", fmt::format(R"("pages":{})", pages), pages * 100, pages * 90,
+                                                pages * 120, 1, 0, true,
+                                                fmt::format(R"(,"total_median":{},"total_min":{},"total_max":{})",
+                                                            pages * 1000, pages * 900, pages * 1100))));
+  }
+  aggregate(r);
+  const fs::path dir = fs::temp_directory_path() / ("pvk-plot-total-test-" + std::to_string(::getpid()));
+  const PlotFiles files = write_plot_script(r, dir);
+  EXPECT_EQ(files.plots, (std::vector<std::string>{"fork_dirty", "fork_dirty_total"}));
+  const std::string script = read(files.script);
+  EXPECT_NE(script.find("set output \"fork_dirty_total.svg\""), std::string::npos);
+  const std::string total = read(dir / "fork_dirty_total.dat");
+  EXPECT_NE(total.find("# xen/batched ptshare=on\n"), std::string::npos) << total;
+  EXPECT_NE(total.find("12800 12.8 11.52 14.08\n"), std::string::npos) << total;  // ms
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace pvk::bench

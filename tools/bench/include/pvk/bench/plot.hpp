@@ -1,5 +1,6 @@
 // Plots of a run, drawn by gnuplot from a generated script: fork time vs
-// dirty pages (log-log), mprotect cost vs pages (log-log), fault costs and
+// dirty pages (log-log), fork + child exit + parent rewrite vs dirty pages
+// (fork_dirty_total), mprotect cost vs pages (log-log), fault costs and
 // the lmbench-style microbenchmarks (bars). Each as SVG and PNG.
 #pragma once
 
