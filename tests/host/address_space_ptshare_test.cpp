@@ -942,6 +942,7 @@ class Model {
   std::deque<std::string> log;  // the last steps, for the failure message
   std::vector<ModelProc> procs;
   int next_id = 0;
+  uint64_t scarce_failures = 0;  // operations that failed for want of frames, as allowed
 
   static uint64_t va(unsigned page) { return kModelBase + pg(page); }
 
@@ -998,6 +999,7 @@ class Model {
     if (scarce) t_->release_hoard();
     if (r.is_error()) {
       EXPECT_TRUE(scarce && r.error() == Errno::ENOMEM) << "fork: " << errno_name(r.error());
+      ++scarce_failures;
       return;
     }
     ModelProc child{r.value(), {}, next_id++};
@@ -1019,7 +1021,10 @@ class Model {
       EXPECT_EQ(o, FaultOutcome::BadAccess) << "write to page " << i << " of process " << p.id;
       return;
     }
-    if (scarce && o == FaultOutcome::OutOfMemory) return;  // nothing written
+    if (scarce && o == FaultOutcome::OutOfMemory) {  // nothing written
+      ++scarce_failures;
+      return;
+    }
     EXPECT_EQ(o, FaultOutcome::Handled) << "write to page " << i << " of process " << p.id;
     if (o != FaultOutcome::Handled) return;
     // The rest of the page, as the CPU would store it through the
@@ -1049,18 +1054,32 @@ class Model {
       if (!p.pages.count(i)) return false;
     return true;
   }
-  void mprotect(ModelProc& p, unsigned start, unsigned n, uint32_t prot) {
+  // With scarce frames (ptshare: a copy-out may be needed first) they may
+  // fail with ENOMEM, having changed nothing.
+  void mprotect(ModelProc& p, unsigned start, unsigned n, uint32_t prot, bool scarce = false) {
+    if (scarce) t_->hoard(rnd(2));
     const Errno e = error_of(p.as->mprotect(va(start), pg(n), prot));
+    if (scarce) t_->release_hoard();
     if (!all_mapped(p, start, n)) {
       EXPECT_EQ(e, Errno::ENOMEM) << "mprotect over a hole";
+      return;
+    }
+    if (scarce && e == Errno::ENOMEM) {
+      ++scarce_failures;
       return;
     }
     EXPECT_EQ(e, Errno::Ok) << "mprotect";
     if (e != Errno::Ok) return;
     for (unsigned i = start; i < start + n; ++i) p.pages[i].prot = prot;
   }
-  void munmap(ModelProc& p, unsigned start, unsigned n) {
+  void munmap(ModelProc& p, unsigned start, unsigned n, bool scarce = false) {
+    if (scarce) t_->hoard(rnd(2));
     const Errno e = error_of(p.as->munmap(va(start), pg(n)));
+    if (scarce) t_->release_hoard();
+    if (scarce && e == Errno::ENOMEM) {
+      ++scarce_failures;
+      return;
+    }
     EXPECT_EQ(e, Errno::Ok) << "munmap";
     if (e != Errno::Ok) return;
     for (unsigned i = start; i < start + n; ++i) p.pages.erase(i);
@@ -1129,14 +1148,16 @@ class Model {
     } else if (r < 80) {
       const auto [start, n] = range();
       const uint32_t prot = random_prot();
-      snprintf(buf, sizeof buf, "mprotect %d pages [%u, %u) prot %u%s", p.id, start, start + n, prot,
-               crowded ? " (skipped: crowded)" : "");
-      if (!crowded) mprotect(p, start, n, prot);
+      const bool scarce = chance(8);
+      snprintf(buf, sizeof buf, "mprotect %d pages [%u, %u) prot %u%s%s", p.id, start, start + n, prot,
+               scarce ? " (scarce frames)" : "", crowded ? " (skipped: crowded)" : "");
+      if (!crowded) mprotect(p, start, n, prot, scarce);
     } else if (r < 88) {
       const auto [start, n] = range();
-      snprintf(buf, sizeof buf, "munmap %d pages [%u, %u)%s", p.id, start, start + n,
-               crowded ? " (skipped: crowded)" : "");
-      if (!crowded) munmap(p, start, n);
+      const bool scarce = chance(8);
+      snprintf(buf, sizeof buf, "munmap %d pages [%u, %u)%s%s", p.id, start, start + n,
+               scarce ? " (scarce frames)" : "", crowded ? " (skipped: crowded)" : "");
+      if (!crowded) munmap(p, start, n, scarce);
     } else {
       const auto [start, n] = range();
       const uint32_t prot = chance(80) ? kRw : random_prot();
@@ -1239,12 +1260,12 @@ void run_model(PtShareModelTest* t, bool ptshare) {
     EXPECT_EQ(shares_seen, 0u);
   }
   printf("[ model    ] seed %lu, %lu steps, ptshare=%s: faults %lu, cow copies %lu, shares %lu, copy-outs %lu, "
-         "gate opens %lu, pushdowns %lu, l2 protects %lu, second faults %lu\n",
+         "gate opens %lu, pushdowns %lu, l2 protects %lu, second faults %lu, failures for want of frames %lu\n",
          static_cast<unsigned long>(seed), static_cast<unsigned long>(steps), ptshare ? "on" : "off",
          static_cast<unsigned long>(g_mm_stats.page_faults), static_cast<unsigned long>(g_mm_stats.cow_copies),
          static_cast<unsigned long>(pt_counters().pt_shares), static_cast<unsigned long>(pt_counters().pt_copyouts),
          static_cast<unsigned long>(pt_counters().pt_gate_opens), static_cast<unsigned long>(pt_counters().pt_pushdowns),
-         static_cast<unsigned long>(pt_counters().l2_protects), static_cast<unsigned long>(t->refaults_));
+         static_cast<unsigned long>(pt_counters().l2_protects), static_cast<unsigned long>(t->refaults_), static_cast<unsigned long>(model->scarce_failures));
 }
 
 TEST_P(PtShareModelTest, RandomProcessesMatchTheModelWithPtshareOff) { run_model(this, false); }
