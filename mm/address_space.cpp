@@ -324,13 +324,22 @@ ErrorOr<void> AddressSpace::mprotect(uint64_t addr, uint64_t len, uint32_t prot)
   bool removes_write_only = true;
   for (unsigned i = 0; i < count_; ++i)
     if (vmas_[i].start < end && vmas_[i].end > addr && (vmas_[i].prot & ~vm::Write) != prot) removes_write_only = false;
+  // Whether the leaves change only in write (every VMA of the range differs
+  // from the new rights in that alone): then the walk is told just that, and
+  // can change whole tables at their L2 entry without reading their leaves.
+  bool write_only = true;
+  for (unsigned i = 0; i < count_; ++i)
+    if (vmas_[i].start < end && vmas_[i].end > addr &&
+        (leaf_flags(vmas_[i].prot).bits ^ leaf_flags(prot).bits) != pte_bit::Write)
+      write_only = false;
   TRY(unshare(addr, end, removes_write_only ? Coverage::Partial : Coverage::All));
   TRY(carve(addr, end));
   for (unsigned i = 0; i < count_; ++i)
     if (vmas_[i].start >= addr && vmas_[i].end <= end) vmas_[i].prot = prot;
   const PteFlags want = leaf_flags(prot);
   const uint64_t managed = pte_bit::Present | pte_bit::ProtNone | pte_bit::Write | pte_bit::Nx;
-  const PteFlags set{want.bits & managed}, clear{~want.bits & managed};
+  const uint64_t changing = write_only ? pte_bit::Write : managed;
+  const PteFlags set{want.bits & changing}, clear{~want.bits & changing};
   merge_neighbours();
   LazyMmuSection section(root_, OnRefusal::Retry);  // the VMAs already say the new rights
   ErrorOr<void> r;

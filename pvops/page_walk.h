@@ -372,8 +372,12 @@ class PageWalk {
   // writable leaf loses write, so the leaves alone say the rights. The leaf
   // updates reach the tables before the gate opens.
   static ErrorOr<void> open_gate(Pte* slot, VirtAddr base, bool push_down, LazyMmuSection& section) {
-    Pte* l1 = phys_to_virt<Pte>(P::pfn_of(*slot));
-    for (unsigned k = 0; k < kEntriesPerTable; ++k) {
+    const Pfn table = P::pfn_of(*slot);
+    Pte* l1 = phys_to_virt<Pte>(table);
+    // A table never shared (share count 0, not 1) has no leaf whose frame
+    // became shared behind its back: every such leaf is Cow already.
+    const bool scan = push_down || frame_refs().get(table) != 0;
+    for (unsigned k = 0; k < kEntriesPerTable && scan; ++k) {
       const Pte e = l1[k];
       if (!mapped(e) || (e.raw & pte_bit::Cow)) continue;
       const bool shared = frame_refs().get(P::pfn_of(e)) > 1;
@@ -384,6 +388,7 @@ class PageWalk {
     }
     TRY(g_mmu.flush_lazy_mmu());
     TRY(store(slot, Pte{slot->raw | pte_bit::Write}, Level::L2));
+    frame_refs().set(table, 0);  // its leaves are in order again
     // Translations cached while the gate was closed say read-only.
     section.invalidate_range(base, kEntriesPerTable);
     ++(push_down ? g_mmu_counters.pt_pushdowns : g_mmu_counters.pt_gate_opens);
@@ -446,7 +451,12 @@ class PageWalk {
     const bool adds_write = set.bits & pte_bit::Write, removes_write = clear.bits & pte_bit::Write;
     if (adds_write == removes_write) return false;
     const Pte* l1 = phys_to_virt<const Pte>(P::pfn_of(*slot));
-    for (unsigned k = 0; k < kEntriesPerTable; ++k) {
+    // When the caller says only write changes (set and clear hold nothing
+    // else), no leaf can differ in another right: no need to read them. A
+    // leaf then left read-only under an open gate is upgraded by its first
+    // write fault, as after any mprotect.
+    const bool write_only = ((set.bits | clear.bits) & ~pte_bit::Write) == 0;
+    for (unsigned k = 0; k < kEntriesPerTable && !write_only; ++k) {
       const Pte e = l1[k];
       if (!mapped(e)) continue;
       Pte updated{(e.raw | set.bits) & ~clear.bits};
