@@ -715,8 +715,8 @@ TEST_P(PtShareTest, WholeTableMprotectOfASharedTable) {
 
 // A table whose write right was taken away at its L2 entry, and that fork
 // cannot share (it holds a shared VMA): the child's copy of the leaves must
-// not be writable where the VMA is not (found by the model test, seed
-// 20261201).
+// not be writable where the VMA is not (the model test found this in a
+// draft of the kernel side).
 TEST_P(PtShareTest, ForkOfATableReadOnlyAtItsL2EntryKeepsItReadOnlyInTheChild) {
   AddressSpace* parent = create();
   ASSERT_NE(parent, nullptr);
