@@ -162,7 +162,7 @@ class PageWalk {
             fresh_slot = slot;
           }
         }
-        if (mode == ForkMode::CopyOnWrite && !(e.raw & pte_bit::Cow)) {
+        if (mode == ForkMode::CopyOnWrite && !has(e, pte_bit::Cow)) {
           // Write-protect the parent's leaf and mark it shared: the hot loop
           // of fork after dirtying memory, the one batching exists to speed
           // up. Read-only and PROT_NONE leaves are marked too, or a later
@@ -170,7 +170,7 @@ class PageWalk {
           const Pte old = P::modify_prot_start(&src[first + k]);
           e = Pte{(old.raw & ~pte_bit::Write) | pte_bit::Cow};
           TRY(P::modify_prot_commit(&src[first + k], old, e));
-          if (old.raw & pte_bit::Write) section.invalidate(at);
+          if (has(old, pte_bit::Write)) section.invalidate(at);
         }
         frame_refs().inc(P::pfn_of(e));
         if (fresh_slot) {
@@ -379,9 +379,9 @@ class PageWalk {
     const bool scan = push_down || frame_refs().get(table) != 0;
     for (unsigned k = 0; k < kEntriesPerTable && scan; ++k) {
       const Pte e = l1[k];
-      if (!mapped(e) || (e.raw & pte_bit::Cow)) continue;
+      if (!mapped(e) || has(e, pte_bit::Cow)) continue;
       const bool shared = frame_refs().get(P::pfn_of(e)) > 1;
-      if (!shared && !(push_down && (e.raw & pte_bit::Write))) continue;
+      if (!shared && !(push_down && has(e, pte_bit::Write))) continue;
       const Pte old = P::modify_prot_start(&l1[k]);
       TRY(P::modify_prot_commit(&l1[k], old,
                                 Pte{(old.raw & ~pte_bit::Write) | (shared ? pte_bit::Cow : uint64_t{0})}));
@@ -434,7 +434,7 @@ class PageWalk {
         Pte updated{(old.raw | set.bits) & ~clear.bits};
         // A shared (copy-on-write) frame stays read-only whatever the new
         // protection: the write fault will give this mapping its own copy.
-        if (updated.raw & pte_bit::Cow) updated.raw &= ~pte_bit::Write;
+        if (has(updated, pte_bit::Cow)) updated.raw &= ~pte_bit::Write;
         TRY(P::modify_prot_commit(slot, old, updated));
         section.invalidate(va + (i + k) * kPageSize);
       }
@@ -460,7 +460,7 @@ class PageWalk {
       const Pte e = l1[k];
       if (!mapped(e)) continue;
       Pte updated{(e.raw | set.bits) & ~clear.bits};
-      if (updated.raw & pte_bit::Cow) updated.raw &= ~pte_bit::Write;
+      if (has(updated, pte_bit::Cow)) updated.raw &= ~pte_bit::Write;
       const uint64_t changed = updated.raw ^ e.raw;
       if (adds_write ? changed != 0 : (changed & ~pte_bit::Write) != 0) return false;
     }
@@ -536,12 +536,14 @@ class PageWalk {
       return e.raw & (pte_bit::Present | pte_bit::ProtNone);
   }
 
-  static bool writable(Pte e) {
+  static bool has(Pte e, uint64_t bit) {
     if constexpr (Access == PteAccess::Flags)
-      return g_mmu.pte_flags(e).has(pte_bit::Write);
+      return g_mmu.pte_flags(e).has(bit);
     else
-      return e.raw & pte_bit::Write;
+      return (e.raw & bit) == bit;
   }
+
+  static bool writable(Pte e) { return has(e, pte_bit::Write); }
 
   static bool present(Pte e) {
     if constexpr (Access == PteAccess::Flags)
