@@ -131,12 +131,12 @@ ErrorOr<AddressSpace*> AddressSpace::try_fork() {
   // undone if the fork fails.
   LazyMmuSection section(root_, OnRefusal::Retry);
   ErrorOr<void> r;
-  shared_tables_up_to_ = 0;
+  shared_tables_up_to_ = VirtAddr{0};
   for (unsigned i = 0; i < count_ && !r.is_error(); ++i) {
     const Vma& v = vmas_[i];
     const ForkMode mode = (v.flags & vm::Shared) ? ForkMode::Share : ForkMode::CopyOnWrite;
     r = g_policy.ptshare ? fork_vma_sharing_tables(*child, v, mode, section)
-                         : g_mmu.range.fork_range(root_, child->root_, VirtAddr{v.start}, v.pages(), mode, section);
+                         : g_mmu.range.fork_range(root_, child->root_, v.start, v.pages(), mode, section);
   }
   r = finish(section, r);
   if (r.is_error()) {
@@ -148,24 +148,24 @@ ErrorOr<AddressSpace*> AddressSpace::try_fork() {
 
 ErrorOr<void> AddressSpace::fork_vma_sharing_tables(AddressSpace& child, const Vma& v, ForkMode mode,
                                                     LazyMmuSection& section) {
-  for (uint64_t at = v.start; at < v.end;) {
-    const uint64_t table = align_down(at, kTableSpan);
-    const uint64_t next = table + kTableSpan < v.end ? table + kTableSpan : v.end;
+  for (VirtAddr at = v.start; at < v.end;) {
+    const VirtAddr table = align_down(at, kTableSpan);
+    const VirtAddr next = table + kTableSpan < v.end ? table + kTableSpan : v.end;
     // A table that straddles two VMAs was shared with the first of them.
     const bool shared_already = table < v.start && shared_tables_up_to_ > table;
     bool done = shared_already;
     if (!done && table_holds_only_private_memory(table))
-      done = TRY(g_mmu.range.share_table(root_, child.root_, VirtAddr{table}, kShareMinLeaves, section));
+      done = TRY(g_mmu.range.share_table(root_, child.root_, table, kShareMinLeaves, section));
     if (done)
       shared_tables_up_to_ = table + kTableSpan;
     else
-      TRY(g_mmu.range.fork_range(root_, child.root_, VirtAddr{at}, (next - at) >> kPageShift, mode, section));
+      TRY(g_mmu.range.fork_range(root_, child.root_, at, (next - at) >> kPageShift, mode, section));
     at = next;
   }
   return {};
 }
 
-bool AddressSpace::table_holds_only_private_memory(uint64_t table) const {
+bool AddressSpace::table_holds_only_private_memory(VirtAddr table) const {
   for (unsigned i = 0; i < count_; ++i)
     if (vmas_[i].start < table + kTableSpan && vmas_[i].end > table && (vmas_[i].flags & vm::Shared)) return false;
   return true;
@@ -181,7 +181,7 @@ ErrorOr<void> AddressSpace::destroy() {
   return release_root(root_);
 }
 
-const Vma* AddressSpace::find(uint64_t va) const {
+const Vma* AddressSpace::find(VirtAddr va) const {
   for (unsigned i = 0; i < count_; ++i)
     if (va >= vmas_[i].start && va < vmas_[i].end) return &vmas_[i];
   return nullptr;
@@ -199,16 +199,16 @@ ErrorOr<void> AddressSpace::add_vma(const Vma& v) {
   return {};
 }
 
-ErrorOr<void> AddressSpace::carve(uint64_t start, uint64_t end) {
+ErrorOr<void> AddressSpace::carve(VirtAddr start, VirtAddr end) {
   // Split any VMA straddling start or end so [start, end) is whole VMAs.
   // The slots are checked first: a refused split changes nothing.
-  const uint64_t cuts[2] = {start, end};
+  const VirtAddr cuts[2] = {start, end};
   unsigned splits = 0;
-  for (uint64_t cut : cuts)
+  for (VirtAddr cut : cuts)
     for (unsigned i = 0; i < count_; ++i)
       if (cut > vmas_[i].start && cut < vmas_[i].end) ++splits;
   if (count_ + splits > kMaxVmas) return Errno::ENOMEM;
-  for (uint64_t cut : cuts) {
+  for (VirtAddr cut : cuts) {
     for (unsigned i = 0; i < count_; ++i) {
       Vma& v = vmas_[i];
       if (cut > v.start && cut < v.end) {
@@ -236,29 +236,28 @@ void AddressSpace::merge_neighbours() {
   count_ = out;
 }
 
-ErrorOr<void> AddressSpace::unmap_pages(uint64_t start, uint64_t end) {
+ErrorOr<void> AddressSpace::unmap_pages(VirtAddr start, VirtAddr end) {
   LazyMmuSection section(root_, OnRefusal::Retry);
-  auto r = g_mmu.range.unmap(root_, VirtAddr{start}, (end - start) >> kPageShift, UnmapVisitor{&drop_frame, nullptr},
-                             section);
+  auto r = g_mmu.range.unmap(root_, start, (end - start) >> kPageShift, UnmapVisitor{&drop_frame, nullptr}, section);
   return finish(section, r);
 }
 
-ErrorOr<uint64_t> AddressSpace::mmap(uint64_t addr, uint64_t len, uint32_t prot, uint32_t flags, bool fixed) {
-  if (len == 0 || (addr & (kPageSize - 1)) || len > abi::kUserTop) return Errno::EINVAL;
+ErrorOr<VirtAddr> AddressSpace::mmap(VirtAddr addr, uint64_t len, uint32_t prot, uint32_t flags, bool fixed) {
+  if (len == 0 || (raw(addr) & (kPageSize - 1)) || len > abi::kUserTop) return Errno::EINVAL;
   const uint64_t size = pages_of(len) << kPageShift;
   if (fixed) {
-    if (addr < kPageSize || addr + size > abi::kUserTop || addr + size < addr) return Errno::EINVAL;
+    if (raw(addr) < kPageSize || raw(addr + size) > abi::kUserTop || addr + size < addr) return Errno::EINVAL;
     TRY(munmap(addr, size));
   } else {
     // First gap at or above the mmap base that fits.
-    addr = abi::kUserMmapBase;
+    addr = VirtAddr{abi::kUserMmapBase};
     for (unsigned i = 0; i < count_; ++i) {
       const Vma& v = vmas_[i];
       if (v.end <= addr) continue;
       if (v.start >= addr + size) break;
       addr = v.end;
     }
-    if (addr + size > abi::kUserStackTop - abi::kUserStackPages * kPageSize) return Errno::ENOMEM;
+    if (raw(addr + size) > abi::kUserStackTop - abi::kUserStackPages * kPageSize) return Errno::ENOMEM;
   }
   TRY(add_vma(Vma{addr, addr + size, prot, flags}));
   if (flags & vm::Shared) {
@@ -273,9 +272,9 @@ ErrorOr<uint64_t> AddressSpace::mmap(uint64_t addr, uint64_t len, uint32_t prot,
   return addr;
 }
 
-ErrorOr<void> AddressSpace::populate_shared(uint64_t addr, uint64_t size, uint32_t prot) {
+ErrorOr<void> AddressSpace::populate_shared(VirtAddr addr, uint64_t size, uint32_t prot) {
   Pfn chunk[64];
-  for (uint64_t va = addr; va < addr + size;) {
+  for (VirtAddr va = addr; va < addr + size;) {
     unsigned n = 0;
     for (; n < 64 && va + n * kPageSize < addr + size; ++n) {
       auto f = frames().try_alloc();
@@ -287,16 +286,16 @@ ErrorOr<void> AddressSpace::populate_shared(uint64_t addr, uint64_t size, uint32
       memset(phys_to_virt(chunk[n]), 0, kPageSize);
     }
     TRY(map_frames(va, chunk, n, prot));  // on failure it keeps or frees each frame itself
-    va += n * kPageSize;
+    va = va + n * kPageSize;
   }
   return {};
 }
 
-ErrorOr<void> AddressSpace::munmap(uint64_t addr, uint64_t len) {
-  if ((addr & (kPageSize - 1)) || len == 0) return Errno::EINVAL;
+ErrorOr<void> AddressSpace::munmap(VirtAddr addr, uint64_t len) {
+  if ((raw(addr) & (kPageSize - 1)) || len == 0) return Errno::EINVAL;
   if (len > abi::kUserTop) return Errno::EINVAL;  // also keeps the rounding below from wrapping
-  const uint64_t end = addr + (pages_of(len) << kPageShift);
-  if (end > abi::kUserTop || end < addr) return Errno::EINVAL;
+  const VirtAddr end = addr + (pages_of(len) << kPageShift);
+  if (raw(end) > abi::kUserTop || end < addr) return Errno::EINVAL;
   TRY(unshare(addr, end, Coverage::Partial));  // whole shared tables are only let go of
   TRY(carve(addr, end));
   TRY(unmap_pages(addr, end));
@@ -307,14 +306,14 @@ ErrorOr<void> AddressSpace::munmap(uint64_t addr, uint64_t len) {
   return {};
 }
 
-ErrorOr<void> AddressSpace::mprotect(uint64_t addr, uint64_t len, uint32_t prot) {
-  if ((addr & (kPageSize - 1)) || (prot & ~(vm::Read | vm::Write | vm::Exec))) return Errno::EINVAL;
+ErrorOr<void> AddressSpace::mprotect(VirtAddr addr, uint64_t len, uint32_t prot) {
+  if ((raw(addr) & (kPageSize - 1)) || (prot & ~(vm::Read | vm::Write | vm::Exec))) return Errno::EINVAL;
   if (len > abi::kUserTop) return Errno::EINVAL;
-  const uint64_t end = addr + (pages_of(len) << kPageShift);
-  if (end > abi::kUserTop || end < addr) return Errno::EINVAL;
+  const VirtAddr end = addr + (pages_of(len) << kPageShift);
+  if (raw(end) > abi::kUserTop || end < addr) return Errno::EINVAL;
   if (len == 0) return {};
   // Every page of the range must be mapped (Linux: ENOMEM otherwise).
-  for (uint64_t p = addr; p < end;) {
+  for (VirtAddr p = addr; p < end;) {
     const Vma* v = find(p);
     if (!v) return Errno::ENOMEM;
     p = v->end;
@@ -344,38 +343,38 @@ ErrorOr<void> AddressSpace::mprotect(uint64_t addr, uint64_t len, uint32_t prot)
   LazyMmuSection section(root_, OnRefusal::Retry);  // the VMAs already say the new rights
   ErrorOr<void> r;
   if (!g_policy.ptshare) {
-    r = g_mmu.range.protect(root_, VirtAddr{addr}, (end - addr) >> kPageShift, set, clear, section);
+    r = g_mmu.range.protect(root_, addr, (end - addr) >> kPageShift, set, clear, section);
     return finish(section, r);
   }
   // ptshare: a whole table whose leaves differ from the new rights only in
   // write changes at its L2 entry — unless shared memory is mapped there: a
   // closed gate over shared frames could only open by making them Cow.
-  for (uint64_t at = addr; at < end && !r.is_error();) {
-    const uint64_t table = align_down(at, kTableSpan);
-    const uint64_t next = table + kTableSpan < end ? table + kTableSpan : end;
+  for (VirtAddr at = addr; at < end && !r.is_error();) {
+    const VirtAddr table = align_down(at, kTableSpan);
+    const VirtAddr next = table + kTableSpan < end ? table + kTableSpan : end;
     auto protect = table_holds_only_private_memory(table) ? g_mmu.range.protect_tables : g_mmu.range.protect;
-    r = protect(root_, VirtAddr{at}, (next - at) >> kPageShift, set, clear, section);
+    r = protect(root_, at, (next - at) >> kPageShift, set, clear, section);
     at = next;
   }
   return finish(section, r);
 }
 
-ErrorOr<void> AddressSpace::unshare(uint64_t addr, uint64_t end, Coverage which) {
+ErrorOr<void> AddressSpace::unshare(VirtAddr addr, VirtAddr end, Coverage which) {
   if (!g_policy.ptshare) return {};  // no table is ever shared
   LazyMmuSection section(root_, OnRefusal::Fail);
-  return finish(section, g_mmu.range.unshare(root_, VirtAddr{addr}, (end - addr) >> kPageShift, which, section));
+  return finish(section, g_mmu.range.unshare(root_, addr, (end - addr) >> kPageShift, which, section));
 }
 
-LeafRights AddressSpace::leaf_rights_in_table(uint64_t table) const {
+LeafRights AddressSpace::leaf_rights_in_table(VirtAddr table) const {
   for (unsigned i = 0; i < count_; ++i)
     if (vmas_[i].start < table + kTableSpan && vmas_[i].end > table && !(vmas_[i].prot & vm::Write))
       return LeafRights::Reduced;
   return LeafRights::Trusted;
 }
 
-ErrorOr<uint64_t> AddressSpace::brk(uint64_t new_end) {
-  if (new_end == 0 || new_end < brk_base_ || new_end > abi::kUserTop - kPageSize) return brk_end_;
-  const uint64_t old_top = align_up(brk_end_, kPageSize), new_top = align_up(new_end, kPageSize);
+ErrorOr<VirtAddr> AddressSpace::brk(VirtAddr new_end) {
+  if (raw(new_end) == 0 || new_end < brk_base_ || raw(new_end) > abi::kUserTop - kPageSize) return brk_end_;
+  const VirtAddr old_top = align_up(brk_end_, kPageSize), new_top = align_up(new_end, kPageSize);
   if (new_top > old_top) {
     for (unsigned i = 0; i < count_; ++i)  // would run into another mapping
       if (vmas_[i].start < new_top && vmas_[i].end > old_top) return brk_end_;
@@ -393,15 +392,15 @@ ErrorOr<uint64_t> AddressSpace::brk(uint64_t new_end) {
   return brk_end_;
 }
 
-ErrorOr<void> AddressSpace::map_frames(uint64_t addr, const Pfn* frames_in, uint64_t count, uint32_t prot) {
+ErrorOr<void> AddressSpace::map_frames(VirtAddr addr, const Pfn* frames_in, uint64_t count, uint32_t prot) {
   for (uint64_t i = 0; i < count; ++i) frame_refs().set(frames_in[i], 1);
   LazyMmuSection section(root_, OnRefusal::Fail);  // what was not mapped is read back and undone
-  auto r = finish(section, g_mmu.range.map(root_, VirtAddr{addr}, count, FrameSource{frames_in, {}}, leaf_flags(prot)));
+  auto r = finish(section, g_mmu.range.map(root_, addr, count, FrameSource{frames_in, {}}, leaf_flags(prot)));
   if (r.is_error()) {
     // The frames that made it into the tables belong to the space now (its
     // munmap drops them); the others go back.
     for (uint64_t i = 0; i < count; ++i) {
-      auto e = g_mmu.range.lookup(root_, VirtAddr{addr + i * kPageSize});
+      auto e = g_mmu.range.lookup(root_, addr + i * kPageSize);
       if (e.is_error() || g_mmu.pte_pfn(e.value()) != frames_in[i]) {
         frame_refs().set(frames_in[i], 0);
         frames().must_free(frames_in[i]);
@@ -411,7 +410,7 @@ ErrorOr<void> AddressSpace::map_frames(uint64_t addr, const Pfn* frames_in, uint
   return r;
 }
 
-FaultOutcome AddressSpace::handle_fault(uint64_t va, Access access) {
+FaultOutcome AddressSpace::handle_fault(VirtAddr va, Access access) {
   ++g_mm_stats.page_faults;
   const bool write = access == Access::Write;
   const Vma* v = find(va);
@@ -419,7 +418,7 @@ FaultOutcome AddressSpace::handle_fault(uint64_t va, Access access) {
   // An instruction fetch from memory without PROT_EXEC: the leaf carries NX,
   // so treating it as a stale translation would fault again forever.
   if (access == Access::Execute && !(v->prot & vm::Exec)) return FaultOutcome::bad_access();
-  const VirtAddr page{align_down(va, kPageSize)};
+  const VirtAddr page = align_down(va, kPageSize);
   const PteFlags flags = leaf_flags(v->prot);
   if (write && g_policy.ptshare) {
     // The L2 entry above may be a closed gate (a table shared since fork, or
@@ -427,7 +426,7 @@ FaultOutcome AddressSpace::handle_fault(uint64_t va, Access access) {
     // section, so the leaf decision below reads the table as it now is.
     LazyMmuSection gate(root_, OnRefusal::Fail);
     auto opened = finish(gate, g_mmu.range.open_for_write(root_, page,
-                                                          leaf_rights_in_table(align_down(raw(page), kTableSpan)), gate));
+                                                          leaf_rights_in_table(align_down(page, kTableSpan)), gate));
     if (opened.is_error()) return FaultOutcome::out_of_memory(opened.error());
   }
   auto pte = g_mmu.range.lookup(root_, page);

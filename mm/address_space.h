@@ -15,8 +15,8 @@ inline constexpr uint32_t Shared = 1, Heap = 2, Stack = 4;
 }  // namespace vm
 
 struct Vma {
-  uint64_t start;  // page aligned
-  uint64_t end;    // exclusive, page aligned
+  VirtAddr start;  // page aligned
+  VirtAddr end;    // exclusive, page aligned
   uint32_t prot;   // vm::Read | vm::Write | vm::Exec
   uint32_t flags;  // vm::Shared, vm::Heap, vm::Stack
   uint64_t pages() const { return (end - start) >> kPageShift; }
@@ -69,45 +69,47 @@ class AddressSpace {
   ErrorOr<void> destroy();
 
   // Anonymous mappings. mmap places the region itself unless fixed.
-  ErrorOr<uint64_t> mmap(uint64_t addr, uint64_t len, uint32_t prot, uint32_t flags, bool fixed);
-  ErrorOr<void> munmap(uint64_t addr, uint64_t len);
-  ErrorOr<void> mprotect(uint64_t addr, uint64_t len, uint32_t prot);
-  ErrorOr<uint64_t> brk(uint64_t new_end);
-  void set_brk_base(uint64_t base) { brk_base_ = brk_end_ = base; }
+  // Addresses are VirtAddr, lengths byte counts; the syscall layer converts
+  // the user's register values at its boundary.
+  ErrorOr<VirtAddr> mmap(VirtAddr addr, uint64_t len, uint32_t prot, uint32_t flags, bool fixed);
+  ErrorOr<void> munmap(VirtAddr addr, uint64_t len);
+  ErrorOr<void> mprotect(VirtAddr addr, uint64_t len, uint32_t prot);
+  ErrorOr<VirtAddr> brk(VirtAddr new_end);
+  void set_brk_base(VirtAddr base) { brk_base_ = brk_end_ = base; }
 
   // Maps frames the caller filled (program loading); they become this
   // space's (reference count 1 each). On failure the frames that were not
   // mapped are freed; the caller only unmaps the range.
-  ErrorOr<void> map_frames(uint64_t addr, const Pfn* frames, uint64_t count, uint32_t prot);
+  ErrorOr<void> map_frames(VirtAddr addr, const Pfn* frames, uint64_t count, uint32_t prot);
 
-  FaultOutcome handle_fault(uint64_t va, Access access);
+  FaultOutcome handle_fault(VirtAddr va, Access access);
   // The VMA containing va with at least `prot` rights, or null.
-  const Vma* find(uint64_t va) const;
+  const Vma* find(VirtAddr va) const;
   Pfn root() const { return root_; }
   unsigned vma_count() const { return count_; }
   const Vma& vma(unsigned i) const { return vmas_[i]; }
 
  private:
   ErrorOr<void> add_vma(const Vma& v);
-  ErrorOr<void> carve(uint64_t start, uint64_t end);  // split VMAs at both ends
+  ErrorOr<void> carve(VirtAddr start, VirtAddr end);  // split VMAs at both ends
   void merge_neighbours();  // join touching VMAs with equal rights and kind
-  ErrorOr<void> populate_shared(uint64_t addr, uint64_t size, uint32_t prot);
-  ErrorOr<void> unmap_pages(uint64_t start, uint64_t end);
+  ErrorOr<void> populate_shared(VirtAddr addr, uint64_t size, uint32_t prot);
+  ErrorOr<void> unmap_pages(VirtAddr start, VirtAddr end);
   // fork under ptshare: whole tables of private memory are shared, the rest
   // copied leaf by leaf.
   ErrorOr<void> fork_vma_sharing_tables(AddressSpace& child, const Vma& v, ForkMode mode, LazyMmuSection& section);
-  bool table_holds_only_private_memory(uint64_t table) const;
+  bool table_holds_only_private_memory(VirtAddr table) const;
   // Copies out shared tables the next change of [addr, end) would write into.
-  ErrorOr<void> unshare(uint64_t addr, uint64_t end, Coverage which);
-  LeafRights leaf_rights_in_table(uint64_t table) const;
+  ErrorOr<void> unshare(VirtAddr addr, VirtAddr end, Coverage which);
+  LeafRights leaf_rights_in_table(VirtAddr table) const;
 
   Pfn root_{};
   Vma vmas_[kMaxVmas] = {};
   unsigned count_ = 0;
-  uint64_t brk_base_ = 0;
-  uint64_t brk_end_ = 0;
+  VirtAddr brk_base_{};
+  VirtAddr brk_end_{};
   bool in_use_ = false;
-  uint64_t shared_tables_up_to_ = 0;  // during try_fork: the end of the last table shared
+  VirtAddr shared_tables_up_to_{};  // during try_fork: the end of the last table shared
 };
 
 PteFlags leaf_flags(uint32_t prot);

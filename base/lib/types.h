@@ -31,6 +31,16 @@ constexpr Pfn operator+(Pfn p, uint64_t n) { return Pfn{raw(p) + n}; }
 constexpr uint64_t align_down(uint64_t v, uint64_t a) { return v & ~(a - 1); }
 constexpr uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) & ~(a - 1); }
 
+// Virtual addresses compare among themselves (the built-in relational
+// operators of an enum class); arithmetic on them is spelled out here. The
+// distance between two addresses is a byte count (a length, a uint64_t), and
+// an address moves down by a byte count. Alignment rounds the raw value, with
+// `a` a power of two as above.
+constexpr uint64_t operator-(VirtAddr end, VirtAddr start) { return raw(end) - raw(start); }
+constexpr VirtAddr operator-(VirtAddr v, uint64_t bytes) { return VirtAddr{raw(v) - bytes}; }
+constexpr VirtAddr align_down(VirtAddr v, uint64_t a) { return VirtAddr{align_down(raw(v), a)}; }
+constexpr VirtAddr align_up(VirtAddr v, uint64_t a) { return VirtAddr{align_up(raw(v), a)}; }
+
 template <typename T>
 T* as_ptr(VirtAddr v) { return reinterpret_cast<T*>(raw(v)); }
 inline VirtAddr to_virt(const void* p) { return VirtAddr{reinterpret_cast<uint64_t>(p)}; }

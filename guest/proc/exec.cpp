@@ -38,7 +38,7 @@ ErrorOr<void> load_segment(AddressSpace& as, const uint8_t* image, const ElfSegm
   const uint64_t start = align_down(seg.vaddr, kPageSize);
   const uint64_t end = align_up(seg.vaddr + seg.memsz, kPageSize);
   const uint32_t prot = segment_prot(seg.flags);
-  TRY(as.mmap(start, end - start, prot, 0, /*fixed=*/true));
+  TRY(as.mmap(VirtAddr{start}, end - start, prot, 0, /*fixed=*/true));
   Pfn chunk[64];
   for (uint64_t va = start; va < end;) {
     unsigned n = 0;
@@ -58,7 +58,7 @@ ErrorOr<void> load_segment(AddressSpace& as, const uint8_t* image, const ElfSegm
       const uint64_t to = page + kPageSize < to_file ? page + kPageSize : to_file;
       if (to > from) memcpy(dst + (from - page), image + seg.offset + (from - seg.vaddr), to - from);
     }
-    TRY(as.map_frames(va, chunk, n, prot));  // on failure it keeps or frees each frame itself
+    TRY(as.map_frames(VirtAddr{va}, chunk, n, prot));  // on failure it keeps or frees each frame itself
     va += n * kPageSize;
   }
   return {};
@@ -68,7 +68,7 @@ ErrorOr<void> load_segment(AddressSpace& as, const uint8_t* image, const ElfSegm
 // the top page of the stack, filled through the physmap before it is mapped.
 ErrorOr<uint64_t> build_stack(AddressSpace& as, const char* const* argv, const char* const* envp) {
   const uint64_t top = abi::kUserStackTop;
-  TRY(as.mmap(top - abi::kUserStackPages * kPageSize, abi::kUserStackPages * kPageSize, vm::Read | vm::Write,
+  TRY(as.mmap(VirtAddr{top - abi::kUserStackPages * kPageSize}, abi::kUserStackPages * kPageSize, vm::Read | vm::Write,
               vm::Stack, /*fixed=*/true));
   const Pfn page = TRY(frames().try_alloc());
   uint8_t* mem = phys_to_virt<uint8_t>(page);
@@ -103,14 +103,14 @@ ErrorOr<uint64_t> build_stack(AddressSpace& as, const char* const* argv, const c
   words[w++] = 0;        // envp terminator
   words[w++] = AT_NULL;  // auxv
   words[w++] = 0;
-  TRY(as.map_frames(top - kPageSize, &page, 1, vm::Read | vm::Write));
+  TRY(as.map_frames(VirtAddr{top - kPageSize}, &page, 1, vm::Read | vm::Write));
   return top - kPageSize + sp;
 }
 
 ErrorOr<uint64_t> load(AddressSpace& as, const uint8_t* image, const ElfImage& elf, const char* const* argv,
                        const char* const* envp) {
   for (unsigned i = 0; i < elf.count; ++i) TRY(load_segment(as, image, elf.segments[i]));
-  as.set_brk_base(elf.brk_base);
+  as.set_brk_base(VirtAddr{elf.brk_base});
   return build_stack(as, argv, envp);
 }
 

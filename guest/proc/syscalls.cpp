@@ -27,6 +27,10 @@ int64_t result(const ErrorOr<T>& r) {
   return static_cast<int64_t>(r.value());
 }
 int64_t result(const ErrorOr<void>& r) { return r.is_error() ? result(r.error()) : 0; }
+// An address the call returns (mmap, brk): its raw value.
+int64_t result(const ErrorOr<VirtAddr>& r) {
+  return r.is_error() ? result(r.error()) : static_cast<int64_t>(raw(r.value()));
+}
 
 ErrorOr<File*> fd_file(uint64_t fd) {
   if (fd >= Process::kMaxFds || !current()->fds[fd]) return Errno::EBADF;
@@ -86,20 +90,20 @@ int64_t sys_mmap(const Args& a) {
   const uint64_t prot = a[2], flags = a[3];
   const bool shared = flags & abi::MAP_SHARED, priv = flags & abi::MAP_PRIVATE;
   if (!(flags & abi::MAP_ANONYMOUS) || shared == priv || (prot & ~uint64_t{7})) return result(Errno::EINVAL);
-  return result(current()->as->mmap(a[0], a[1], static_cast<uint32_t>(prot), shared ? vm::Shared : 0,
+  return result(current()->as->mmap(VirtAddr{a[0]}, a[1], static_cast<uint32_t>(prot), shared ? vm::Shared : 0,
                                      flags & abi::MAP_FIXED));
 }
 
 int64_t sys_mprotect(const Args& a) {
   if (a[2] & ~uint64_t{abi::PROT_READ | abi::PROT_WRITE | abi::PROT_EXEC}) return result(Errno::EINVAL);
-  return result(current()->as->mprotect(a[0], a[1], static_cast<uint32_t>(a[2])));
+  return result(current()->as->mprotect(VirtAddr{a[0]}, a[1], static_cast<uint32_t>(a[2])));
 }
 
 // A signal number from a 64-bit register: checked before it is narrowed.
 bool valid_signal(uint64_t sig) { return sig >= 1 && sig <= abi::kNumSignals; }
 
-int64_t sys_munmap(const Args& a) { return result(current()->as->munmap(a[0], a[1])); }
-int64_t sys_brk(const Args& a) { return result(current()->as->brk(a[0])); }
+int64_t sys_munmap(const Args& a) { return result(current()->as->munmap(VirtAddr{a[0]}, a[1])); }
+int64_t sys_brk(const Args& a) { return result(current()->as->brk(VirtAddr{a[0]})); }
 
 int64_t sys_rt_sigaction(const Args& a) {
   if (!valid_signal(a[0]) || a[0] == abi::SIGKILL || a[3] != sizeof(uint64_t)) return result(Errno::EINVAL);

@@ -71,7 +71,7 @@ void user_trap(TrapFrame& f, uint64_t fault_addr) {
         raise_fault_signal(abi::SIGSEGV);
         break;
       }
-      switch (p.as->handle_fault(fault_addr, access_of(f.error_code)).kind) {
+      switch (p.as->handle_fault(VirtAddr{fault_addr}, access_of(f.error_code)).kind) {
         case FaultOutcome::Handled:
           p.fault_failures = 0;
           if (repeats_without_progress(p, f.rip, fault_addr)) raise_fault_signal(abi::SIGSEGV);
@@ -105,7 +105,7 @@ bool kernel_fault_on_user_memory(const TrapFrame& f, uint64_t fault_addr) {
   Process* p = current();
   if (!p || !p->as || fault_addr >= abi::kUserTop || (f.error_code & pf::Reserved)) return false;
   for (unsigned attempt = 0; attempt <= kFaultRetries; ++attempt) {
-    switch (p->as->handle_fault(fault_addr, access_of(f.error_code)).kind) {
+    switch (p->as->handle_fault(VirtAddr{fault_addr}, access_of(f.error_code)).kind) {
       case FaultOutcome::Handled: return true;
       case FaultOutcome::BadAccess: return false;
       case FaultOutcome::OutOfMemory: break;  // maybe transient: try again

@@ -162,8 +162,8 @@ TEST_P(AddressSpaceTest, AccessOutsideEveryVmaIsBadAccess) {
   fake().clear_events();
   for (uint64_t va : {uint64_t{0}, abi::kUserBase, a - 1, a + pg(2), a + pg(2) + 100, a + pg(4), abi::kUserTop - 1,
                       abi::kUserTop, uint64_t{PVK_PHYSMAP_BASE}, uint64_t{PVK_KERNEL_VMA}}) {
-    EXPECT_EQ(as->handle_fault(va, Access::Read), FaultOutcome::BadAccess) << std::hex << va;
-    EXPECT_EQ(as->handle_fault(va, Access::Write), FaultOutcome::BadAccess) << std::hex << va;
+    EXPECT_EQ(as->handle_fault(VirtAddr{va}, Access::Read), FaultOutcome::BadAccess) << std::hex << va;
+    EXPECT_EQ(as->handle_fault(VirtAddr{va}, Access::Write), FaultOutcome::BadAccess) << std::hex << va;
   }
   EXPECT_EQ(frames().free_count(), free_before);
   EXPECT_EQ(fake().count(Ev::Store), 0u);
@@ -180,7 +180,7 @@ TEST_P(AddressSpaceTest, ProtNoneIsBadAccessAndKeepsTheFramesForLater) {
   const Pfn f[3] = {frame_at(as, a), frame_at(as, a + pg(1)), frame_at(as, a + pg(2))};
   ASSERT_EQ(f[2], zero_page_);
 
-  ASSERT_EQ(error_of(as->mprotect(a, pg(3), kNone)), Errno::Ok);
+  ASSERT_EQ(error_of(as->mprotect(VirtAddr{a}, pg(3), kNone)), Errno::Ok);
   EXPECT_THAT(vmas(as), ElementsAre(V{a, a + pg(3), kNone}));
   for (unsigned i = 0; i < 3; ++i) {
     const Pte e = entry(as, a + pg(i));
@@ -194,7 +194,7 @@ TEST_P(AddressSpaceTest, ProtNoneIsBadAccessAndKeepsTheFramesForLater) {
   EXPECT_EQ(refs(f[0]), 1u);
   EXPECT_EQ(refs(zero_page_), 1u);
 
-  ASSERT_EQ(error_of(as->mprotect(a, pg(3), kRw)), Errno::Ok);
+  ASSERT_EQ(error_of(as->mprotect(VirtAddr{a}, pg(3), kRw)), Errno::Ok);
   for (unsigned i = 0; i < 2; ++i) {
     const Pte e = entry(as, a + pg(i));
     EXPECT_TRUE(has(e, pte_bit::Present | pte_bit::Write)) << i;
@@ -222,8 +222,8 @@ TEST_P(AddressSpaceTest, MunmapFreesProtNoneFrames) {
   const uint64_t a = mmap(as, pg(4), kRw);
   for (unsigned i = 0; i < 4; ++i) fill(as, a + pg(i), 1);
   const uint64_t free_before = frames().free_count();
-  ASSERT_EQ(error_of(as->mprotect(a, pg(4), kNone)), Errno::Ok);
-  ASSERT_EQ(error_of(as->munmap(a, pg(4))), Errno::Ok);
+  ASSERT_EQ(error_of(as->mprotect(VirtAddr{a}, pg(4), kNone)), Errno::Ok);
+  ASSERT_EQ(error_of(as->munmap(VirtAddr{a}, pg(4))), Errno::Ok);
   // Four frames and the page tables that held them.
   EXPECT_EQ(frames().free_count(), free_before + 4 + fake().count(Ev::RetireTable));
   EXPECT_EQ(as->vma_count(), 0u);
@@ -236,8 +236,8 @@ TEST_P(AddressSpaceTest, OutOfFramesIsOutOfMemoryAndTheFaultCanBeRetried) {
   const uint64_t a = mmap(as, pg(2), kRw);
   fill(as, a, 1);  // the page tables exist now
   hoard(0);
-  EXPECT_EQ(as->handle_fault(a + pg(1), Access::Write), FaultOutcome::OutOfMemory);
-  EXPECT_EQ(as->handle_fault(a + pg(1), Access::Read), FaultOutcome::OutOfMemory);
+  EXPECT_EQ(as->handle_fault(VirtAddr{a + pg(1)}, Access::Write), FaultOutcome::OutOfMemory);
+  EXPECT_EQ(as->handle_fault(VirtAddr{a + pg(1)}, Access::Read), FaultOutcome::OutOfMemory);
   EXPECT_TRUE(entry(as, a + pg(1)).none());
   EXPECT_EQ(frames().free_count(), 0u);
   release_hoard();
@@ -254,7 +254,7 @@ TEST_P(AddressSpaceTest, CowCopyWithoutFramesIsOutOfMemoryAndKeepsTheSharedFrame
   AddressSpace* child = fork(parent);
   ASSERT_NE(child, nullptr);
   hoard(0);
-  EXPECT_EQ(child->handle_fault(a, Access::Write), FaultOutcome::OutOfMemory);
+  EXPECT_EQ(child->handle_fault(VirtAddr{a}, Access::Write), FaultOutcome::OutOfMemory);
   const Pte e = entry(child, a);
   EXPECT_EQ(entry_pfn(e), p);
   EXPECT_TRUE(has(e, pte_bit::Present | pte_bit::Cow));
@@ -286,7 +286,7 @@ TEST_P(AddressSpaceTest, ARefusedCowMappingGivesTheCopyBackAndKeepsTheSharedFram
     refused = true;
     return Errno::EINVAL;
   };
-  EXPECT_EQ(child->handle_fault(a, Access::Write), FaultOutcome::OutOfMemory);
+  EXPECT_EQ(child->handle_fault(VirtAddr{a}, Access::Write), FaultOutcome::OutOfMemory);
   fake().fault = nullptr;
   EXPECT_TRUE(refused);
   EXPECT_EQ(frames().free_count(), free_before);
@@ -321,7 +321,7 @@ TEST_P(AddressSpaceTest, FaultsThatRunOutOfFramesForPageTablesLeakNothing) {
       ASSERT_NE(as, nullptr);
       const uint64_t a = mmap(as, pg(1), kRw);
       hoard(budget);
-      const FaultOutcome o = as->handle_fault(a, c.write ? Access::Write : Access::Read);
+      const FaultOutcome o = as->handle_fault(VirtAddr{a}, c.write ? Access::Write : Access::Read);
       release_hoard();
       const bool enough = budget >= (c.zero_page && !c.write ? 3u : 4u);
       EXPECT_EQ(o, enough ? FaultOutcome::Handled : FaultOutcome::OutOfMemory);
@@ -344,7 +344,7 @@ TEST_P(AddressSpaceTest, TheZeroPageCanBeMappedMoreThan65535Times) {
   constexpr uint64_t kPages = 65536;
   const uint64_t a = mmap(as, pg(kPages), kRo);
   for (uint64_t i = 0; i < kPages; ++i) {
-    ASSERT_EQ(as->handle_fault(a + pg(i), Access::Read), FaultOutcome::Handled) << i;
+    ASSERT_EQ(as->handle_fault(VirtAddr{a + pg(i)}, Access::Read), FaultOutcome::Handled) << i;
     if (i % 4096 == 0) fake().clear_events();
   }
   EXPECT_EQ(g_mm_stats.zero_page_maps, kPages);

@@ -190,15 +190,15 @@ class AddressSpaceTest : public FakeMmuTest, public testing::WithParamInterface<
 
   // Anonymous private (or shared) memory placed by the kernel.
   uint64_t mmap(AddressSpace* as, uint64_t len, uint32_t prot, uint32_t flags = 0) {
-    auto r = as->mmap(0, len, prot, flags, false);
+    auto r = as->mmap(VirtAddr{0}, len, prot, flags, false);
     EXPECT_EQ(error_of(r), Errno::Ok);
-    return r.is_error() ? 0 : r.value();
+    return r.is_error() ? 0 : raw(r.value());
   }
   uint64_t mmap_fixed(AddressSpace* as, uint64_t addr, uint64_t len, uint32_t prot, uint32_t flags = 0) {
-    auto r = as->mmap(addr, len, prot, flags, true);
+    auto r = as->mmap(VirtAddr{addr}, len, prot, flags, true);
     EXPECT_EQ(error_of(r), Errno::Ok);
     if (!r.is_error()) {
-      EXPECT_EQ(r.value(), addr);
+      EXPECT_EQ(raw(r.value()), addr);
     }
     return addr;
   }
@@ -207,7 +207,7 @@ class AddressSpaceTest : public FakeMmuTest, public testing::WithParamInterface<
     std::vector<V> out;
     for (unsigned i = 0; i < as->vma_count(); ++i) {
       const Vma& v = as->vma(i);
-      out.push_back({v.start, v.end, v.prot, v.flags});
+      out.push_back({raw(v.start), raw(v.end), v.prot, v.flags});
     }
     return out;
   }
@@ -305,7 +305,7 @@ class AddressSpaceTest : public FakeMmuTest, public testing::WithParamInterface<
         return FaultOutcome::BadAccess;
       }
       if (faults == 1) ++refaults_;
-      const FaultOutcome o = as->handle_fault(va, write ? Access::Write : Access::Read);
+      const FaultOutcome o = as->handle_fault(VirtAddr{va}, write ? Access::Write : Access::Read);
       if (o != FaultOutcome::Handled) return o;
       l2_changed = effective(as, va).l2.raw != eff.l2.raw;
     }
@@ -382,7 +382,7 @@ class AddressSpaceTest : public FakeMmuTest, public testing::WithParamInterface<
               };
               // The independent walk FakeMmu::slot must agree.
               if (fake().slot(as->root(), VirtAddr{va}, Level::L1) != &l1[i1]) problem(at() + ": slot() disagrees");
-              const Vma* v = as->find(va);
+              const Vma* v = as->find(VirtAddr{va});
               if (!v) {
                 problem(at() + ": a mapped leaf outside every VMA");
                 continue;

@@ -182,7 +182,7 @@ TEST_P(AddressSpaceTest, DestroyingEveryForkReturnsEveryFrame) {
     write(parent, s, 1);
     const uint64_t n = mmap(parent, pg(2), kRw);
     fill(parent, n, 7);
-    ASSERT_EQ(error_of(parent->mprotect(n, pg(2), kNone)), Errno::Ok);
+    ASSERT_EQ(error_of(parent->mprotect(VirtAddr{n}, pg(2), kNone)), Errno::Ok);
     const uint64_t far = mmap_fixed(parent, kBase + 300 * kGiB, pg(1), kRw);  // another L3 entry
     fill(parent, far, 3);
     const uint64_t high = mmap_fixed(parent, 2 * 512 * kGiB, pg(1), kRw);  // another L4 entry
@@ -220,7 +220,7 @@ TEST_P(AddressSpaceTest, ForkKeepsProtNonePages) {
   fill(parent, a, 0x61);
   fill(parent, a + pg(1), 0x62);
   const Pfn f0 = frame_at(parent, a);
-  ASSERT_EQ(error_of(parent->mprotect(a, pg(2), kNone)), Errno::Ok);
+  ASSERT_EQ(error_of(parent->mprotect(VirtAddr{a}, pg(2), kNone)), Errno::Ok);
   AddressSpace* child = fork(parent);
   ASSERT_NE(child, nullptr);
   EXPECT_THAT(vmas(child), ElementsAre(V{a, a + pg(2), kNone}));
@@ -236,7 +236,7 @@ TEST_P(AddressSpaceTest, ForkKeepsProtNonePages) {
   // The parent gets its memory back as it was.
   destroy(child);
   EXPECT_EQ(refs(f0), 1u);
-  ASSERT_EQ(error_of(parent->mprotect(a, pg(2), kRw)), Errno::Ok);
+  ASSERT_EQ(error_of(parent->mprotect(VirtAddr{a}, pg(2), kRw)), Errno::Ok);
   EXPECT_EQ(read(parent, a + 5), 0x61);
   EXPECT_EQ(read(parent, a + pg(1)), 0x62);
 }
@@ -255,13 +255,13 @@ TEST_P(AddressSpaceTest, PagesForkedWhileReadOnlyOrProtNoneStayCopyOnWrite) {
     ASSERT_NE(parent, nullptr);
     const uint64_t a = mmap(parent, pg(1), kRw);
     fill(parent, a, 0x61);
-    ASSERT_EQ(error_of(parent->mprotect(a, pg(1), prot_at_fork)), Errno::Ok);
+    ASSERT_EQ(error_of(parent->mprotect(VirtAddr{a}, pg(1), prot_at_fork)), Errno::Ok);
     AddressSpace* child = fork(parent);
     ASSERT_NE(child, nullptr);
     EXPECT_TRUE(has(entry(child, a), pte_bit::Cow)) << "a shared private frame is copy-on-write";
 
-    ASSERT_EQ(error_of(child->mprotect(a, pg(1), kRw)), Errno::Ok);
-    ASSERT_EQ(error_of(parent->mprotect(a, pg(1), kRw)), Errno::Ok);
+    ASSERT_EQ(error_of(child->mprotect(VirtAddr{a}, pg(1), kRw)), Errno::Ok);
+    ASSERT_EQ(error_of(parent->mprotect(VirtAddr{a}, pg(1), kRw)), Errno::Ok);
     write(child, a, 0x99);
     EXPECT_EQ(read(parent, a), 0x61) << "the child's write reached the parent";
     write(parent, a + 1, 0x98);

@@ -110,8 +110,8 @@ TEST_P(PtShareTest, TheCheckerCatchesLeavesLooserThanTheirVma) {
   ASSERT_NE(as, nullptr);
   const uint64_t a = mmap_fixed(as, kT, pg(3), kRw);
   for (unsigned i = 0; i < 3; ++i) fill(as, a + pg(i), 0x10 + i);
-  ASSERT_EQ(error_of(as->mprotect(a, pg(1), kRo)), Errno::Ok);
-  ASSERT_EQ(error_of(as->mprotect(a + pg(1), pg(1), kNone)), Errno::Ok);
+  ASSERT_EQ(error_of(as->mprotect(VirtAddr{a}, pg(1), kRo)), Errno::Ok);
+  ASSERT_EQ(error_of(as->mprotect(VirtAddr{a + pg(1)}, pg(1), kNone)), Errno::Ok);
   ASSERT_TRUE(expect_consistent("before"));
   struct Poke {
     uint64_t va;
@@ -466,7 +466,7 @@ TEST_P(PtShareTest, PartialMprotectOfASharedTableLeavesTheOtherSharersAlone) {
     reset_stats();
     fake().clear_events();
 
-    ASSERT_EQ(error_of(actor->mprotect(kT + pg(10), pg(5), kRo)), Errno::Ok);
+    ASSERT_EQ(error_of(actor->mprotect(VirtAddr{kT + pg(10)}, pg(5), kRo)), Errno::Ok);
     EXPECT_EQ(pt_counters().pt_copyouts, 1u) << "a shared table is copied before leaf work";
     EXPECT_EQ(leaf_stores_into(t), 0u);
     EXPECT_NE(l1_of(actor, kT), t);
@@ -482,7 +482,7 @@ TEST_P(PtShareTest, PartialMprotectOfASharedTableLeavesTheOtherSharersAlone) {
     EXPECT_EQ(read(other, kT + pg(10)), 0x10);
     EXPECT_EQ(read(other, kT + pg(15)), val(15));
     EXPECT_EQ(read(other, kT + pg(9)), val(9));
-    ASSERT_EQ(error_of(actor->mprotect(kT + pg(10), pg(5), kRw)), Errno::Ok);
+    ASSERT_EQ(error_of(actor->mprotect(VirtAddr{kT + pg(10)}, pg(5), kRw)), Errno::Ok);
     write(actor, kT + pg(10), 0x20);
     EXPECT_EQ(read(other, kT + pg(10)), 0x10);
     EXPECT_EQ(read(actor, kT + pg(10)), 0x20);
@@ -507,7 +507,7 @@ TEST_P(PtShareTest, PartialMunmapOfASharedTableLeavesTheOtherSharersAlone) {
     reset_stats();
     fake().clear_events();
 
-    ASSERT_EQ(error_of(actor->munmap(kT + pg(100), pg(3))), Errno::Ok);
+    ASSERT_EQ(error_of(actor->munmap(VirtAddr{kT + pg(100)}, pg(3))), Errno::Ok);
     EXPECT_EQ(leaf_stores_into(t), 0u);
     EXPECT_EQ(l1_of(other, kT), t);
     EXPECT_NE(l1_of(actor, kT), t);
@@ -543,7 +543,7 @@ TEST_P(PtShareTest, MunmapOfAWholeSharedTableOnlyUnhooksItUntilTheLastUser) {
   const uint64_t free_before = frames().free_count();
   fake().clear_events();
 
-  ASSERT_EQ(error_of(child->munmap(kT, kTable)), Errno::Ok);
+  ASSERT_EQ(error_of(child->munmap(VirtAddr{kT}, kTable)), Errno::Ok);
   EXPECT_EQ(frames().free_count(), free_before) << "no frame is freed while the parent holds the table";
   EXPECT_EQ(retired(Level::L1), 0u);
   EXPECT_EQ(leaf_stores_into(t), 0u);
@@ -553,7 +553,7 @@ TEST_P(PtShareTest, MunmapOfAWholeSharedTableOnlyUnhooksItUntilTheLastUser) {
   expect_values(parent, kT, kPagesPerTable, 0);
   expect_consistent("after the child's munmap");
 
-  ASSERT_EQ(error_of(parent->munmap(kT, kTable)), Errno::Ok);
+  ASSERT_EQ(error_of(parent->munmap(VirtAddr{kT}, kTable)), Errno::Ok);
   EXPECT_EQ(retired(Level::L1), 1u) << "the last user frees the table";
   EXPECT_EQ(frames().free_count(), free_before + kPagesPerTable + 1) << "and its frames";
   expect_consistent("after the parent's munmap");
@@ -572,7 +572,7 @@ TEST_P(PtShareTest, WholeTableMprotectChangesOnlyTheL2Entry) {
   reset_stats();
   fake().clear_events();
 
-  ASSERT_EQ(error_of(as->mprotect(kT, 2 * kTable, kRo)), Errno::Ok);
+  ASSERT_EQ(error_of(as->mprotect(VirtAddr{kT}, 2 * kTable, kRo)), Errno::Ok);
   EXPECT_EQ(pt_counters().l2_protects, 2u);
   EXPECT_EQ(leaf_stores_into(t0) + leaf_stores_into(t1), 0u) << "no leaf is written";
   EXPECT_FALSE(gate_open(as, kT));
@@ -585,7 +585,7 @@ TEST_P(PtShareTest, WholeTableMprotectChangesOnlyTheL2Entry) {
 
   const uint64_t l2_before = pt_counters().l2_protects;
   fake().clear_events();
-  ASSERT_EQ(error_of(as->mprotect(kT, 2 * kTable, kRw)), Errno::Ok);
+  ASSERT_EQ(error_of(as->mprotect(VirtAddr{kT}, 2 * kTable, kRw)), Errno::Ok);
   EXPECT_EQ(pt_counters().l2_protects, l2_before + 2);
   EXPECT_EQ(pt_counters().pt_copyouts, 0u);
   EXPECT_EQ(leaf_stores_into(t0) + leaf_stores_into(t1), 0u) << "no leaf is written";
@@ -599,12 +599,12 @@ TEST_P(PtShareTest, WholeTableMprotectChangesOnlyTheL2Entry) {
   // A range over one whole table and part of the next: the whole one at its
   // L2 entry, the rest per leaf.
   reset_stats();
-  ASSERT_EQ(error_of(as->mprotect(kT, kTable + pg(10), kRo)), Errno::Ok);
+  ASSERT_EQ(error_of(as->mprotect(VirtAddr{kT}, kTable + pg(10), kRo)), Errno::Ok);
   EXPECT_EQ(pt_counters().l2_protects, 1u);
   expect_consistent("after a mprotect over one and a bit tables");
   EXPECT_EQ(try_write(as, kT + kTable + pg(9), 1), FaultOutcome::BadAccess);
   write(as, kT + kTable + pg(10), 0x55);
-  ASSERT_EQ(error_of(as->mprotect(kT, 2 * kTable, kRw)), Errno::Ok);
+  ASSERT_EQ(error_of(as->mprotect(VirtAddr{kT}, 2 * kTable, kRw)), Errno::Ok);
   write(as, kT + pg(1), 0x56);
   write(as, kT + kTable + pg(9), 0x57);
   expect_consistent("after mprotect back");
@@ -620,16 +620,16 @@ TEST_P(PtShareTest, WholeTableReadOnlyThenPartlyWritableAgain) {
     ASSERT_NE(as, nullptr);
     dense(as, kT, 1);
     AddressSpace* child = forked ? fork(as) : nullptr;
-    ASSERT_EQ(error_of(as->mprotect(kT, kTable, kRo)), Errno::Ok);
+    ASSERT_EQ(error_of(as->mprotect(VirtAddr{kT}, kTable, kRo)), Errno::Ok);
     expect_consistent("after RO");
-    ASSERT_EQ(error_of(as->mprotect(kT, pg(10), kRw)), Errno::Ok);
+    ASSERT_EQ(error_of(as->mprotect(VirtAddr{kT}, pg(10), kRw)), Errno::Ok);
     expect_consistent("after RW of ten pages");
     write(as, kT + pg(3), 0x33);
     expect_consistent("after a write to them");
     EXPECT_EQ(try_write(as, kT + pg(10), 1), FaultOutcome::BadAccess);
     EXPECT_EQ(try_write(as, kT + pg(300), 1), FaultOutcome::BadAccess);
     EXPECT_EQ(read(as, kT + pg(300)), val(300));
-    ASSERT_EQ(error_of(as->mprotect(kT + pg(400), pg(1), kRw)), Errno::Ok);
+    ASSERT_EQ(error_of(as->mprotect(VirtAddr{kT + pg(400)}, pg(1), kRw)), Errno::Ok);
     write(as, kT + pg(400), 0x40);
     EXPECT_EQ(try_write(as, kT + pg(401), 1), FaultOutcome::BadAccess);
     expect_consistent("after the writes");
@@ -652,8 +652,10 @@ TEST_P(PtShareTest, WholeTableReadOnlyThenANewWritableMappingInIt) {
     ASSERT_NE(as, nullptr);
     mmap_fixed(as, kT, kTable, kRw);
     for (unsigned i = 0; i < 400; ++i) fill(as, kT + pg(i), val(i));
-    ASSERT_EQ(error_of(as->mprotect(kT, kTable, kRo)), Errno::Ok);
-    if (read_first) EXPECT_EQ(read(as, kT + pg(450)), 0);
+    ASSERT_EQ(error_of(as->mprotect(VirtAddr{kT}, kTable, kRo)), Errno::Ok);
+    if (read_first) {
+      EXPECT_EQ(read(as, kT + pg(450)), 0);
+    }
     expect_consistent("after RO");
     mmap_fixed(as, kT + pg(500), pg(4), kRw);
     expect_consistent("after mmap");
@@ -672,7 +674,7 @@ TEST_P(PtShareTest, ProtNoneAndExecOfWholeTablesStayPerLeaf) {
   dense(as, kT, 1);
   for (uint32_t prot : {kNone, kRx, kRo, kNone, kRw}) {
     SCOPED_TRACE(testing::Message() << "prot " << prot);
-    ASSERT_EQ(error_of(as->mprotect(kT, kTable, prot)), Errno::Ok);
+    ASSERT_EQ(error_of(as->mprotect(VirtAddr{kT}, kTable, prot)), Errno::Ok);
     expect_consistent("after mprotect");
     EXPECT_EQ(try_read(as, kT + pg(5)), prot ? FaultOutcome::Handled : FaultOutcome::BadAccess);
     EXPECT_EQ(try_write(as, kT + pg(6), val(6)), prot & vm::Write ? FaultOutcome::Handled : FaultOutcome::BadAccess);
@@ -691,7 +693,7 @@ TEST_P(PtShareTest, WholeTableMprotectOfASharedTable) {
   fake().clear_events();
 
   // Removing write from a shared table: its gate is already closed.
-  ASSERT_EQ(error_of(child->mprotect(kT, kTable, kRo)), Errno::Ok);
+  ASSERT_EQ(error_of(child->mprotect(VirtAddr{kT}, kTable, kRo)), Errno::Ok);
   EXPECT_EQ(pt_counters().pt_copyouts, 0u);
   EXPECT_EQ(leaf_stores_into(t), 0u);
   EXPECT_EQ(l1_of(child, kT), t);
@@ -699,7 +701,7 @@ TEST_P(PtShareTest, WholeTableMprotectOfASharedTable) {
   EXPECT_EQ(try_write(child, kT, 1), FaultOutcome::BadAccess);
 
   // Adding it back to a shared table copies it out for the child.
-  ASSERT_EQ(error_of(child->mprotect(kT, kTable, kRw)), Errno::Ok);
+  ASSERT_EQ(error_of(child->mprotect(VirtAddr{kT}, kTable, kRw)), Errno::Ok);
   EXPECT_EQ(leaf_stores_into(t), 0u);
   expect_consistent("after RO -> RW in the child");
   write(child, kT + pg(2), 0x22);
@@ -724,7 +726,7 @@ TEST_P(PtShareTest, ForkOfATableReadOnlyAtItsL2EntryKeepsItReadOnlyInTheChild) {
   mmap_fixed(parent, kT + pg(4), kTable - pg(4), kRw);
   for (unsigned i = 0; i < kPagesPerTable; ++i) fill(parent, kT + pg(i), val(i));
   reset_stats();
-  ASSERT_EQ(error_of(parent->mprotect(kT, kTable, kRo)), Errno::Ok);
+  ASSERT_EQ(error_of(parent->mprotect(VirtAddr{kT}, kTable, kRo)), Errno::Ok);
   expect_consistent("after mprotect");
   AddressSpace* child = fork(parent);
   ASSERT_NE(child, nullptr);
@@ -735,7 +737,7 @@ TEST_P(PtShareTest, ForkOfATableReadOnlyAtItsL2EntryKeepsItReadOnlyInTheChild) {
   }
   EXPECT_EQ(read(parent, kT + 1), val(0));
   EXPECT_EQ(read(parent, kT + pg(300) + 1), val(300));
-  ASSERT_EQ(error_of(child->mprotect(kT, kTable, kRw)), Errno::Ok);
+  ASSERT_EQ(error_of(child->mprotect(VirtAddr{kT}, kTable, kRw)), Errno::Ok);
   write(child, kT, 0x21);
   write(child, kT + pg(300), 0x22);
   EXPECT_EQ(read(parent, kT), 0x21) << "the shared VMA is shared";
@@ -763,7 +765,7 @@ TEST_P(PtShareTest, ACopyOutWithoutFramesFailsCleanlyAndCanBeRetried) {
     reset_stats();
 
     hoard(budget);
-    const FaultOutcome o = child->handle_fault(kT + pg(5), Access::Write);
+    const FaultOutcome o = child->handle_fault(VirtAddr{kT + pg(5)}, Access::Write);
     release_hoard();
     EXPECT_EQ(o, budget >= 2 ? FaultOutcome::Handled : FaultOutcome::OutOfMemory);
     expect_consistent("after the fault");
@@ -802,7 +804,7 @@ TEST_P(PtShareTest, ARefusalAtAnyStepOfACopyOutLeaksNothing) {
       refused = true;
       return Errno::EINVAL;
     };
-    const FaultOutcome o = child->handle_fault(kT + pg(5), Access::Write);
+    const FaultOutcome o = child->handle_fault(VirtAddr{kT + pg(5)}, Access::Write);
     fake().fault = nullptr;
     if (refused) {
       EXPECT_EQ(o, FaultOutcome::OutOfMemory);
@@ -830,10 +832,10 @@ TEST_P(PtShareTest, PartialOperationsOnASharedTableWithoutFramesLeaveItConsisten
     std::function<Errno(AddressSpace*)> op;
   };
   const Case cases[] = {
-      {"mprotect RO", [](AddressSpace* as) { return error_of(as->mprotect(kT + pg(10), pg(5), kRo)); }},
-      {"mprotect NONE", [](AddressSpace* as) { return error_of(as->mprotect(kT + pg(10), pg(5), kNone)); }},
-      {"munmap", [](AddressSpace* as) { return error_of(as->munmap(kT + pg(10), pg(5))); }},
-      {"mmap fixed", [](AddressSpace* as) { return error_of(as->mmap(kT + pg(10), pg(5), kRw, 0, true)); }},
+      {"mprotect RO", [](AddressSpace* as) { return error_of(as->mprotect(VirtAddr{kT + pg(10)}, pg(5), kRo)); }},
+      {"mprotect NONE", [](AddressSpace* as) { return error_of(as->mprotect(VirtAddr{kT + pg(10)}, pg(5), kNone)); }},
+      {"munmap", [](AddressSpace* as) { return error_of(as->munmap(VirtAddr{kT + pg(10)}, pg(5))); }},
+      {"mmap fixed", [](AddressSpace* as) { return error_of(as->mmap(VirtAddr{kT + pg(10)}, pg(5), kRw, 0, true)); }},
   };
   for (const Case& c : cases) {
     for (uint64_t budget = 0; budget <= 1; ++budget) {
@@ -1058,7 +1060,7 @@ class Model {
   // fail with ENOMEM, having changed nothing.
   void mprotect(ModelProc& p, unsigned start, unsigned n, uint32_t prot, bool scarce = false) {
     if (scarce) t_->hoard(rnd(2));
-    const Errno e = error_of(p.as->mprotect(va(start), pg(n), prot));
+    const Errno e = error_of(p.as->mprotect(VirtAddr{va(start)}, pg(n), prot));
     if (scarce) t_->release_hoard();
     if (!all_mapped(p, start, n)) {
       EXPECT_EQ(e, Errno::ENOMEM) << "mprotect over a hole";
@@ -1074,7 +1076,7 @@ class Model {
   }
   void munmap(ModelProc& p, unsigned start, unsigned n, bool scarce = false) {
     if (scarce) t_->hoard(rnd(2));
-    const Errno e = error_of(p.as->munmap(va(start), pg(n)));
+    const Errno e = error_of(p.as->munmap(VirtAddr{va(start)}, pg(n)));
     if (scarce) t_->release_hoard();
     if (scarce && e == Errno::ENOMEM) {
       ++scarce_failures;
@@ -1085,7 +1087,7 @@ class Model {
     for (unsigned i = start; i < start + n; ++i) p.pages.erase(i);
   }
   void mmap(ModelProc& p, unsigned start, unsigned n, uint32_t prot, bool shared) {
-    const Errno e = error_of(p.as->mmap(va(start), pg(n), prot, shared ? vm::Shared : 0, true));
+    const Errno e = error_of(p.as->mmap(VirtAddr{va(start)}, pg(n), prot, shared ? vm::Shared : 0, true));
     EXPECT_EQ(e, Errno::Ok) << "mmap";
     if (e != Errno::Ok) return;
     for (unsigned i = start; i < start + n; ++i) p.pages[i] = {prot, shared, std::make_shared<uint8_t>(0)};

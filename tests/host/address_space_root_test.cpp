@@ -118,7 +118,7 @@ TEST_P(AddressSpaceTest, ASharedMmapThatRunsOutOfFramesUndoesItselfCleanly) {
   fill(as, mmap_fixed(as, boundary - pg(8), pg(1), kRw), 1);
   const auto before = vmas(as);
   hoard(4);  // the four frames of the mapping, none for the table
-  EXPECT_EQ(error_of(as->mmap(boundary - pg(2), pg(4), kRw, vm::Shared, true)), Errno::ENOMEM);
+  EXPECT_EQ(error_of(as->mmap(VirtAddr{boundary - pg(2)}, pg(4), kRw, vm::Shared, true)), Errno::ENOMEM);
   EXPECT_EQ(frames().free_count(), 4u);
   release_hoard();
   EXPECT_EQ(vmas(as), before);
