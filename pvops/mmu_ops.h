@@ -127,7 +127,10 @@ struct MmuOps {
   Pfn (*pte_pfn)(Pte pte);
   uint64_t (*pte_val)(Pte pte);  // pseudo-physical value: pfn << 12 | flags
   PteFlags (*pte_flags)(Pte pte);
-  CacheAttr (*pte_attrs)(Pte pte);
+  CacheAttr (*pte_attrs)(Pte pte);  // a leaf's memory type, read through the platform's PAT layout
+  // The other way: the PWT/PCD/PAT bits that give a leaf this memory type in
+  // the platform's PAT layout (pvk's own natively, Xen's under PV).
+  PteFlags (*make_pte_attrs)(CacheAttr attr);
 
   void (*enter_lazy_mmu)(OnRefusal on_refusal);
   ErrorOr<void> (*flush_lazy_mmu)();  // push queued updates, stay lazy

@@ -56,7 +56,9 @@ ErrorOr<void> load_root(Pfn root) {
 
 MmuOps make_native_ops(PteAccess access) {
   MmuOps ops = make_mmu_ops<NativePolicy>("native", access);
-  ops.pte_attrs = [](Pte e) { return cache_attr_for(pat_value(kPowerOnPat), e); };
+  // pvk programs kNativePat into IA32_PAT at boot (guest/arch/native).
+  ops.pte_attrs = [](Pte e) { return cache_attr_for(kNativePatMsr, e); };
+  ops.make_pte_attrs = [](CacheAttr a) { return cache_flags_for(kNativePatMsr, a); };
   ops.enter_lazy_mmu = &enter_lazy;
   ops.flush_lazy_mmu = &no_queue;
   ops.leave_lazy_mmu = &no_queue;

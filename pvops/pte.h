@@ -37,6 +37,8 @@ inline constexpr uint64_t Cow = Soft0;
 // mm's PROT_NONE marker: the leaf is not present but still owns its frame.
 inline constexpr uint64_t ProtNone = uint64_t{1} << 10;
 inline constexpr uint64_t Nx = uint64_t{1} << 63;
+// The three bits of a leaf that pick its PAT slot, hence its memory type.
+inline constexpr uint64_t CacheMask = Pwt | Pcd | Pat;
 inline constexpr uint64_t FrameMask = 0x000ffffffffff000ull;
 inline constexpr uint64_t FlagMask = ~FrameMask;
 }  // namespace pte_bit
@@ -60,10 +62,26 @@ struct Pte {
 static_assert(sizeof(Pte) == 8, "a PTE is one 64-bit word");
 static_assert(sizeof(PteFlags) == 8);
 
-// Memory types a mapping can ask for. Which PTE bits encode each one is
-// environment policy (the PAT layout differs natively and under Xen), which
-// is why reading it back goes through pvops pte_attrs.
-enum class CacheAttr : uint8_t { WriteBack, WriteThrough, UncachedMinus, Uncached, WriteCombining };
+// Memory types a mapping can ask for (the x86 ones, as Linux's cache modes).
+// Which PTE bits encode each one is environment policy (the PAT layout
+// differs natively and under Xen), which is why both directions go through
+// pvops: pte_attrs reads a leaf's type, make_pte_attrs gives a type's bits.
+enum class CacheAttr : uint8_t { WriteBack, WriteThrough, UncachedMinus, Uncached, WriteCombining, WriteProtect };
+inline constexpr CacheAttr kEveryCacheAttr[] = {CacheAttr::WriteBack,     CacheAttr::WriteThrough,
+                                                CacheAttr::UncachedMinus, CacheAttr::Uncached,
+                                                CacheAttr::WriteCombining, CacheAttr::WriteProtect};
+// "wb", "wt", "uc-", "uc", "wc", "wp" (records, test messages).
+constexpr const char* cache_attr_name(CacheAttr a) {
+  switch (a) {
+    case CacheAttr::WriteBack: return "wb";
+    case CacheAttr::WriteThrough: return "wt";
+    case CacheAttr::UncachedMinus: return "uc-";
+    case CacheAttr::Uncached: return "uc";
+    case CacheAttr::WriteCombining: return "wc";
+    case CacheAttr::WriteProtect: return "wp";
+  }
+  return "?";
+}
 
 // Common flag sets.
 namespace pte_flags {

@@ -23,11 +23,6 @@ xen::MmuQueue g_queue;
 constexpr uint64_t kMaxTrackedPfns = uint64_t{1} << 20;  // 4 GiB guests
 uint64_t g_pt_bits[kMaxTrackedPfns / 64];
 
-// PV guests run on Xen's own PAT (XEN_MSR_PAT, 0x0000050100070406):
-// WB, WT, UC-, UC, WC, WP, UC, UC. Decoding a leaf must use that layout.
-constexpr PatType kXenPat[8] = {PatType::WB, PatType::WT, PatType::UCMinus, PatType::UC,
-                                PatType::WC, PatType::WP, PatType::UC, PatType::UC};
-
 ErrorOr<void> remap_accessor(Pfn pfn, PteFlags flags) {
   // The frame's one mapping the kernel writes through is its physmap
   // accessor (during boot, Xen's initial mapping); make it match its role.
@@ -298,7 +293,10 @@ ErrorOr<void> retire_table(Pfn pfn, Level level) {
 }
 
 void install_common(MmuOps& ops) {
-  ops.pte_attrs = [](Pte e) { return cache_attr_for(pat_value(kXenPat), e); };
+  // PV guests run on Xen's own PAT (kXenPat, pvops/pte_attrs.h): both
+  // directions use that layout.
+  ops.pte_attrs = [](Pte e) { return cache_attr_for(kXenPatMsr, e); };
+  ops.make_pte_attrs = [](CacheAttr a) { return cache_flags_for(kXenPatMsr, a); };
   ops.enter_lazy_mmu = &enter_lazy;
   ops.flush_lazy_mmu = &flush_lazy;
   ops.leave_lazy_mmu = &leave_lazy;

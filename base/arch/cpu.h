@@ -46,6 +46,12 @@ inline uint64_t rdmsr(uint32_t msr) {
 }
 inline void write_cr3(uint64_t v) { asm volatile("mov %0, %%cr3" : : "r"(v) : "memory"); }
 inline void invlpg(uint64_t va) { asm volatile("invlpg (%0)" : : "r"(va) : "memory"); }
+// Unprivileged (also usable by a PV kernel in ring 3): writes back and
+// invalidates the cache line holding p at every level, whatever its memory type.
+inline void clflush(const volatile void* p) {
+  asm volatile("clflush %0" : : "m"(*static_cast<const volatile char*>(p)) : "memory");
+}
+inline void mfence() { asm volatile("mfence" : : : "memory"); }
 
 inline void cpuid(uint32_t leaf, uint32_t sub, uint32_t& a, uint32_t& b, uint32_t& c, uint32_t& d) {
   asm volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(leaf), "c"(sub));

@@ -9,6 +9,7 @@ const Selftest kSelftests[] = {
     {"mm", &selftest_mm},
     {"fault", &selftest_fault},
     {"reject", &selftest_reject},
+    {"cpa", &selftest_cpa},
 };
 }  // namespace
 

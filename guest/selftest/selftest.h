@@ -17,5 +17,6 @@ void list_selftests(char* out, unsigned cap);
 bool selftest_mm();
 bool selftest_fault();
 bool selftest_reject();
+bool selftest_cpa();
 
 }  // namespace pvk

@@ -399,7 +399,9 @@ MmuOps make_fake_ops(PteAccess access) {
     ++fake().pte_flags_calls_;
     return g_builder_pte_flags(e);
   };
-  ops.pte_attrs = [](Pte e) { return cache_attr_for(pat_value(kPowerOnPat), e); };
+  // The native layout both ways, as the native backend.
+  ops.pte_attrs = [](Pte e) { return cache_attr_for(kNativePatMsr, e); };
+  ops.make_pte_attrs = [](CacheAttr a) { return cache_flags_for(kNativePatMsr, a); };
   ops.enter_lazy_mmu = [](OnRefusal) {
     FakeMmu& f = fake();
     // As strict as Xen, where a nested enter/leave would end the outer section.

@@ -139,7 +139,8 @@ CacheAttr attr_of(uint8_t pat_type) {
     case 4: return CacheAttr::WriteThrough;
     case 1: return CacheAttr::WriteCombining;
     case 7: return CacheAttr::UncachedMinus;
-    default: return CacheAttr::Uncached;  // UC, and (CacheAttr has none) WP
+    case 5: return CacheAttr::WriteProtect;
+    default: return CacheAttr::Uncached;  // UC (and the reserved 2, 3)
   }
 }
 
@@ -175,8 +176,7 @@ TEST(CacheAttr, XenPatLayout) {
   EXPECT_EQ(cache_attr_for(pat, leaf_for_slot(2)), CacheAttr::UncachedMinus);
   EXPECT_EQ(cache_attr_for(pat, leaf_for_slot(3)), CacheAttr::Uncached);
   EXPECT_EQ(cache_attr_for(pat, leaf_for_slot(4)), CacheAttr::WriteCombining) << "PAT bit alone selects WC under Xen";
-  // CacheAttr has no write-protect member: WP decodes as Uncached.
-  EXPECT_EQ(cache_attr_for(pat, leaf_for_slot(5)), CacheAttr::Uncached);
+  EXPECT_EQ(cache_attr_for(pat, leaf_for_slot(5)), CacheAttr::WriteProtect) << "PAT|PWT is WP under Xen";
   EXPECT_EQ(cache_attr_for(pat, leaf_for_slot(6)), CacheAttr::Uncached);
   EXPECT_EQ(cache_attr_for(pat, leaf_for_slot(7)), CacheAttr::Uncached);
 }

@@ -10,6 +10,7 @@
 #include "guest/params/boot_params.h"
 #include "hypercalls/xen_abi.h"
 #include "base/frames/physmap.h"
+#include "pvops/pte_attrs.h"
 
 extern "C" uint64_t native_kernel_rsp;
 extern "C" char native_syscall_entry[], native_compat_syscall_entry[], native_ret_to_user[];
@@ -24,7 +25,26 @@ namespace msr {
 inline constexpr uint32_t Efer = 0xc0000080, Star = 0xc0000081, Lstar = 0xc0000082, Cstar = 0xc0000083,
                           Sfmask = 0xc0000084;
 inline constexpr uint32_t SysenterCs = 0x174, SysenterEsp = 0x175, SysenterEip = 0x176;
+inline constexpr uint32_t Pat = 0x277;  // IA32_PAT
 }  // namespace msr
+
+// Replaces the power-on PAT (no WC) with pvk's layout (kNativePat,
+// pvops/pte_attrs.h), which the native backend's pte_attrs/make_pte_attrs
+// read and write leaves by. Runs before any mapping selects a slot other
+// than 0, and slot 0 is WB in both layouts, so no cached translation
+// changes meaning; the TLB is flushed all the same, as the SDM asks after
+// a PAT write. Every x86-64 CPU has PAT; one without is refused.
+bool program_pat() {
+  uint32_t a, b, c, d;
+  cpu::cpuid(1, 0, a, b, c, d);
+  constexpr uint32_t kPatBit = 1u << 16;  // CPUID.01H:EDX.PAT
+  if (!(d & kPatBit)) return false;
+  cpu::wrmsr(msr::Pat, kNativePatMsr);
+  cpu::write_cr3(cpu::read_cr3());
+  return pat_msr() == kNativePatMsr;
+}
+
+uint64_t pat_msr() { return cpu::rdmsr(msr::Pat); }
 
 // Every instruction that enters ring 0 on purpose gets a deliberate target:
 // `syscall` from 64-bit mode the real entry, from compatibility mode a stub
@@ -166,6 +186,11 @@ extern "C" [[noreturn]] void native_boot_entry(uint32_t start_info_paddr) {
   g_platform = &g_native_platform;      // traps from here on report through it
   g_physmap_offset = PVK_PHYSMAP_BASE;  // the early tables map 4 GiB there
   serial_init();
+  if (!program_pat()) {
+    const char* line = "pvk: cannot program the PAT MSR (CPUID says no PAT, or it did not keep pvk's layout)\n";
+    serial_write(line, strlen(line));
+    shutdown(ExitStatus::Fail);
+  }
   load_descriptors();
   enable_syscalls();
   enable_supervisor_protections();
