@@ -13,7 +13,7 @@ using namespace pvk::user;
 
 inline constexpr unsigned kMaxParams = 4;
 inline constexpr unsigned kMaxReps = 64;
-inline constexpr unsigned kMaxExtras = 96;
+inline constexpr unsigned kMaxExtras = 128;  // fork_dirty: 3 phases x (4 + every counter) + 2
 
 class Run;
 

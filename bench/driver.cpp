@@ -32,7 +32,7 @@ const BenchDef kBenches[] = {
     {"mprotect", "seed002", run_mprotect, {{"pages", "1+64+4096+16384"}, {"loops", "0"}}, "pages=1+64:loops=3"},
     {"kernbench", "seed002", run_kernbench, {{"procs", "8"}, {"jobs", "4"}, {"pages", "256"}},
      "procs=2:jobs=1:pages=16"},
-    {"fork_dirty", "seed003", run_fork_dirty, {{"pages", "1280+12800"}}, "pages=64"},
+    {"fork_dirty", "seed003", run_fork_dirty, {{"pages", "1280+12800"}, {"stride", "1"}}, "pages=64:stride=1+8"},
 };
 constexpr unsigned kNumBenches = sizeof kBenches / sizeof kBenches[0];
 
@@ -106,7 +106,7 @@ class Line {
     memcpy(buf_ + len_, s, n);
     len_ += n;
   }
-  char buf_[4096];
+  char buf_[6144];  // fork_dirty: ~2.4 KB (3 phases x every counter)
   size_t len_ = 0;
   bool overflow_ = false;
 };

@@ -3,8 +3,17 @@
 // and reap is "exit_*"; the parent writing every page again afterwards is
 // "rewrite_*"; the three together, per rep, "total_*".
 //
-// Per rep: write one word to every page (every PTE present, writable, dirty;
-// untimed), time fork() in the parent. The child blocks on a pipe so it
+// `stride=k` (default 1) dirties every k-th page of the same span of `pages`
+// pages instead (pages 0, k, 2k, ...; ceil(pages / k) of them, the record's
+// `dirtied_pages`): the L1 tables under the span stay the same, the share
+// of their entries that are present and dirty falls (k = 1, 2, 10, 100, 512:
+// 100 %, 50 %, 10 %, 1 %, one entry per table). The seed's next question:
+// where strategies break even as density falls. The other pages are never
+// touched (not present). Everything below, the rewrite included, concerns
+// the dirtied pages only.
+//
+// Per rep: write one word to every dirtied page (every such PTE present,
+// writable, dirty; untimed), time fork() in the parent. The child blocks on a pipe so it
 // cannot run inside the parent's timed region; the parent then asks it to
 // check a few pages against the parent's data, reads the verdict, and times
 // "go" -> the child's exit_group -> wait4 returning. Then it times writing
@@ -53,18 +62,22 @@ void report_phase(Run& r, const char* prefix, const Series& ns, const Series& cy
   for (unsigned i = 0; i < kNumCounters; ++i) r.extra(key(prefix, kCounterNames[i]), d.v[i]);
 }
 
-// The pages the child checks: first, last, middle and a spread.
-void checked_pages(uint64_t pages, uint64_t* out) {
+// The pages the child checks: first, last, middle and a spread, each the
+// dirtied page at or below it (a multiple of stride).
+void checked_pages(uint64_t pages, uint64_t stride, uint64_t* out) {
   const uint64_t picks[kChecked] = {0, 1, pages / 8, pages / 4, pages / 3, pages / 2, pages * 3 / 4, pages - 2,
                                     pages - 1};
-  for (unsigned i = 0; i < kChecked; ++i) out[i] = picks[i] < pages ? picks[i] : pages - 1;
+  for (unsigned i = 0; i < kChecked; ++i) {
+    const uint64_t p = picks[i] < pages ? picks[i] : pages - 1;
+    out[i] = p - p % stride;
+  }
 }
 
-[[noreturn]] void child(const uint64_t* region, uint64_t pages, uint64_t tag, int in, int out) {
+[[noreturn]] void child(const uint64_t* region, uint64_t pages, uint64_t stride, uint64_t tag, int in, int out) {
   char c = 0;
   if (read(in, &c, 1) != 1 || c != 'c') exit_group(3);
   uint64_t idx[kChecked];
-  checked_pages(pages, idx);
+  checked_pages(pages, stride, idx);
   char verdict = 'y';
   for (unsigned i = 0; i < kChecked; ++i)
     if (peek(region + idx[i] * kWordsPerPage) != pattern(tag, idx[i])) verdict = 'n';
@@ -77,11 +90,18 @@ void checked_pages(uint64_t pages, uint64_t* out) {
 
 void run_fork_dirty(Run& r) {
   const uint64_t pages = r.p("pages");
+  const uint64_t stride = r.p("stride");
   r.ops = 1;
   if (pages < 2) {
     r.fail("pages must be at least 2");
     return;
   }
+  if (stride < 1 || stride > pages) {
+    r.fail("stride must be 1..pages");
+    return;
+  }
+  const uint64_t dirtied = (pages + stride - 1) / stride;
+  r.extra("dirtied_pages", dirtied);
   uint64_t* region = map_pages_or_fail(r, pages);
   if (!region) return;
   int down[2], up[2];
@@ -91,18 +111,18 @@ void run_fork_dirty(Run& r) {
     return;
   }
   uint64_t idx[kChecked];
-  checked_pages(pages, idx);
+  checked_pages(pages, stride, idx);
 
   for (unsigned rep = 0; rep < r.reps && !r.failed(); ++rep) {
     const uint64_t tag = 0x40 + rep;
-    for (uint64_t i = 0; i < pages; ++i) poke(region + i * kWordsPerPage, pattern(tag, i));
+    for (uint64_t i = 0; i < pages; i += stride) poke(region + i * kWordsPerPage, pattern(tag, i));
 
     r.start();
     const int64_t pid = fork();
     if (pid == 0) {
       close(down[1]);
       close(up[0]);
-      child(region, pages, tag, down[0], up[1]);
+      child(region, pages, stride, tag, down[0], up[1]);
     }
     r.stop();
     if (pid < 0) {
@@ -130,10 +150,10 @@ void run_fork_dirty(Run& r) {
         break;
       }
 
-    // The parent writes every page again, the child gone.
+    // The parent writes every dirtied page again, the child gone.
     const uint64_t tag2 = 0x80 + rep;
     r.start3();
-    for (uint64_t i = 0; i < pages; ++i) poke(region + i * kWordsPerPage, pattern(tag2, i));
+    for (uint64_t i = 0; i < pages; i += stride) poke(region + i * kWordsPerPage, pattern(tag2, i));
     r.stop3();
     for (unsigned i = 0; i < kChecked; ++i)
       if (peek(region + idx[i] * kWordsPerPage) != pattern(tag2, idx[i])) {

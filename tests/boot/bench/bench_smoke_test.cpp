@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -41,7 +42,7 @@ TEST(BenchSmoke, NativeAndXen) {
 
   for (const char* file : {"results.json", "results.csv", "summary.md", "plots/plots.gp"})
     EXPECT_TRUE(fs::is_regular_file(out / file)) << file;
-  for (const char* plot : {"fork_dirty", "mprotect", "faults", "lmbench"})
+  for (const char* plot : {"fork_dirty", "fork_dirty_density", "mprotect", "faults", "lmbench"})
     for (const char* ext : {".svg", ".png"})
       EXPECT_TRUE(fs::is_regular_file(out / "plots" / (std::string(plot) + ext))) << plot << ext;
 
@@ -65,6 +66,22 @@ TEST(BenchSmoke, NativeAndXen) {
     EXPECT_NE(summary.find("### " + std::string(b.name) + " "), std::string::npos) << b.name;
     EXPECT_NE(csv.find("\n" + std::string(b.name) + ","), std::string::npos) << b.name;
   }
+  // Issue 12's sparse fork: the smoke suite's fork_dirty at two densities
+  // (64 pages, stride=1 and 8: 8 dirtied pages), on both platforms.
+  for (const char* config : {"native mmu=native", "xen mmu=batched"})
+    for (const double stride : {1.0, 8.0}) {
+      const auto row = std::find_if(results.rows.begin(), results.rows.end(), [&](const Row& r) {
+        if (r.bench != "fork_dirty" || r.config != config) return false;
+        for (const auto& [k, v] : r.params)
+          if (k == "stride") return v.get<double>() == stride;
+        return false;
+      });
+      ASSERT_NE(row, results.rows.end()) << config << " stride " << stride;
+      EXPECT_TRUE(row->pass) << config << " stride " << stride;
+      EXPECT_EQ(row->field("dirtied_pages"), 64 / stride) << config;
+    }
+  EXPECT_NE(summary.find("**fork_dirty at 64 pages against density: per fork (parent side)**"), std::string::npos);
+  EXPECT_NE(summary.find("Break-even against density"), std::string::npos);
   // Under Xen the batched backend makes hypercalls; natively none.
   for (const auto& row : results.rows) {
     if (row.bench != "fork_dirty") continue;

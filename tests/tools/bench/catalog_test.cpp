@@ -69,6 +69,8 @@ TEST(Catalog, ForkDirtyShowsItsPhases) {
   for (const auto& e : extra_columns("fork_dirty")) fields.push_back(e.field);
   for (const char* f : {"exit_median", "rewrite_median", "total_median"})
     EXPECT_NE(std::find(fields.begin(), fields.end(), f), fields.end()) << f;
+  // Issue 12: the density parameter, in the driver's order.
+  EXPECT_EQ(find_benchmark("fork_dirty")->params, (std::vector<std::string_view>{"pages", "stride"}));
 }
 
 }  // namespace

@@ -53,5 +53,24 @@ TEST(Compare, SlowerAndThroughJson) {
   EXPECT_DOUBLE_EQ(c.lines[1].ratio, 9000.0 / 8000);
 }
 
+// Issue 12: fork_dirty's stride=1 is what a record without stride (an older
+// run) measured; other strides are rows of their own.
+TEST(Compare, ForkDirtyWithoutStrideIsStrideOne) {
+  Results old_run = run("xen mmu=batched", 1000, 8000, false);
+  Results new_run;
+  new_run.configs = {config_from_id("xen mmu=batched")};
+  new_run.records.push_back(
+      sample("xen mmu=batched", bench_line("fork_dirty", R"("pages":1280,"stride":1)", 1500, 1400, 1600, 1)));
+  new_run.records.push_back(
+      sample("xen mmu=batched", bench_line("fork_dirty", R"("pages":1280,"stride":10)", 300, 290, 310, 1)));
+  aggregate(new_run);
+  const Comparison c = compare_results(old_run, new_run);
+  ASSERT_EQ(c.lines.size(), 1u);
+  EXPECT_EQ(c.lines[0].params, "pages=1280 stride=1");
+  EXPECT_DOUBLE_EQ(c.lines[0].ratio, 1.5);
+  EXPECT_EQ(c.only_new, std::vector<std::string>{"fork_dirty pages=1280 stride=10 @ xen/batched"});
+  EXPECT_EQ(c.only_old, std::vector<std::string>{"fork_dirty pages=1280 @ xen/wrpt"});
+}
+
 }  // namespace
 }  // namespace pvk::bench

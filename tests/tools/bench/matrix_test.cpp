@@ -11,6 +11,10 @@
 namespace pvk::bench {
 namespace {
 
+// Issue 12's sparse fork series, in the first boot of each configuration
+// that runs fork_dirty.
+const std::string kDensity = "fork_dirty:pages=12800:stride=2+10+100+512:reps=3";
+
 std::set<std::string> ids(const Plan& plan) {
   std::set<std::string> out;
   for (const auto& c : plan.configs) out.insert(c.id());
@@ -66,12 +70,13 @@ TEST(Matrix, DefaultIsEveryBackendPlusTheSeedVariations) {
                    }));
   std::map<std::string, std::string> wrpt;  // group -> command line
   for (const Boot* b : boots_of(plan, "xen mmu=wrpt")) wrpt[b->group] = b->cmdline;
-  EXPECT_EQ(wrpt["all"], "mmu=wrpt bench=all");
+  EXPECT_EQ(wrpt["all"], "mmu=wrpt bench=all," + kDensity);
   EXPECT_EQ(wrpt["128000"], "mmu=wrpt bench=fork_dirty:pages=128000:reps=1");
   EXPECT_EQ(boots_of(plan, "xen mmu=wrpt pgd_cache=off")[0]->cmdline, "mmu=wrpt pgd_cache=off bench=seed000");
   EXPECT_EQ(boots_of(plan, "native mmu=native zero_page=off")[0]->bench, "seed001");
   EXPECT_EQ(boots_of(plan, "xen mmu=batched pte=flags")[0]->bench, "seed002");
-  EXPECT_EQ(boots_of(plan, "xen mmu=direct ptshare=on")[0]->cmdline, "mmu=direct ptshare=on bench=fork_dirty,mprotect");
+  EXPECT_EQ(boots_of(plan, "xen mmu=direct ptshare=on")[0]->cmdline,
+            "mmu=direct ptshare=on bench=fork_dirty,mprotect," + kDensity);
   // Standard machines except for the 128,000-page boots, and the heaviest
   // boots are scheduled first.
   for (const auto& b : plan.boots) {
@@ -107,7 +112,7 @@ TEST(Matrix, PtshareOnIsAVariationOfForkAndMprotectOnEveryBackend) {
       ++standard;
       EXPECT_EQ(b->group, "ptshare=on: fork_dirty,mprotect");
       EXPECT_EQ(b->machine.memory, spec->standard.memory) << on;
-      EXPECT_EQ(b->cmdline, c.cmdline() + " bench=fork_dirty,mprotect");
+      EXPECT_EQ(b->cmdline, c.cmdline() + " bench=fork_dirty,mprotect" + (b->rep == 1 ? "," + kDensity : ""));
     }
     EXPECT_EQ(standard, 3) << on;
   }
@@ -115,6 +120,51 @@ TEST(Matrix, PtshareOnIsAVariationOfForkAndMprotectOnEveryBackend) {
   for (const Boot* b : boots_of(plan, "xen mmu=wrpt pgd_cache=off")) EXPECT_EQ(b->bench, "seed000");
   // 16 configurations x 3, 4 ptshare=on x 3, two 128,000-page boots.
   EXPECT_EQ(plan.boots.size(), 62u);
+}
+
+// Issue 12: the sparse fork series rides in the first boot of every
+// configuration that runs fork_dirty (no boot of its own), once whatever
+// --reps; not with the seed variations that do not run fork_dirty, not with
+// --bench or --smoke.
+TEST(Matrix, DensitySeriesOnceInTheFirstBootOfEachForkConfiguration) {
+  EXPECT_EQ(join_items(density_items()), kDensity);
+  MatrixOptions o;
+  o.reps = 3;
+  const Plan plan = build_plan(o);
+  EXPECT_EQ(plan.boots.size(), 62u);  // as many boots as without it
+  std::map<std::string, int> with;    // configuration -> boots carrying the series
+  for (const auto& b : plan.boots) {
+    const bool has = b.bench.find("stride=") != std::string::npos;
+    const bool runs_fork = b.group == "all" || b.group == "ptshare=on: fork_dirty,mprotect";
+    EXPECT_EQ(has, b.rep == 1 && runs_fork) << plan.describe_boot(b);
+    if (has) {
+      ++with[plan.configs[b.config].id()];
+      EXPECT_TRUE(b.bench.ends_with("," + kDensity)) << b.bench;
+      EXPECT_TRUE(b.machine.memory.empty()) << plan.describe_boot(b);  // the standard machine
+    }
+  }
+  EXPECT_EQ(with, (std::map<std::string, int>{{"native mmu=native", 1},
+                                             {"native mmu=native ptshare=on", 1},
+                                             {"xen mmu=batched", 1},
+                                             {"xen mmu=batched ptshare=on", 1},
+                                             {"xen mmu=direct", 1},
+                                             {"xen mmu=direct ptshare=on", 1},
+                                             {"xen mmu=wrpt", 1},
+                                             {"xen mmu=wrpt ptshare=on", 1}}));
+  // Linux runs the same driver: the series too.
+  o.platforms = {"linux-native"};
+  o.reps = 2;
+  const Plan linux_plan = build_plan(o);
+  int linux_with = 0;
+  for (const auto& b : linux_plan.boots) linux_with += b.bench.find(kDensity) != std::string::npos;
+  EXPECT_EQ(linux_with, 1);
+  // Not with explicit items or the smoke suite.
+  o = {};
+  o.items = parse_items("fork_dirty");
+  for (const auto& b : build_plan(o).boots) EXPECT_EQ(b.bench.find("stride="), std::string::npos) << b.bench;
+  o = {};
+  o.smoke = true;
+  for (const auto& b : build_plan(o).boots) EXPECT_EQ(b.bench, "smoke");
 }
 
 TEST(Matrix, TableItemsFollowTheTargets) {
@@ -160,7 +210,8 @@ TEST(Matrix, FullReplacesTheTableSizesWithTheLargeGroup) {
   for (const auto& b : plan.boots) EXPECT_NE(b.group, "128000") << plan.describe_boot(b);
   std::map<std::string, int> on;
   for (const Boot* b : boots_of(plan, "xen mmu=batched ptshare=on")) ++on[b->bench];
-  EXPECT_EQ(on, (std::map<std::string, int>{{"fork_dirty,mprotect", 2},
+  EXPECT_EQ(on, (std::map<std::string, int>{{"fork_dirty,mprotect," + kDensity, 1},
+                                           {"fork_dirty,mprotect", 1},
                                            {"fork_dirty:pages=64000+128000,mprotect:pages=65536+128000", 2}}));
 }
 
@@ -174,7 +225,7 @@ TEST(Matrix, SetPtshareCrossesInsteadOfTheVariation) {
   EXPECT_TRUE(ids(plan).count("native mmu=native pgd_cache=off ptshare=on"));
   // Both values run the whole list (natively no target compares without Linux).
   EXPECT_EQ(boots_of(plan, "native mmu=native ptshare=on").size(), 1u);
-  EXPECT_EQ(boots_of(plan, "native mmu=native ptshare=on")[0]->bench, "all");
+  EXPECT_EQ(boots_of(plan, "native mmu=native ptshare=on")[0]->bench, "all," + kDensity);
   EXPECT_EQ(boots_of(plan, "native mmu=native ptshare=off").size(), 1u);
 }
 
@@ -236,7 +287,7 @@ TEST(Matrix, SetOfAVariationKeyReplacesTheVariation) {
   };
   EXPECT_EQ(ids(plan), expected);
   // Both pgd_cache values run the whole list.
-  EXPECT_EQ(boots_of(plan, "native mmu=native pgd_cache=off")[0]->bench, "all");
+  EXPECT_EQ(boots_of(plan, "native mmu=native pgd_cache=off")[0]->bench, "all," + kDensity);
 }
 
 TEST(Matrix, PlatformsBackendsAndRepetitions) {

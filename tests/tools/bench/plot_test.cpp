@@ -85,5 +85,75 @@ TEST(Plots, ForkDirtyTotals) {
   fs::remove_all(dir);
 }
 
+// Issue 12: ms per fork against density (100 / stride) at one span, a line
+// per configuration; the curves against pages keep to stride=1.
+TEST(Plots, ForkDirtyAgainstDensity) {
+  Results r;
+  for (const char* id : {"native mmu=native", "xen mmu=batched", "xen mmu=wrpt ptshare=on"}) {
+    r.configs.push_back(config_from_id(id));
+    r.records.push_back(sample(id, bench_line("fork_dirty", R"("pages":1280,"stride":1)", 1000000, 900000, 1200000, 1)));
+    for (long stride : {1, 2, 10, 100, 512}) {
+      const long ns = 12800000 / stride + 100000;
+      r.records.push_back(sample(
+          id, bench_line("fork_dirty", fmt::format(R"("pages":12800,"stride":{})", stride), ns, ns * 9 / 10, ns * 12 / 10,
+                         1, 0, true,
+                         fmt::format(R"(,"total_median":{},"total_min":{},"total_max":{})", 3 * ns, 2 * ns, 4 * ns))));
+    }
+  }
+  aggregate(r);
+  const fs::path dir = fs::temp_directory_path() / ("pvk-plot-density-test-" + std::to_string(::getpid()));
+  const PlotFiles files = write_plot_script(r, dir);
+  EXPECT_EQ(files.plots, (std::vector<std::string>{"fork_dirty", "fork_dirty_total", "fork_dirty_density",
+                                                   "fork_dirty_density_total"}));
+  const std::string script = read(files.script);
+  EXPECT_NE(script.find("set output \"fork_dirty_density.svg\""), std::string::npos);
+  EXPECT_NE(script.find("set output \"fork_dirty_density_total.png\""), std::string::npos);
+  EXPECT_NE(script.find("set title \"fork after dirtying every stride-th page (parent side) over 12800 pages\""),
+            std::string::npos)
+      << script;
+  EXPECT_NE(script.find("set xlabel \"density: % of each L1 table's entries dirtied (100 / stride)\""), std::string::npos);
+  EXPECT_NE(script.find("index 2 using 1:2:3:4 with yerrorlines pointsize 0.8 title \"xen/wrpt ptshare=on\""),
+            std::string::npos)
+      << script;
+  // Density in percent, sparsest first; ms per fork with the reps' spread.
+  const std::string density = read(dir / "fork_dirty_density.dat");
+  EXPECT_NE(density.find("# xen/batched\n# density_percent per_op_ms min max\n0.195312 0.125 0.1125 0.15\n1 0.228 "),
+            std::string::npos)
+      << density;
+  EXPECT_NE(density.find("100 12.9 11.61 15.48\n"), std::string::npos) << density;
+  const std::string total = read(dir / "fork_dirty_density_total.dat");
+  EXPECT_NE(total.find("100 38.7 25.8 51.6\n"), std::string::npos) << total;
+  // Against pages: 1280 and 12800 at stride=1 only.
+  const std::string pages = read(dir / "fork_dirty.dat");
+  EXPECT_NE(pages.find("# native\n# pages per_op_ms min max\n1280 1 0.9 1.2\n12800 12.9 11.61 15.48\n\n"),
+            std::string::npos)
+      << pages;
+
+  std::vector<std::string> warnings;
+  const std::string problem = run_gnuplot(files, warnings);
+  if (problem.find("cannot run gnuplot") != std::string::npos) {
+    fs::remove_all(dir);
+    GTEST_SKIP() << problem;
+  }
+  EXPECT_EQ(problem, "");
+  EXPECT_TRUE(warnings.empty()) << warnings.front();
+  for (const char* name : {"fork_dirty_density", "fork_dirty_density_total"})
+    for (const char* ext : {".svg", ".png"}) EXPECT_GT(fs::file_size(dir / (std::string(name) + ext)), 1000u) << name << ext;
+  fs::remove_all(dir);
+}
+
+// A span measured at one stride only draws no density plot.
+TEST(Plots, NoDensityPlotWithoutTwoStrides) {
+  Results r;
+  r.configs.push_back(config_from_id("xen mmu=batched"));
+  for (long pages : {1280, 12800})
+    r.records.push_back(sample("xen mmu=batched", bench_line("fork_dirty", fmt::format(R"("pages":{},"stride":1)", pages),
+                                                             pages * 100, pages * 90, pages * 120, 1)));
+  aggregate(r);
+  const fs::path dir = fs::temp_directory_path() / ("pvk-plot-nodensity-test-" + std::to_string(::getpid()));
+  EXPECT_EQ(write_plot_script(r, dir).plots, (std::vector<std::string>{"fork_dirty"}));
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace pvk::bench

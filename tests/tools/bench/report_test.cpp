@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 namespace pvk::bench {
 namespace {
 
@@ -186,6 +188,164 @@ TEST(Summary, PtshareTargetsAndCounters) {
   has("### mprotect RW→RO→RW of 128000 pages, per cycle");
   has("| xen/batched | 125 ms |  | 0 | — | — | — | — | 500 | 6 | 3 | 0 | 1 |");
   has("| xen/batched ptshare=on | 5.00 ms | 0.040 |");
+}
+
+}  // namespace
+}  // namespace pvk::bench
+
+namespace pvk::bench {
+namespace {
+
+// Issue 12, sparse fork: fork_dirty at one span (12,800 pages) and falling
+// density (stride=1..512), plus the dense sizes; the break-even against
+// pages ignores the sparse rows, the one against density is per span.
+Results sparse_fork_results() {
+  Results r;
+  auto add = [&](const std::string& id, long pages, long stride, double ms, bool with_stride = true) {
+    if (!r.find_config(id)) r.configs.push_back(config_from_id(id));
+    const long ns = static_cast<long>(ms * 1e6);
+    const std::string params =
+        with_stride ? fmt::format(R"("pages":{},"stride":{})", pages, stride) : fmt::format(R"("pages":{})", pages);
+    r.records.push_back(sample(id, bench_line("fork_dirty", params, ns, ns * 9 / 10, ns * 12 / 10, 1, 0, true,
+                                              fmt::format(R"(,"dirtied_pages":{},"total_median":{})",
+                                                          (pages + stride - 1) / stride, 3 * ns))));
+  };
+  const std::vector<long> strides{1, 2, 10, 100, 512};
+  // batched: 10, 6, 2, 1, 0.8 ms; wrpt: 40, 20, 4, 0.6, 0.2 ms (they cross
+  // between 10 % and 1 %); batched ptshare=on: 1, 1, 1.2, 1.1, 0.85 ms
+  // (tables shared while dense; as slow as off once too sparse to share).
+  const std::vector<double> batched{10, 6, 2, 1, 0.8}, wrpt{40, 20, 4, 0.6, 0.2}, shared{1, 1, 1.2, 1.1, 0.85};
+  for (size_t i = 0; i < strides.size(); ++i) {
+    add("xen mmu=batched", 12800, strides[i], batched[i]);
+    add("xen mmu=wrpt", 12800, strides[i], wrpt[i]);
+    add("xen mmu=batched ptshare=on", 12800, strides[i], shared[i]);
+  }
+  add("xen mmu=batched", 1280, 1, 1);
+  add("xen mmu=wrpt", 1280, 1, 4);
+  add("xen mmu=batched ptshare=on", 1280, 1, 0.5);
+  // direct only dense, and one record from before issue 12 (no stride).
+  add("xen mmu=direct", 1280, 1, 0.5, false);
+  add("xen mmu=direct", 12800, 1, 20);
+  // A target's size, dense and sparse: the target reads the dense rows.
+  add("xen mmu=batched", 128000, 1, 60);
+  add("xen mmu=wrpt", 128000, 1, 1000);
+  add("xen mmu=batched", 128000, 512, 5);
+  add("xen mmu=wrpt", 128000, 512, 1);
+  aggregate(r);
+  return r;
+}
+
+const BreakEven* find_break_even(const std::vector<BreakEven>& all, const std::string& a, const std::string& b,
+                                 bool density) {
+  for (const auto& be : all)
+    if (be.a == a && be.b == b && be.density == density) return &be;
+  return nullptr;
+}
+
+TEST(BreakEven, AgainstPagesAndDensity) {
+  const Results r = sparse_fork_results();
+  const auto all = fork_break_evens(r);
+  // Against pages: the stride=1 rows only (12,800 pages: 10 ms, not a sparse one).
+  const BreakEven* pages = find_break_even(all, "xen mmu=batched", "xen mmu=wrpt", false);
+  ASSERT_NE(pages, nullptr);
+  EXPECT_TRUE(pages->crosses.empty());
+  EXPECT_EQ(pages->faster, "xen mmu=batched");
+  EXPECT_EQ(pages->lo, 1280);
+  EXPECT_EQ(pages->hi, 128000);
+  // A record without stride is stride=1: direct has two sizes, batched
+  // 1 vs 0.5 ms at 1,280 pages, 10 vs 20 at 12,800.
+  const BreakEven* bd = find_break_even(all, "xen mmu=batched", "xen mmu=direct", false);
+  ASSERT_NE(bd, nullptr);
+  ASSERT_EQ(bd->crosses.size(), 1u);
+  EXPECT_NEAR(bd->crosses[0].at, 4047.7, 0.1);  // 1280 * 10^0.5 (ratio 2 -> 0.5)
+  EXPECT_EQ(bd->crosses[0].faster_below, "xen mmu=direct");
+  // direct has one stride only: no density line.
+  EXPECT_EQ(find_break_even(all, "xen mmu=batched", "xen mmu=direct", true), nullptr);
+
+  // Against density at 12,800 pages: batched÷wrpt is 0.5 at 10 % and 1.67 at
+  // 1 %: log(5/3) / (log(5/3) - log(0.5)) = 0.424 of the way from 1 % to 10 %
+  // on a log scale, 10^0.424 % = 2.66 %, stride ≈ 38.
+  const BreakEven* bw = find_break_even(all, "xen mmu=batched", "xen mmu=wrpt", true);
+  ASSERT_NE(bw, nullptr);
+  EXPECT_EQ(bw->pages, 12800);
+  ASSERT_EQ(bw->crosses.size(), 1u);
+  EXPECT_NEAR(bw->crosses[0].at, 0.026563, 1e-5);
+  EXPECT_EQ(bw->crosses[0].faster_below, "xen mmu=wrpt");
+  EXPECT_NEAR(bw->lo, 1.0 / 512, 1e-12);
+  EXPECT_EQ(bw->hi, 1);
+  // 128,000 pages: only stride 1 and 512, both measured: a density line there too.
+  bool at_128000 = false;
+  for (const auto& be : all) at_128000 |= be.density && be.pages == 128000 && be.a == "xen mmu=batched";
+  EXPECT_TRUE(at_128000);
+  // ptshare off against on, same backend: off is faster once too sparse to share.
+  const BreakEven* shared = find_break_even(all, "xen mmu=batched", "xen mmu=batched ptshare=on", true);
+  ASSERT_NE(shared, nullptr);
+  ASSERT_EQ(shared->crosses.size(), 1u);
+  EXPECT_GT(shared->crosses[0].at, 0.01);
+  EXPECT_LT(shared->crosses[0].at, 0.1);
+  EXPECT_EQ(shared->crosses[0].faster_below, "xen mmu=batched");
+  // Not a pair: a different backend and a different ptshare.
+  EXPECT_EQ(find_break_even(all, "xen mmu=wrpt", "xen mmu=batched ptshare=on", true), nullptr);
+  EXPECT_EQ(find_break_even(all, "xen mmu=wrpt", "xen mmu=batched ptshare=on", false), nullptr);
+}
+
+TEST(BreakEven, PairsOfEveryBackendOnlyWhereTheyDifferInOneThing) {
+  Results r;
+  for (const char* id : {"native mmu=native", "xen mmu=batched", "xen mmu=direct", "xen mmu=wrpt",
+                         "xen mmu=batched ptshare=on", "xen mmu=wrpt ptshare=on", "xen mmu=batched pgd_cache=off"}) {
+    r.configs.push_back(config_from_id(id));
+    for (long pages : {1280, 12800})
+      r.records.push_back(sample(id, bench_line("fork_dirty", fmt::format(R"("pages":{},"stride":1)", pages),
+                                                pages * 100, pages * 100, pages * 100, 1)));
+  }
+  aggregate(r);
+  std::set<std::pair<std::string, std::string>> pairs;
+  for (const auto& be : fork_break_evens(r)) {
+    EXPECT_FALSE(be.density);
+    pairs.emplace(be.a, be.b);
+  }
+  EXPECT_EQ(pairs, (std::set<std::pair<std::string, std::string>>{
+                       {"native mmu=native", "xen mmu=batched"},
+                       {"native mmu=native", "xen mmu=direct"},
+                       {"native mmu=native", "xen mmu=wrpt"},
+                       {"xen mmu=batched", "xen mmu=direct"},
+                       {"xen mmu=batched", "xen mmu=wrpt"},
+                       {"xen mmu=direct", "xen mmu=wrpt"},
+                       {"xen mmu=batched", "xen mmu=batched ptshare=on"},
+                       {"xen mmu=wrpt", "xen mmu=wrpt ptshare=on"},
+                       {"xen mmu=batched ptshare=on", "xen mmu=wrpt ptshare=on"},
+                   }));
+}
+
+TEST(Summary, SparseForkDensityTablesAndBreakEven) {
+  const Results r = sparse_fork_results();
+  const auto specs = builtin_ratios();
+  const std::string md = summary_markdown(r, specs, compute_ratios(r, specs));
+  auto has = [&](const std::string& text) { EXPECT_NE(md.find(text), std::string::npos) << text << "\n" << md; };
+  has("| pages | stride | configuration | per op |");
+  has("**fork_dirty at 12800 pages against density: per fork (parent side)**");
+  has("| stride | density | dirtied pages | xen/batched | xen/wrpt | xen/batched ptshare=on |");
+  has("| 1 | 100 % | 12800 | 10.0 ms | 40.0 ms | 1.00 ms |");
+  has("| 10 | 10 % | 1280 | 2.00 ms | 4.00 ms | 1.20 ms |");
+  has("| 100 | 1.0 % | 128 | 1.00 ms | 600 µs | 1.10 ms |");
+  has("| 512 | 0.2 % | 25 | 800 µs | 200 µs | 850 µs |");
+  has("**fork_dirty at 12800 pages against density: fork + child exit + parent rewrite**");
+  has("| 512 | 0.2 % | 25 | 2.40 ms | 600 µs | 2.55 ms |");
+  has("**fork_dirty at 128000 pages against density: per fork (parent side)**");
+  has("Break-even against dirty pages (per-fork medians, every page dirtied):");
+  has("- xen/batched vs xen/wrpt: xen/batched faster at every size measured (1280–128000 pages)");
+  has("- xen/batched vs xen/direct: cross near 4048 pages (xen/direct faster below)");
+  has("Break-even against density (per-fork medians at one span;");
+  has("- xen/batched vs xen/wrpt at 12800 pages: cross near 2.7 % of entries, stride ≈ 38 (xen/wrpt faster at lower "
+      "density)");
+  has("- xen/batched vs xen/batched ptshare=on at 12800 pages: cross near ");
+  // One stride at 1,280 pages: no density there.
+  EXPECT_EQ(md.find("at 1280 pages:"), std::string::npos) << md;
+  // The target and the ptshare tables read the dense rows (5 ms ÷ 1 ms at stride=512 would miss it).
+  has("| fork after dirtying 128,000 pages under Xen: batched ≤ 0.10 × wrpt | 0.060 | met |");
+  has("### fork_dirty at 12800 pages: fork, child exit, parent rewrite");
+  has("| xen/batched | fork | 10.0 ms |");
+  has("| xen/batched ptshare=on | fork | 1.00 ms | 0.10 |");
 }
 
 }  // namespace

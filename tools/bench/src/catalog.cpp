@@ -19,9 +19,9 @@ const std::vector<BenchInfo>& benchmarks() {
       {"memset_present", "seed001", {"pages"}, "memset of a present 4 KiB page"},
       {"mprotect", "seed002", {"pages", "loops"}, "mprotect RW->RO->RW of N present dirty pages (per cycle)"},
       {"kernbench", "seed002", {"procs", "jobs", "pages"}, "concurrent fork/exec/fault/mprotect/exit mix (per job)"},
-      {"fork_dirty", "seed003", {"pages"},
-       "fork after dirtying N pages, parent side (exit: child exit + reap; rewrite: the parent writes every page "
-       "again; total: the three)"},
+      {"fork_dirty", "seed003", {"pages", "stride"},
+       "fork after dirtying N pages (every stride-th of them), parent side (exit: child exit + reap; rewrite: the "
+       "parent writes every dirtied page again; total: the three)"},
   };
   return table;
 }

@@ -21,6 +21,15 @@ std::string normal_id(const Results& results, const std::string& id) {
   return config.id();
 }
 
+// The parameters that make two rows the same: fork_dirty's stride=1 is
+// what a record from before issue 12 (no stride) measured.
+std::string params_key(const Row& row) {
+  Params kept;
+  for (const auto& p : row.params)
+    if (!(row.bench == "fork_dirty" && p.first == "stride" && p.second == 1)) kept.push_back(p);
+  return params_text(kept);
+}
+
 std::string label(const Results& results, const std::string& id) {
   const Config* c = results.find_config(id);
   return c ? c->label() : id;
@@ -32,10 +41,10 @@ Comparison compare_results(const Results& old_results, const Results& new_result
   Comparison out;
   std::map<std::string, const Row*> old_rows;
   for (const auto& r : old_results.rows)
-    old_rows[r.bench + "\n" + params_text(r.params) + "\n" + normal_id(old_results, r.config)] = &r;
+    old_rows[r.bench + "\n" + params_key(r) + "\n" + normal_id(old_results, r.config)] = &r;
   std::map<std::string, bool> matched;
   for (const auto& r : new_results.rows) {
-    const std::string key = r.bench + "\n" + params_text(r.params) + "\n" + normal_id(new_results, r.config);
+    const std::string key = r.bench + "\n" + params_key(r) + "\n" + normal_id(new_results, r.config);
     const auto it = old_rows.find(key);
     const std::string what = fmt::format("{} {} @ {}", r.bench, params_text(r.params), label(new_results, r.config));
     if (it == old_rows.end()) {
@@ -53,7 +62,7 @@ Comparison compare_results(const Results& old_results, const Results& new_result
     out.lines.push_back(line);
   }
   for (const auto& r : old_results.rows) {
-    const std::string key = r.bench + "\n" + params_text(r.params) + "\n" + normal_id(old_results, r.config);
+    const std::string key = r.bench + "\n" + params_key(r) + "\n" + normal_id(old_results, r.config);
     if (!matched.count(key))
       out.only_old.push_back(fmt::format("{} {} @ {}", r.bench, params_text(r.params), label(old_results, r.config)));
   }

@@ -54,6 +54,7 @@ struct Group {
   bool large = false;
   double weight = 1;
   int boots = 0;  // boots per configuration; 0: --reps
+  std::vector<Item> once{};  // run in rep 1's boot(s) only, after `items` (density_items())
 };
 
 }  // namespace
@@ -180,6 +181,10 @@ std::vector<Item> large_items() {
   return {Item{"fork_dirty", {{"pages", "64000+128000"}}}, Item{"mprotect", {{"pages", "65536+128000"}}}};
 }
 
+std::vector<Item> density_items() {
+  return {Item{"fork_dirty", {{"pages", "12800"}, {"stride", "2+10+100+512"}, {"reps", "3"}}}};
+}
+
 namespace {
 
 bool is_base_for(const Selector& selector, const Config& config) {
@@ -256,7 +261,7 @@ std::vector<Group> item_groups(const MatrixOptions& options) {
   } else if (options.smoke) {
     groups.push_back({"smoke", {Item{"smoke", {}}}, false, 0.2});
   } else {
-    groups.push_back({"all", default_items(), false, 1.0});
+    groups.push_back({"all", default_items(), false, 1.0, 0, density_items()});
     if (options.full) groups.push_back({"large", large_items(), true, 3.0});
   }
   return groups;
@@ -294,7 +299,9 @@ void add_config(Plan& plan, std::set<std::string>& seen, const MatrixOptions& op
     int part = 0;
     for (const auto& group : config_groups) {
       if (group.boots > 0 && rep > group.boots) continue;
-      for (const std::string& bench : pack_items(group.items)) {
+      std::vector<Item> items = group.items;
+      if (rep == 1) items.insert(items.end(), group.once.begin(), group.once.end());
+      for (const std::string& bench : pack_items(items)) {
         Boot boot;
         boot.config = index;
         boot.rep = rep;
@@ -352,7 +359,10 @@ std::vector<Group> variation_groups(const std::vector<Group>& groups, const Vari
   for (const auto& b : v.benches) what += (what.empty() ? "" : ",") + b;
   for (const auto& g : groups) {
     if (g.large && !v.large) continue;
-    std::vector<Item> items = v.benches.empty() ? restrict_to_suite(g.items, v.suite) : restrict_to_benches(g.items, v.benches);
+    auto narrow = [&](const std::vector<Item>& list) {
+      return v.benches.empty() ? restrict_to_suite(list, v.suite) : restrict_to_benches(list, v.benches);
+    };
+    std::vector<Item> items = narrow(g.items);
     if (items.empty()) continue;
     double weight = g.weight;
     if (!g.large) {
@@ -362,7 +372,7 @@ std::vector<Group> variation_groups(const std::vector<Group>& groups, const Vari
         if (const BenchInfo* info = find_benchmark(b)) weight += suite_weight(info->suite) / 2;
     }
     narrowed.push_back({fmt::format("{}={}: {}{}", v.key, v.value, g.large ? g.name + " " : "", what),
-                        std::move(items), g.large, weight, g.boots});
+                        std::move(items), g.large, weight, g.boots, narrow(g.once)});
   }
   return narrowed;
 }

@@ -1,6 +1,7 @@
 #include "pvk/bench/plot.hpp"
 
 #include "pvk/bench/catalog.hpp"
+#include "pvk/bench/report.hpp"
 #include "pvk/process.hpp"
 
 #include <fmt/format.h>
@@ -9,6 +10,8 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <optional>
+#include <tuple>
 #include <set>
 #include <stdexcept>
 
@@ -63,67 +66,127 @@ struct Script {
   }
 };
 
-// A log-log plot of per-op time against a parameter (x), one line per
-// configuration; with `field` ("total_median"), of that record field
-// instead (its spread from the _min/_max fields), as the plot `name`.
-void curve_plot(const Results& results, Script& script, PlotFiles& files, const fs::path& dir, const std::string& bench,
-                const std::string& x_param, double scale, const std::string& unit, const std::string& title,
-                const std::string& xlabel, const std::string& ylabel, const std::string& name = "",
-                const std::string& field = "") {
-  const std::string plot_name = name.empty() ? bench : name;
-  std::string stem = field;
-  if (stem.ends_with("_median")) stem.resize(stem.size() - 7);
+// One line of a log-log plot: its title and (x, y, y_min, y_max) points.
+struct Curve {
+  std::string title;
+  std::vector<std::tuple<double, double, double, double>> points;
+};
+
+// A log-log plot of the curves, one line each, as the plot `name` (data in
+// name.dat, one gnuplot index per curve); nothing without points.
+void log_log_plot(Script& script, PlotFiles& files, const fs::path& dir, const std::string& name,
+                  std::vector<Curve> curves, const std::string& x_name, const std::string& unit,
+                  const std::string& title, const std::string& xlabel, const std::string& ylabel) {
   std::string data;
   std::vector<std::string> titles;
   double x_lo = INFINITY, x_hi = 0, y_lo = INFINITY, y_hi = 0;
-  for (const auto& id : configs_with(results, {bench})) {
-    std::vector<std::tuple<double, double, double, double>> points;
-    for (const auto& r : results.rows) {
-      if (r.bench != bench || r.config != id) continue;
-      double y = r.per_op, lo = r.per_op_min, hi = r.per_op_max;
-      if (!field.empty()) {
-        const auto f = r.field(field);
-        if (!f) continue;
-        y = *f;
-        lo = r.field(stem + "_min").value_or(y);
-        hi = r.field(stem + "_max").value_or(y);
-      }
-      for (const auto& [k, v] : r.params)
-        if (k == x_param && v.is_number()) points.emplace_back(v.get<double>(), y / scale, lo / scale, hi / scale);
-    }
-    if (points.empty()) continue;
-    std::sort(points.begin(), points.end());
-    data += fmt::format("# {}\n# {} per_op_{} min max\n", label_of(results, id), x_param, unit);
-    for (const auto& [x, y, lo, hi] : points) {
-      data += fmt::format("{} {:.6g} {:.6g} {:.6g}\n", x, y, lo, hi);
+  for (auto& curve : curves) {
+    if (curve.points.empty()) continue;
+    std::sort(curve.points.begin(), curve.points.end());
+    data += fmt::format("# {}\n# {} per_op_{} min max\n", curve.title, x_name, unit);
+    for (const auto& [x, y, lo, hi] : curve.points) {
+      data += fmt::format("{:.6g} {:.6g} {:.6g} {:.6g}\n", x, y, lo, hi);
       x_lo = std::min(x_lo, x);
       x_hi = std::max(x_hi, x);
       y_lo = std::min(y_lo, lo);
       y_hi = std::max(y_hi, hi);
     }
     data += "\n\n";
-    titles.push_back(label_of(results, id));
+    titles.push_back(curve.title);
   }
   if (titles.empty()) return;
-  const fs::path file = dir / (plot_name + ".dat");
+  const fs::path file = dir / (name + ".dat");
   write_file(file, data);
   files.data.push_back(file);
   std::string command = "plot ";
   for (size_t i = 0; i < titles.size(); ++i)
     command += fmt::format("{}{} index {} using 1:2:3:4 with yerrorlines pointsize 0.8 title {}", i ? ", \\\n     " : "",
-                           gp_string(plot_name + ".dat"), i, gp_string(titles[i]));
+                           gp_string(name + ".dat"), i, gp_string(titles[i]));
   // Explicit ranges with a margin: a single size (or a flat curve) is an
   // empty range gnuplot would complain about.
   if (!(x_lo > 0)) x_lo = 1;
   if (!(y_lo > 0)) y_lo = y_hi > 0 ? y_hi / 10 : 1e-3;
   if (!(y_hi > 0)) y_hi = 1;
-  script.plot(plot_name,
+  script.plot(name,
               fmt::format("set title {}\nset logscale xy\nset xlabel {}\nset ylabel {}\nset format x \"%g\"\n"
                           "set xrange [{:.6g}:{:.6g}]\nset yrange [{:.6g}:{:.6g}]\n",
                           gp_string(title), gp_string(xlabel), gp_string(ylabel), x_lo / 1.5, x_hi * 1.5,
                           y_lo / 1.5, y_hi * 1.5),
               command);
-  files.plots.push_back(plot_name);
+  files.plots.push_back(name);
+}
+
+// The value of a row a curve plots: per-op time, or with `field`
+// ("total_median") that record field (its spread from the _min/_max
+// fields); nullopt when the row lacks it.
+std::optional<std::tuple<double, double, double>> y_of(const Row& r, const std::string& field, double scale) {
+  double y = r.per_op, lo = r.per_op_min, hi = r.per_op_max;
+  if (!field.empty()) {
+    std::string stem = field;
+    if (stem.ends_with("_median")) stem.resize(stem.size() - 7);
+    const auto f = r.field(field);
+    if (!f) return std::nullopt;
+    y = *f;
+    lo = r.field(stem + "_min").value_or(y);
+    hi = r.field(stem + "_max").value_or(y);
+  }
+  return std::tuple{y / scale, lo / scale, hi / scale};
+}
+
+// A log-log plot of per-op time against a parameter (x), one line per
+// configuration; with `field`, of that record field instead, as the plot
+// `name`. fork_dirty: its stride=1 rows (every page dirtied) only.
+void curve_plot(const Results& results, Script& script, PlotFiles& files, const fs::path& dir, const std::string& bench,
+                const std::string& x_param, double scale, const std::string& unit, const std::string& title,
+                const std::string& xlabel, const std::string& ylabel, const std::string& name = "",
+                const std::string& field = "") {
+  std::vector<Curve> curves;
+  for (const auto& id : configs_with(results, {bench})) {
+    Curve curve{label_of(results, id), {}};
+    for (const auto& r : results.rows) {
+      if (r.bench != bench || r.config != id || (bench == "fork_dirty" && fork_stride(r) != 1)) continue;
+      const auto y = y_of(r, field, scale);
+      if (!y) continue;
+      for (const auto& [k, v] : r.params)
+        if (k == x_param && v.is_number())
+          curve.points.emplace_back(v.get<double>(), std::get<0>(*y), std::get<1>(*y), std::get<2>(*y));
+    }
+    curves.push_back(std::move(curve));
+  }
+  log_log_plot(script, files, dir, name.empty() ? bench : name, std::move(curves), x_param, unit, title, xlabel,
+               ylabel);
+}
+
+// Issue 12: fork_dirty's ms per fork (or, with `field`, that field) against
+// density (percent of each L1 table's entries dirtied, 100 / stride), one
+// line per configuration and span measured at two strides or more (sparser
+// to the left).
+void density_plot(const Results& results, Script& script, PlotFiles& files, const fs::path& dir,
+                  const std::string& name, const std::string& field, const std::string& title,
+                  const std::string& ylabel) {
+  std::map<double, std::set<double>> strides;  // span -> strides, over every configuration
+  for (const auto& r : results.rows)
+    if (r.bench == "fork_dirty") strides[fork_pages(r)].insert(fork_stride(r));
+  size_t spans = 0;
+  for (const auto& [pages, set] : strides) spans += set.size() >= 2;
+  std::vector<Curve> curves;
+  for (const auto& id : configs_with(results, {"fork_dirty"}))
+    for (const auto& [pages, set] : strides) {
+      if (set.size() < 2) continue;
+      Curve curve{spans > 1 ? fmt::format("{}, {:.0f} pages", label_of(results, id), pages) : label_of(results, id), {}};
+      for (const auto& r : results.rows) {
+        if (r.bench != "fork_dirty" || r.config != id || fork_pages(r) != pages) continue;
+        if (const auto y = y_of(r, field, 1e6))
+          curve.points.emplace_back(100 / fork_stride(r), std::get<0>(*y), std::get<1>(*y), std::get<2>(*y));
+      }
+      if (curve.points.size() >= 2) curves.push_back(std::move(curve));
+    }
+  std::string span;
+  if (spans == 1)
+    for (const auto& [pages, set] : strides)
+      if (set.size() >= 2) span = fmt::format(" over {:.0f} pages", pages);
+  log_log_plot(script, files, dir, name, std::move(curves), "density_percent", "ms", title + span,
+               "density: % of each L1 table's entries dirtied (100 / stride)", ylabel);
 }
 
 // Clustered bars: one group per (benchmark, parameters), one bar per configuration.
@@ -192,6 +255,10 @@ PlotFiles write_plot_script(const Results& results, const fs::path& dir) {
   curve_plot(results, script, files, dir, "fork_dirty", "pages", 1e6, "ms",
              "fork + child exit + parent rewrite of N dirty pages (fork_dirty total)", "dirty pages",
              "ms per fork + exit + rewrite", "fork_dirty_total", "total_median");
+  density_plot(results, script, files, dir, "fork_dirty_density", "",
+               "fork after dirtying every stride-th page (parent side)", "ms per fork");
+  density_plot(results, script, files, dir, "fork_dirty_density_total", "total_median",
+               "fork + child exit + parent rewrite of every stride-th page", "ms per fork + exit + rewrite");
   curve_plot(results, script, files, dir, "mprotect", "pages", 1e3, "us", "mprotect RW->RO->RW of N pages",
              "pages", "µs per RW->RO->RW cycle");
   bar_plot(results, script, files, dir, "faults", {"fault_zero_read", "fault_zero_cow", "fault_write", "memset_present"},

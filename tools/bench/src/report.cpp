@@ -61,9 +61,14 @@ std::string minutes(double seconds) {
   return fmt::format("{} min {:02} s", s / 60, s % 60);
 }
 
-// True if every "k=v" of `wanted` (blank-separated) is among the parameters.
+// True if every "k=v" of `wanted` (blank-separated) is among the parameters,
+// and, unless `wanted` names a stride, the parameters have none but 1 (the
+// targets are about every page dirtied, not issue 12's sparse forks).
 bool has_params(const Params& params, std::string_view wanted) {
   const std::string have = " " + params_text(params) + " ";
+  if (wanted.find("stride=") == std::string_view::npos && have.find(" stride=") != std::string::npos &&
+      have.find(" stride=1 ") == std::string::npos)
+    return false;
   size_t start = 0;
   while (start < wanted.size()) {
     size_t end = wanted.find(' ', start);
@@ -122,42 +127,102 @@ std::string targets_section(const std::vector<Ratio>& ratios) {
   return md;
 }
 
-// Where two backends' fork_dirty curves cross, from the base configurations.
+// Whether a row is fork_dirty at full density (stride=1, or no stride: a
+// record from before issue 12).
+bool dense(const Row& r) { return fork_stride(r) == 1; }
+
+std::string percent(double share) {
+  const double p = share * 100;
+  if (p >= 10) return fmt::format("{:.0f} %", p);
+  if (p >= 1) return fmt::format("{:.1f} %", p);
+  return fmt::format("{:.2g} %", p);
+}
+
+// Issue 12: the break-even lines, against pages and against density.
 std::string fork_break_even(const Results& results) {
-  const std::vector<std::pair<std::string, std::string>> pairs{
-      {"xen mmu=batched", "xen mmu=wrpt"}, {"xen mmu=batched", "xen mmu=direct"}, {"xen mmu=direct", "xen mmu=wrpt"}};
-  std::string out;
-  for (const auto& [a, b] : pairs) {
-    std::map<double, std::pair<double, double>> by_pages;  // pages -> (a, b) per op
-    for (const auto& r : results.rows) {
-      if (r.bench != "fork_dirty" || (r.config != a && r.config != b)) continue;
-      for (const auto& [k, v] : r.params)
-        if (k == "pages" && v.is_number()) (r.config == a ? by_pages[v.get<double>()].first : by_pages[v.get<double>()].second) = r.per_op;
-    }
-    std::vector<std::tuple<double, double>> points;  // pages, a / b
-    for (const auto& [pages, t] : by_pages)
-      if (t.first > 0 && t.second > 0) points.emplace_back(pages, t.first / t.second);
-    if (points.size() < 1) continue;
-    const std::string an = config_from_id(a).label(), bn = config_from_id(b).label();
+  std::string pages_md, density_md;
+  auto label = [&](const std::string& id) {
+    const Config* c = results.find_config(id);
+    return c ? c->label() : id;
+  };
+  for (const auto& be : fork_break_evens(results)) {
+    const std::string an = label(be.a), bn = label(be.b);
     std::string line;
-    for (size_t i = 1; i < points.size(); ++i) {
-      const auto [p0, r0] = points[i - 1];
-      const auto [p1, r1] = points[i];
-      if ((r0 < 1) != (r1 < 1)) {
-        // Interpolate log(ratio) against log(pages).
-        const double f = std::log(r0) / (std::log(r0) - std::log(r1));
-        const double at = std::exp(std::log(p0) + f * (std::log(p1) - std::log(p0)));
-        line += fmt::format("{}cross near {:.0f} pages ({} faster {})", line.empty() ? "" : "; ", at,
-                            r0 < 1 ? an : bn, "below");
+    for (const auto& c : be.crosses) {
+      if (!line.empty()) line += "; ";
+      if (be.density)
+        line += fmt::format("cross near {} of entries, stride ≈ {:.0f} ({} faster at lower density)", percent(c.at),
+                            1 / c.at, label(c.faster_below));
+      else
+        line += fmt::format("cross near {:.0f} pages ({} faster below)", c.at, label(c.faster_below));
+    }
+    if (line.empty()) {
+      if (be.density)
+        line = fmt::format("{} faster at every density measured ({}–{})", label(be.faster), percent(be.hi),
+                           percent(be.lo));
+      else
+        line = fmt::format("{} faster at every size measured ({:.0f}–{:.0f} pages)", label(be.faster), be.lo, be.hi);
+    }
+    if (be.density)
+      density_md += fmt::format("- {} vs {} at {:.0f} pages: {}\n", an, bn, be.pages, line);
+    else
+      pages_md += fmt::format("- {} vs {}: {}\n", an, bn, line);
+  }
+  std::string out;
+  if (!pages_md.empty()) out += "\nBreak-even against dirty pages (per-fork medians, every page dirtied):\n\n" + pages_md;
+  if (!density_md.empty())
+    out += "\nBreak-even against density (per-fork medians at one span; density = dirtied share of each L1 table's "
+           "entries, 1/stride):\n\n" +
+           density_md;
+  return out;
+}
+
+// Issue 12: ms per fork (and fork + exit + rewrite) against density, one
+// table per span with more than one stride; a column per configuration.
+std::string fork_density_tables(const Results& results) {
+  std::map<double, std::set<double>> strides;  // span -> strides
+  for (const auto& r : results.rows)
+    if (r.bench == "fork_dirty") strides[fork_pages(r)].insert(fork_stride(r));
+  std::string md;
+  for (const auto& [pages, set] : strides) {
+    if (set.size() < 2) continue;
+    std::vector<std::string> ids;
+    for (const auto& c : results.configs)
+      if (std::any_of(results.rows.begin(), results.rows.end(), [&](const Row& r) {
+            return r.bench == "fork_dirty" && r.config == c.id() && fork_pages(r) == pages && !dense(r);
+          }))
+        ids.push_back(c.id());
+    if (ids.empty()) continue;
+    auto find = [&](const std::string& id, double stride) -> const Row* {
+      for (const auto& r : results.rows)
+        if (r.bench == "fork_dirty" && r.config == id && fork_pages(r) == pages && fork_stride(r) == stride) return &r;
+      return nullptr;
+    };
+    for (const bool total : {false, true}) {
+      md += fmt::format("\n**fork_dirty at {:.0f} pages against density: {}** (medians; sparse fork, issue 12)\n\n",
+                        pages, total ? "fork + child exit + parent rewrite" : "per fork (parent side)");
+      std::vector<std::string> head{"stride", "density", "dirtied pages"};
+      std::string rule = "|---:|---:|---:|";
+      for (const auto& id : ids) {
+        const Config* c = results.find_config(id);
+        head.push_back(c ? c->label() : id);
+        rule += "---:|";
+      }
+      md += row_line(head) + rule + "\n";
+      for (const double stride : set) {
+        std::vector<std::string> cells{fmt::format("{:.0f}", stride), percent(1 / stride),
+                                       fmt::format("{:.0f}", std::ceil(pages / stride))};
+        for (const auto& id : ids) {
+          const Row* r = find(id, stride);
+          std::optional<double> v;
+          if (r) v = total ? r->field("total_median") : std::optional<double>(r->per_op);
+          cells.push_back(v ? format_ns(*v) + (r->pass ? "" : " ⚠") : "—");
+        }
+        md += row_line(cells);
       }
     }
-    if (line.empty())
-      line = fmt::format("{} faster at every size measured ({:.0f}–{:.0f} pages)",
-                         std::get<1>(points.front()) < 1 ? an : bn, std::get<0>(points.front()),
-                         std::get<0>(points.back()));
-    out += fmt::format("- {} vs {}: {}\n", an, bn, line);
   }
-  return out.empty() ? "" : "\nBreak-even (per-op medians):\n\n" + out;
+  return md;
 }
 
 }  // namespace
@@ -186,6 +251,103 @@ std::string format_ratio(double value) {
   if (value >= 10) return fmt::format("{:.1f}", value);
   if (value >= 0.1) return fmt::format("{:.2f}", value);
   return fmt::format("{:.3f}", value);
+}
+
+double fork_pages(const Row& row) {
+  for (const auto& [k, v] : row.params)
+    if (k == "pages" && v.is_number()) return v.get<double>();
+  return 0;
+}
+
+double fork_stride(const Row& row) {
+  for (const auto& [k, v] : row.params)
+    if (k == "stride" && v.is_number()) return v.get<double>();
+  return 1;
+}
+
+std::vector<BreakEven> fork_break_evens(const Results& results) {
+  // The configurations with fork_dirty rows, in results.configs order.
+  std::vector<const Config*> configs;
+  for (const auto& c : results.configs)
+    if (std::any_of(results.rows.begin(), results.rows.end(),
+                    [&](const Row& r) { return r.bench == "fork_dirty" && r.config == c.id() && r.per_op > 0; }))
+      configs.push_back(&c);
+  // Pairs: the same switches besides mmu= and ptshare=, and then either the
+  // same ptshare (two backends) or the same platform and backend (ptshare
+  // off against on).
+  auto others = [](const Config& c) {
+    Switches s;
+    for (const auto& kv : c.switches)
+      if (kv.first != "mmu" && kv.first != "ptshare") s.push_back(kv);
+    return Config{"", s}.id();
+  };
+  auto per_op = [&](const std::string& id, double pages, double stride) -> std::optional<double> {
+    for (const auto& r : results.rows)
+      if (r.bench == "fork_dirty" && r.config == id && fork_pages(r) == pages && fork_stride(r) == stride &&
+          r.per_op > 0)
+        return r.per_op;
+    return std::nullopt;
+  };
+  // (x, a / b) sorted by x: crossings interpolated on log(ratio) against log(x).
+  auto fill = [](BreakEven& be, std::vector<std::pair<double, double>> points) {
+    std::sort(points.begin(), points.end());
+    be.lo = points.front().first;
+    be.hi = points.back().first;
+    for (size_t i = 1; i < points.size(); ++i) {
+      const auto [x0, r0] = points[i - 1];
+      const auto [x1, r1] = points[i];
+      if ((r0 < 1) == (r1 < 1)) continue;
+      const double f = std::log(r0) / (std::log(r0) - std::log(r1));
+      be.crosses.push_back({std::exp(std::log(x0) + f * (std::log(x1) - std::log(x0))), r0 < 1 ? be.a : be.b});
+    }
+    if (be.crosses.empty()) be.faster = points.front().second < 1 ? be.a : be.b;
+  };
+  std::vector<BreakEven> out;
+  for (size_t i = 0; i < configs.size(); ++i)
+    for (size_t j = i + 1; j < configs.size(); ++j) {
+      const Config& a = *configs[i];
+      const Config& b = *configs[j];
+      if (others(a) != others(b)) continue;
+      const bool same_ptshare = a.effective("ptshare") == b.effective("ptshare");
+      const bool same_backend = a.platform == b.platform && a.get("mmu") == b.get("mmu");
+      if (!same_ptshare && !same_backend) continue;
+      // Against pages: every page dirtied.
+      std::set<double> sizes;
+      for (const auto& r : results.rows)
+        if (r.bench == "fork_dirty" && r.config == a.id() && fork_stride(r) == 1) sizes.insert(fork_pages(r));
+      std::vector<std::pair<double, double>> points;
+      for (const double p : sizes) {
+        const auto ta = per_op(a.id(), p, 1), tb = per_op(b.id(), p, 1);
+        if (ta && tb && p > 0) points.emplace_back(p, *ta / *tb);
+      }
+      if (points.size() >= 2) {
+        BreakEven be;
+        be.a = a.id();
+        be.b = b.id();
+        fill(be, points);
+        out.push_back(std::move(be));
+      }
+      // Against density, at each span both measured at two strides or more.
+      std::map<double, std::set<double>> strides;
+      for (const auto& r : results.rows)
+        if (r.bench == "fork_dirty" && r.config == a.id()) strides[fork_pages(r)].insert(fork_stride(r));
+      for (const auto& [pages, set] : strides) {
+        std::vector<std::pair<double, double>> dpoints;
+        for (const double stride : set) {
+          const auto ta = per_op(a.id(), pages, stride), tb = per_op(b.id(), pages, stride);
+          if (ta && tb && stride > 0) dpoints.emplace_back(1 / stride, *ta / *tb);
+        }
+        if (dpoints.size() < 2) continue;
+        BreakEven be;
+        be.a = a.id();
+        be.b = b.id();
+        be.density = true;
+        be.pages = pages;
+        fill(be, dpoints);
+        out.push_back(std::move(be));
+      }
+    }
+  return out;
 }
 
 namespace {
@@ -311,7 +473,7 @@ std::string benchmarks_section(const Results& results) {
       }
       md += row_line(cells);
     }
-    if (bench == "fork_dirty") md += fork_break_even(results);
+    if (bench == "fork_dirty") md += fork_density_tables(results) + fork_break_even(results);
   }
   return md;
 }
@@ -362,7 +524,7 @@ std::string ptshare_section(const Results& results) {
   };
   auto find_row = [&](const std::string& bench, const std::string& config, double pages) -> const Row* {
     for (const auto& r : results.rows)
-      if (r.bench == bench && r.config == config && pages_of(r) == pages) return &r;
+      if (r.bench == bench && r.config == config && pages_of(r) == pages && dense(r)) return &r;
     return nullptr;
   };
   // The sizes shown: the two largest any configuration of the pairs ran
@@ -372,7 +534,7 @@ std::string ptshare_section(const Results& results) {
   auto sizes_for = [&](const std::string& bench) {
     std::set<double> sizes;
     for (const auto& r : results.rows)
-      if (r.bench == bench &&
+      if (r.bench == bench && dense(r) &&
           std::any_of(order.begin(), order.end(), [&](const auto& p) { return p.first->id() == r.config; }))
         sizes.insert(pages_of(r));
     std::vector<double> out(sizes.rbegin(), sizes.rend());
