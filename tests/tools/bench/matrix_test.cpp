@@ -13,7 +13,7 @@ namespace {
 
 // Issue 12's sparse fork series, in the first boot of each configuration
 // that runs fork_dirty.
-const std::string kDensity = "fork_dirty:pages=12800:stride=2+10+100+512:reps=3";
+const std::string kDensity = "fork_dirty:pages=12800:stride=2+10+100+512";
 
 std::set<std::string> ids(const Plan& plan) {
   std::set<std::string> out;

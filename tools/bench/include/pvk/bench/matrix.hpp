@@ -85,10 +85,10 @@ std::vector<Item> default_items();
 std::vector<Item> large_items();
 // Issue 12's sparse fork: fork_dirty over one span (12,800 pages) at falling
 // densities, stride=2+10+100+512 (50 %, 10 %, 1 %, one entry per L1 table;
-// the default list's fork_dirty at that span is stride=1, 100 %), a few
-// reps. The default matrix adds it to the first boot of every configuration
-// that runs fork_dirty (the base backends, ptshare=on, Linux): no boot of
-// its own, about 1.5 s natively and 3-8 s under Xen per configuration.
+// the default list's fork_dirty at that span is stride=1, 100 %), 5 reps.
+// The default matrix adds it to the first boot of every configuration that
+// runs fork_dirty (the base backends, ptshare=on, Linux): no boot of its
+// own, under 1 s natively and 2-8 s under Xen per configuration.
 std::vector<Item> density_items();
 struct MatrixOptions {
   std::vector<std::string> platforms{"native", "xen"};
