@@ -20,6 +20,9 @@
 namespace pvk {
 namespace {
 
+// A switch as the command line spells it (the boot record echoes it so).
+const char* on_off(Switch s) { return s == Switch::On ? "on" : "off"; }
+
 BootParams g_params;
 
 [[noreturn]] void refuse(const char* line);
@@ -148,9 +151,9 @@ void kernel_main(Platform& platform, BootInfo& info) {
         .str("role", platform.role)
         .str("mmu", g_mmu.name)
         .str("pte", g_params.pte == PteAccess::Flags ? "flags" : "attrs")
-        .boolean("zero_page", g_params.zero_page == Switch::On)
-        .boolean("pgd_cache", g_params.pgd_cache == Switch::On)
-        .boolean("ptshare", g_params.ptshare == Switch::On)
+        .str("zero_page", on_off(g_params.zero_page))
+        .str("pgd_cache", on_off(g_params.pgd_cache))
+        .str("ptshare", on_off(g_params.ptshare))
         .u64("tsc_khz", platform.tsc_khz)
         .boolean("smep", platform.smep)
         .boolean("smap", platform.smap)
