@@ -100,50 +100,35 @@ void Run::set_p(const char* key, uint64_t v) {
     if (strcmp(def->params[i].key, key) == 0) value[i] = v;
 }
 
-void Run::start() {
-  c0_ = read_all_counters();
-  tsc0_ = rdtsc();
-  t0_ = now_ns();
+namespace {
+
+// One timed bracket of a rep (start/stop, start2/stop2, start3/stop3):
+// counters, rdtsc and CLOCK_MONOTONIC at its start, the same in the reverse
+// order at its end.
+[[gnu::always_inline]] inline void bracket_start(Counters& c0, uint64_t& tsc0, uint64_t& t0) {
+  c0 = read_all_counters();
+  tsc0 = rdtsc();
+  t0 = now_ns();
 }
 
-void Run::stop() {
+[[gnu::always_inline]] inline void bracket_stop(const Counters& c0, uint64_t tsc0, uint64_t t0, Series& ns,
+                                                Series& cycles, Counters* deltas) {
   const uint64_t t1 = now_ns();
   const uint64_t tsc1 = rdtsc();
   const Counters c1 = read_all_counters();
-  if (ns.n < kMaxReps) deltas[ns.n] = delta(c1, c0_);
-  ns.add(t1 - t0_);
-  cycles.add(tsc1 - tsc0_);
+  if (ns.n < kMaxReps) deltas[ns.n] = delta(c1, c0);
+  ns.add(t1 - t0);
+  cycles.add(tsc1 - tsc0);
 }
 
-void Run::start2() {
-  c0b_ = read_all_counters();
-  tsc0b_ = rdtsc();
-  t0b_ = now_ns();
-}
+}  // namespace
 
-void Run::stop2() {
-  const uint64_t t1 = now_ns();
-  const uint64_t tsc1 = rdtsc();
-  const Counters c1 = read_all_counters();
-  if (ns2.n < kMaxReps) deltas2[ns2.n] = delta(c1, c0b_);
-  ns2.add(t1 - t0b_);
-  cycles2.add(tsc1 - tsc0b_);
-}
-
-void Run::start3() {
-  c0c_ = read_all_counters();
-  tsc0c_ = rdtsc();
-  t0c_ = now_ns();
-}
-
-void Run::stop3() {
-  const uint64_t t1 = now_ns();
-  const uint64_t tsc1 = rdtsc();
-  const Counters c1 = read_all_counters();
-  if (ns3.n < kMaxReps) deltas3[ns3.n] = delta(c1, c0c_);
-  ns3.add(t1 - t0c_);
-  cycles3.add(tsc1 - tsc0c_);
-}
+void Run::start() { bracket_start(c0_, tsc0_, t0_); }
+void Run::stop() { bracket_stop(c0_, tsc0_, t0_, ns, cycles, deltas); }
+void Run::start2() { bracket_start(c0b_, tsc0b_, t0b_); }
+void Run::stop2() { bracket_stop(c0b_, tsc0b_, t0b_, ns2, cycles2, deltas2); }
+void Run::start3() { bracket_start(c0c_, tsc0c_, t0c_); }
+void Run::stop3() { bracket_stop(c0c_, tsc0c_, t0c_, ns3, cycles3, deltas3); }
 
 bool Run::fail(const char* fmt, ...) {
   if (!failed_) {

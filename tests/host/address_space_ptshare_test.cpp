@@ -62,6 +62,29 @@ class PtShareTest : public AddressSpaceTest {
   }
   static bool gate_open(const AddressSpace* as, uint64_t va) { return has(l2_entry(as, va), pte_bit::Write); }
 
+  // A parent with one dense table at kT (dense(parent, kT, 1)) and a child
+  // forked from it that shares that table, t. actor and other are the child
+  // and the parent when child_acts, the other way round when not. child is
+  // null when create() or fork() failed: callers assert on parent and child.
+  struct SharedTable {
+    AddressSpace* parent = nullptr;
+    AddressSpace* child = nullptr;
+    Pfn t{0};
+    AddressSpace* actor = nullptr;
+    AddressSpace* other = nullptr;
+  };
+  SharedTable fork_dense(bool child_acts = true) {
+    SharedTable s;
+    s.parent = create();
+    if (s.parent == nullptr) return s;
+    dense(s.parent, kT, 1);
+    s.t = l1_of(s.parent, kT);
+    s.child = fork(s.parent);
+    s.actor = child_acts ? s.child : s.parent;
+    s.other = child_acts ? s.parent : s.child;
+    return s;
+  }
+
   // Leaf stores (Store or ProtStart of an L1 entry, queued or not) into the
   // table frame l1 among the events since the last clear_events().
   static size_t leaf_stores_into(Pfn l1) {
@@ -232,14 +255,9 @@ TEST_P(PtShareTest, SharedVmasAndSparseTablesTakeThePerLeafPath) {
 TEST_P(PtShareTest, TheFirstWriterCopiesTheTableOutAndTheOtherOpensTheGate) {
   for (bool child_writes_first : {true, false}) {
     SCOPED_TRACE(child_writes_first ? "child writes first" : "parent writes first");
-    AddressSpace* parent = create();
+    const auto [parent, child, shared, first, second] = fork_dense(child_writes_first);
     ASSERT_NE(parent, nullptr);
-    dense(parent, kT, 1);
-    AddressSpace* child = fork(parent);
     ASSERT_NE(child, nullptr);
-    AddressSpace* first = child_writes_first ? child : parent;
-    AddressSpace* second = child_writes_first ? parent : child;
-    const Pfn shared = l1_of(parent, kT);
     const Pfn f7 = frame_at(parent, kT + pg(7)), f8 = frame_at(parent, kT + pg(8));
     reset_stats();
     fake().clear_events();
@@ -307,15 +325,11 @@ TEST_P(PtShareTest, TheFirstWriterCopiesTheTableOutAndTheOtherOpensTheGate) {
 TEST_P(PtShareTest, TheLastSharerOpensTheGateWithoutCopying) {
   for (bool child_survives : {false, true}) {
     SCOPED_TRACE(child_survives ? "the parent goes" : "the child goes");
-    AddressSpace* parent = create();
+    const auto [parent, child, t, survivor, goes] = fork_dense(child_survives);
     ASSERT_NE(parent, nullptr);
-    dense(parent, kT, 1);
-    const Pfn t = l1_of(parent, kT);
-    AddressSpace* child = fork(parent);
     ASSERT_NE(child, nullptr);
-    AddressSpace* survivor = child_survives ? child : parent;
     fake().clear_events();
-    destroy(child_survives ? parent : child);
+    destroy(goes);
     EXPECT_EQ(retired(Level::L1), 0u) << "a shared table is only unhooked";
     EXPECT_EQ(fake().uppers(t), 1u);
     EXPECT_EQ(refs(t), 1u);
@@ -455,14 +469,9 @@ TEST_P(PtShareTest, ReadFaultsInATableBehindAClosedGateMakeItPrivateFirst) {
 TEST_P(PtShareTest, PartialMprotectOfASharedTableLeavesTheOtherSharersAlone) {
   for (bool child_acts : {true, false}) {
     SCOPED_TRACE(child_acts ? "the child mprotects" : "the parent mprotects");
-    AddressSpace* parent = create();
+    const auto [parent, child, t, actor, other] = fork_dense(child_acts);
     ASSERT_NE(parent, nullptr);
-    dense(parent, kT, 1);
-    const Pfn t = l1_of(parent, kT);
-    AddressSpace* child = fork(parent);
     ASSERT_NE(child, nullptr);
-    AddressSpace* actor = child_acts ? child : parent;
-    AddressSpace* other = child_acts ? parent : child;
     reset_stats();
     fake().clear_events();
 
@@ -495,14 +504,9 @@ TEST_P(PtShareTest, PartialMprotectOfASharedTableLeavesTheOtherSharersAlone) {
 TEST_P(PtShareTest, PartialMunmapOfASharedTableLeavesTheOtherSharersAlone) {
   for (bool child_acts : {true, false}) {
     SCOPED_TRACE(child_acts ? "the child unmaps" : "the parent unmaps");
-    AddressSpace* parent = create();
+    const auto [parent, child, t, actor, other] = fork_dense(child_acts);
     ASSERT_NE(parent, nullptr);
-    dense(parent, kT, 1);
-    const Pfn t = l1_of(parent, kT);
-    AddressSpace* child = fork(parent);
     ASSERT_NE(child, nullptr);
-    AddressSpace* actor = child_acts ? child : parent;
-    AddressSpace* other = child_acts ? parent : child;
     const Pfn f100 = frame_at(parent, kT + pg(100));
     reset_stats();
     fake().clear_events();
@@ -683,11 +687,8 @@ TEST_P(PtShareTest, ProtNoneAndExecOfWholeTablesStayPerLeaf) {
 }
 
 TEST_P(PtShareTest, WholeTableMprotectOfASharedTable) {
-  AddressSpace* parent = create();
+  const auto [parent, child, t, actor, other] = fork_dense();
   ASSERT_NE(parent, nullptr);
-  dense(parent, kT, 1);
-  const Pfn t = l1_of(parent, kT);
-  AddressSpace* child = fork(parent);
   ASSERT_NE(child, nullptr);
   reset_stats();
   fake().clear_events();
@@ -756,12 +757,9 @@ TEST_P(PtShareTest, ACopyOutWithoutFramesFailsCleanlyAndCanBeRetried) {
     SCOPED_TRACE(testing::Message() << "frames left " << budget);
     set_mm_policy({.zero_page = true, .pgd_cache = false, .ptshare = true});
     const uint64_t free_start = frames().free_count();
-    AddressSpace* parent = create();
+    const auto [parent, child, t, actor, other] = fork_dense();
     ASSERT_NE(parent, nullptr);
-    dense(parent, kT, 1);
-    AddressSpace* child = fork(parent);
     ASSERT_NE(child, nullptr);
-    const Pfn t = l1_of(parent, kT);
     reset_stats();
 
     hoard(budget);
@@ -791,10 +789,8 @@ TEST_P(PtShareTest, ARefusalAtAnyStepOfACopyOutLeaksNothing) {
   for (unsigned n = 0;; ++n) {
     SCOPED_TRACE(testing::Message() << "refusing MMU event " << n << " of the fault");
     const uint64_t free_start = frames().free_count();
-    AddressSpace* parent = create();
+    const auto [parent, child, t, actor, other] = fork_dense();
     ASSERT_NE(parent, nullptr);
-    dense(parent, kT, 1);
-    AddressSpace* child = fork(parent);
     ASSERT_NE(child, nullptr);
     unsigned seen = 0;
     bool refused = false;
@@ -842,10 +838,8 @@ TEST_P(PtShareTest, PartialOperationsOnASharedTableWithoutFramesLeaveItConsisten
       SCOPED_TRACE(testing::Message() << c.name << ", frames left " << budget);
       set_mm_policy({.zero_page = true, .pgd_cache = false, .ptshare = true});
       const uint64_t free_start = frames().free_count();
-      AddressSpace* parent = create();
+      const auto [parent, child, t, actor, other] = fork_dense();
       ASSERT_NE(parent, nullptr);
-      dense(parent, kT, 1);
-      AddressSpace* child = fork(parent);
       ASSERT_NE(child, nullptr);
       hoard(budget);
       const Errno e = c.op(child);

@@ -181,6 +181,23 @@ void tell_parent(Link& l, char c) { send_byte(l.up[1], c); }
 char from_child(Link& l) { return recv_byte(l.up[0]); }
 char from_parent(Link& l) { return recv_byte(l.down[0]); }
 
+// The start of a case with one helper and a link to it: the region mapped
+// and every page written (tag 1), the link opened, m0 snapped, then the
+// region's first fork (pid: 0 in the helper), each side taking its own ends
+// of the link. False if the region could not be mapped.
+bool fork_linked(Link& l, int64_t& pid, PvkCounters& m0) {
+  if (!map_region()) return false;
+  write_pages(0, kPages, 1);
+  link_open(l);
+  m0 = snap();
+  pid = fork_shared(kTables, /*first=*/true);
+  if (pid == 0)
+    link_child(l);
+  else
+    link_parent(l);
+  return true;
+}
+
 // --- Faults -----------------------------------------------------------------
 
 JmpBuf g_jmp;
@@ -295,14 +312,11 @@ void run_case(void (*body)()) {
 // the other's writes never leak across. Then (the region private again) a
 // second fork where both write everything at once, in opposite orders.
 void both_write() {
-  if (!map_region()) return;
-  write_pages(0, kPages, 1);
   Link l;
-  link_open(l);
-  const PvkCounters m0 = snap();
-  int64_t pid = fork_shared(kTables, /*first=*/true);
+  int64_t pid;
+  PvkCounters m0;
+  if (!fork_linked(l, pid, m0)) return;
   if (pid == 0) {
-    link_child(l);
     const PvkCounters m = snap();
     CHECK_EQ(mismatches(), 0);  // inherited, read through the shared tables
     write_pages(0, kPages, 2);
@@ -314,7 +328,6 @@ void both_write() {
     CHECK_EQ(mismatches(), 0);  // the parent's writes did not reach us
     helper_exit();
   }
-  link_parent(l);
   CHECK_EQ(from_child(l), 'w');
   CHECK_EQ(mismatches(), 0);  // the child's writes did not reach us
   const PvkCounters m1 = snap();
@@ -484,14 +497,11 @@ void chain() {
 // protections or writes reach the other. Then, alone, the parent protects
 // whole private tables (at L2 with sharing on).
 void mprotect_shared() {
-  if (!map_region()) return;
-  write_pages(0, kPages, 1);
   Link l;
-  link_open(l);
-  const PvkCounters m0 = snap();
-  const int64_t pid = fork_shared(kTables, /*first=*/true);
+  int64_t pid;
+  PvkCounters m0;
+  if (!fork_linked(l, pid, m0)) return;
   if (pid == 0) {
-    link_child(l);
     // Table 1 whole and pages 100..299 of table 2, read-only.
     CHECK_EQ(mprotect(page_ptr(table(1)), kTableBytes, PROT_READ), 0);
     CHECK_EQ(mprotect(page_ptr(table(2) + 100), 200 * kPage, PROT_READ), 0);
@@ -534,7 +544,6 @@ void mprotect_shared() {
     CHECK_EQ(mismatches(), 0);
     helper_exit();
   }
-  link_parent(l);
   CHECK_EQ(from_child(l), 'c');
   // Nothing the child protected or wrote shows here; all of it is writable.
   CHECK_EQ(mismatches(), 0);
@@ -624,13 +633,11 @@ void check_read_and_restore(uint64_t addr, size_t n, uint8_t seed, uint8_t tag) 
 // the parent then read()s into tables it shares or was left alone with,
 // one boundary-crossing; neither sees the other's data.
 void read_into_shared() {
-  if (!map_region()) return;
-  write_pages(0, kPages, 1);
   Link l;
-  link_open(l);
-  const int64_t pid = fork_shared(kTables, /*first=*/true);
+  int64_t pid;
+  PvkCounters m0;
+  if (!fork_linked(l, pid, m0)) return;
   if (pid == 0) {
-    link_child(l);
     const PvkCounters m = snap();
     uint64_t at = page_addr(table(1) + 10) + 2048;  // pages 10 and 11 of table 1
     CHECK_EQ(read_into(at, 4096, 0x11), 4096);
@@ -662,7 +669,6 @@ void read_into_shared() {
     CHECK_EQ(mismatches(), 0);  // the parent's reads did not reach us
     helper_exit();
   }
-  link_parent(l);
   CHECK_EQ(from_child(l), 'c');
   CHECK_EQ(mismatches(), 0);  // nor the child's here
   const PvkCounters m = snap();
@@ -695,14 +701,11 @@ void read_into_shared() {
 // of table 0 while the child still shares it. Holes fault, the rest keeps
 // its data on both sides.
 void munmap_shared() {
-  if (!map_region()) return;
-  write_pages(0, kPages, 1);
   Link l;
-  link_open(l);
-  const PvkCounters m0 = snap();
-  const int64_t pid = fork_shared(kTables, /*first=*/true);
+  int64_t pid;
+  PvkCounters m0;
+  if (!fork_linked(l, pid, m0)) return;
   if (pid == 0) {
-    link_child(l);
     CHECK_EQ(munmap(page_ptr(table(1) + 100), 100 * kPage), 0);
     for (unsigned p = table(1) + 100; p < table(1) + 200; ++p) g_tag[p] = 0;
     CHECK_EQ(munmap(page_ptr(table(2)), kTableBytes), 0);
@@ -722,7 +725,6 @@ void munmap_shared() {
     CHECK_EQ(mismatches(), 0);
     helper_exit();
   }
-  link_parent(l);
   CHECK_EQ(from_child(l), 'c');
   CHECK_EQ(mismatches(), 0);  // the child's holes are not ours
   write_pages(table(1), table(3), 3);

@@ -25,6 +25,23 @@ std::string read(const fs::path& p) {
   return s.str();
 }
 
+// The end of a test that wrote plots into dir: gnuplot draws files without a
+// problem or a warning, each of `plots` as an SVG and a PNG of some size, and
+// dir goes. Skips the test where gnuplot cannot run.
+void expect_drawn(const PlotFiles& files, const fs::path& dir, const std::vector<std::string>& plots) {
+  std::vector<std::string> warnings;
+  const std::string problem = run_gnuplot(files, warnings);
+  if (problem.find("cannot run gnuplot") != std::string::npos) {
+    fs::remove_all(dir);
+    GTEST_SKIP() << problem;
+  }
+  EXPECT_EQ(problem, "");
+  EXPECT_TRUE(warnings.empty()) << warnings.front();
+  for (const auto& name : plots)
+    for (const char* ext : {".svg", ".png"}) EXPECT_GT(fs::file_size(dir / (name + ext)), 1000u) << name << ext;
+  fs::remove_all(dir);
+}
+
 TEST(Plots, ScriptAndData) {
   Results r;
   for (const char* id : {"native mmu=native", "xen mmu=batched", "xen mmu=wrpt"}) {
@@ -50,17 +67,7 @@ TEST(Plots, ScriptAndData) {
   const std::string bars = read(dir / "lmbench.dat");
   EXPECT_NE(bars.find("category \"native\" \"xen/batched\" \"xen/wrpt\"\n\"getpid\" 0.1 0.1 0.1\n"), std::string::npos) << bars;
 
-  std::vector<std::string> warnings;
-  const std::string problem = run_gnuplot(files, warnings);
-  if (problem.find("cannot run gnuplot") != std::string::npos) {
-    fs::remove_all(dir);
-    GTEST_SKIP() << problem;
-  }
-  EXPECT_EQ(problem, "");
-  EXPECT_TRUE(warnings.empty()) << warnings.front();
-  for (const auto& name : files.plots)
-    for (const char* ext : {".svg", ".png"}) EXPECT_GT(fs::file_size(dir / (name + ext)), 1000u) << name << ext;
-  fs::remove_all(dir);
+  expect_drawn(files, dir, files.plots);
 }
 
 TEST(Plots, ForkDirtyTotals) {
@@ -129,17 +136,7 @@ TEST(Plots, ForkDirtyAgainstDensity) {
             std::string::npos)
       << pages;
 
-  std::vector<std::string> warnings;
-  const std::string problem = run_gnuplot(files, warnings);
-  if (problem.find("cannot run gnuplot") != std::string::npos) {
-    fs::remove_all(dir);
-    GTEST_SKIP() << problem;
-  }
-  EXPECT_EQ(problem, "");
-  EXPECT_TRUE(warnings.empty()) << warnings.front();
-  for (const char* name : {"fork_dirty_density", "fork_dirty_density_total"})
-    for (const char* ext : {".svg", ".png"}) EXPECT_GT(fs::file_size(dir / (std::string(name) + ext)), 1000u) << name << ext;
-  fs::remove_all(dir);
+  expect_drawn(files, dir, {"fork_dirty_density", "fork_dirty_density_total"});
 }
 
 // A span measured at one stride only draws no density plot.
