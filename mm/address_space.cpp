@@ -165,10 +165,15 @@ ErrorOr<void> AddressSpace::fork_vma_sharing_tables(AddressSpace& child, const V
   return {};
 }
 
-bool AddressSpace::table_holds_only_private_memory(VirtAddr table) const {
+template <typename Pred>
+bool AddressSpace::any_vma_in(VirtAddr start, VirtAddr end, Pred pred) const {
   for (unsigned i = 0; i < count_; ++i)
-    if (vmas_[i].start < table + kTableSpan && vmas_[i].end > table && (vmas_[i].flags & vm::Shared)) return false;
-  return true;
+    if (vmas_[i].start < end && vmas_[i].end > start && pred(vmas_[i])) return true;
+  return false;
+}
+
+bool AddressSpace::table_holds_only_private_memory(VirtAddr table) const {
+  return !any_vma_in(table, table + kTableSpan, [](const Vma& v) { return (v.flags & vm::Shared) != 0; });
 }
 
 ErrorOr<void> AddressSpace::destroy() {
@@ -320,17 +325,13 @@ ErrorOr<void> AddressSpace::mprotect(VirtAddr addr, uint64_t len, uint32_t prot)
   }
   // Taking write away keeps whole shared tables shared (their gates are
   // closed already); any other change needs this space's own copies.
-  bool removes_write_only = true;
-  for (unsigned i = 0; i < count_; ++i)
-    if (vmas_[i].start < end && vmas_[i].end > addr && (vmas_[i].prot & ~vm::Write) != prot) removes_write_only = false;
+  const bool removes_write_only = !any_vma_in(addr, end, [&](const Vma& v) { return (v.prot & ~vm::Write) != prot; });
   // Whether the leaves change only in write (every VMA of the range differs
   // from the new rights in that alone): then the walk is told just that, and
   // can change whole tables at their L2 entry without reading their leaves.
-  bool write_only = true;
-  for (unsigned i = 0; i < count_; ++i)
-    if (vmas_[i].start < end && vmas_[i].end > addr &&
-        (leaf_flags(vmas_[i].prot).bits ^ leaf_flags(prot).bits) != pte_bit::Write)
-      write_only = false;
+  const bool write_only = !any_vma_in(addr, end, [&](const Vma& v) {
+    return (leaf_flags(v.prot).bits ^ leaf_flags(prot).bits) != pte_bit::Write;
+  });
   TRY(unshare(addr, end, removes_write_only ? Coverage::Partial : Coverage::All));
   TRY(carve(addr, end));
   for (unsigned i = 0; i < count_; ++i)
@@ -366,10 +367,8 @@ ErrorOr<void> AddressSpace::unshare(VirtAddr addr, VirtAddr end, Coverage which)
 }
 
 LeafRights AddressSpace::leaf_rights_in_table(VirtAddr table) const {
-  for (unsigned i = 0; i < count_; ++i)
-    if (vmas_[i].start < table + kTableSpan && vmas_[i].end > table && !(vmas_[i].prot & vm::Write))
-      return LeafRights::Reduced;
-  return LeafRights::Trusted;
+  const bool read_only_vma = any_vma_in(table, table + kTableSpan, [](const Vma& v) { return !(v.prot & vm::Write); });
+  return read_only_vma ? LeafRights::Reduced : LeafRights::Trusted;
 }
 
 ErrorOr<VirtAddr> AddressSpace::brk(VirtAddr new_end) {

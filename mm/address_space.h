@@ -98,6 +98,9 @@ class AddressSpace {
   // fork under ptshare: whole tables of private memory are shared, the rest
   // copied leaf by leaf.
   ErrorOr<void> fork_vma_sharing_tables(AddressSpace& child, const Vma& v, ForkMode mode, LazyMmuSection& section);
+  // Whether a VMA overlapping [start, end) satisfies pred.
+  template <typename Pred>
+  bool any_vma_in(VirtAddr start, VirtAddr end, Pred pred) const;
   bool table_holds_only_private_memory(VirtAddr table) const;
   // Copies out shared tables the next change of [addr, end) would write into.
   ErrorOr<void> unshare(VirtAddr addr, VirtAddr end, Coverage which);

@@ -208,10 +208,8 @@ class PageWalk {
 
   static ErrorOr<bool> share_table(Pfn parent, Pfn child, VirtAddr va, unsigned min_leaves, LazyMmuSection& section) {
     const VirtAddr base = table_base(va);
-    auto l2 = table_for_level(parent, base, Level::L2);
-    if (l2.is_error()) return false;
-    Pte* from = &l2.value()[index_at(base, Level::L2)];
-    if (!present(*from)) return false;
+    Pte* from = hooked_l2_slot(parent, base);
+    if (!from) return false;
     const Pfn l1 = P::pfn_of(*from);
     if (holders(l1) == 1 && mapped_leaves(phys_to_virt<const Pte>(l1)) < min_leaves) return false;
     Pte* child_l2 = TRY(table_for_level(child, base, Level::L2, Alloc::Yes));
@@ -229,20 +227,16 @@ class PageWalk {
   }
 
   static ErrorOr<void> open_for_write(Pfn root, VirtAddr va, LeafRights rights, LazyMmuSection& section) {
-    auto l2 = table_for_level(root, va, Level::L2);
-    if (l2.is_error()) return {};
-    Pte* slot = &l2.value()[index_at(va, Level::L2)];
-    if (!present(*slot)) return {};
+    Pte* slot = hooked_l2_slot(root, va);
+    if (!slot) return {};
     return make_private(slot, table_base(va), rights == LeafRights::Trusted ? Gate::Open : Gate::PushDown, section);
   }
 
   static ErrorOr<void> unshare(Pfn root, VirtAddr va, uint64_t pages, Coverage which, LazyMmuSection& section) {
     return each_stretch(va, pages, [&](VirtAddr v, unsigned, unsigned count, uint64_t) -> ErrorOr<void> {
       if (which == Coverage::Partial && count == kEntriesPerTable) return {};
-      auto l2 = table_for_level(root, v, Level::L2);
-      if (l2.is_error()) return {};
-      Pte* slot = &l2.value()[index_at(v, Level::L2)];
-      if (!present(*slot) || holders(P::pfn_of(*slot)) == 1) return {};
+      Pte* slot = hooked_l2_slot(root, v);
+      if (!slot || holders(P::pfn_of(*slot)) == 1) return {};
       return copy_out(slot, table_base(v), section);
     });
   }
@@ -419,10 +413,8 @@ class PageWalk {
   static ErrorOr<void> protect_leaves(Pfn root, VirtAddr va, uint64_t pages, PteFlags set, PteFlags clear,
                                       LazyMmuSection& section, Tables tables) {
     return each_stretch(va, pages, [&](VirtAddr v, unsigned first, unsigned count, uint64_t i) -> ErrorOr<void> {
-      auto l2 = table_for_level(root, v, Level::L2);
-      if (l2.is_error()) return {};
-      Pte* l2_slot = &l2.value()[index_at(v, Level::L2)];
-      if (!present(*l2_slot)) return {};
+      Pte* l2_slot = hooked_l2_slot(root, v);
+      if (!l2_slot) return {};
       if (tables == Tables::Whole && count == kEntriesPerTable && TRY(protect_at_l2(l2_slot, v, set, clear, section)))
         return {};
       TRY(make_private(l2_slot, v, Gate::PushDown, section));
@@ -595,6 +587,14 @@ class PageWalk {
     return table;
   }
 
+
+  // The L2 entry covering va when it holds an L1 table, or null.
+  static Pte* hooked_l2_slot(Pfn root, VirtAddr va) {
+    auto l2 = table_for_level(root, va, Level::L2);
+    if (l2.is_error()) return nullptr;
+    Pte* slot = &l2.value()[index_at(va, Level::L2)];
+    return present(*slot) ? slot : nullptr;
+  }
 
   // After an entry of `table` (at `level`) was cleared: if the table is now
   // empty, unhook it from its parent and free it. Stops at L2: L3 and L4
