@@ -82,6 +82,9 @@ std::optional<std::string_view> switch_default(std::string_view key) {
   if (key == "zero_page") return "on";
   if (key == "pgd_cache") return "on";
   if (key == "ptshare") return "off";
+  // Not a kernel switch: the A/A twin's tag (schedule.hpp), never on a
+  // kernel command line; a configuration without it is the first twin.
+  if (key == kTwinKey) return "1";
   return std::nullopt;
 }
 

@@ -92,6 +92,20 @@ const std::vector<RatioSpec>& builtin_ratios() {
        "pvk (batched, table sharing) vs Linux PV as dom0 of the same Xen"},
       {"ptshare÷Linux native", parse_selector("platform=native,mmu=native,ptshare=on"),
        parse_selector("platform=linux-native"), "pvk natively with table sharing vs Linux natively"},
+      // Issue 14: across benchmarks, within one configuration: seed 001's
+      // figures are one fault against another, in cycles of one fault.
+      {"zero-page COW÷fresh fault", parse_selector("zero_page=on"), parse_selector("zero_page=on"),
+       "seed 001: a store to a page that was read first (COW of the zero page) over a store to a fresh page, "
+       "cycles of one page's fault (page_median_cycles); the seed: 2,660 / 2,300 cycles",
+       "page_median_cycles", "fault_zero_cow", "fault_write"},
+      {"zero-page read÷fresh fault", parse_selector("zero_page=on"), parse_selector("zero_page=on"),
+       "seed 001: a read fault that maps the zero page (the fault path, nothing cleared) over a write fault "
+       "that allocates and clears a page, cycles of one page's fault; Linus: ~900 of ~2,300 cycles",
+       "page_median_cycles", "fault_zero_read", "fault_write"},
+      // Issue 14: the A/A check (--aa): a configuration over itself, booted
+      // as two configurations. Must be 1.00 within its interval.
+      {"A/A", parse_selector("twin=2"), parse_selector("twin=1"),
+       "the same configuration booted twice as two configurations (--aa): any difference is noise"},
   };
   return specs;
 }
@@ -141,16 +155,56 @@ RatioSpec parse_ratio(std::string_view text) {
   return spec;
 }
 
+bool paired_in_time(const Results& results) {
+  const auto it = results.run.find("schedule");
+  return it != results.run.end() && it->is_string() && it->get<std::string>() == "paired";
+}
+
+std::vector<std::pair<int, double>> boot_values(const Row& row, const std::string& field) {
+  std::vector<std::pair<int, double>> out;
+  for (const auto& b : row.boots)
+    if (const auto v = b.field(field.empty() ? "per_op" : field)) out.emplace_back(b.rep, *v);
+  std::stable_sort(out.begin(), out.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  return out;
+}
+
+namespace {
+
+// The two rows' boot values as the statistics take them: paired when each
+// side has one value per rep and the same reps.
+RatioStats stats_of(const Row& a, const Row& b, const std::string& field, bool paired) {
+  const auto va = boot_values(a, field), vb = boot_values(b, field);
+  std::vector<double> xa, xb;
+  for (const auto& v : va) xa.push_back(v.second);
+  for (const auto& v : vb) xb.push_back(v.second);
+  bool same_reps = va.size() == vb.size();
+  for (size_t i = 0; same_reps && i < va.size(); ++i)
+    same_reps = va[i].first == vb[i].first && (i == 0 || va[i].first != va[i - 1].first);
+  return ratio_stats(xa, xb, paired && same_reps);
+}
+
+bool bench_is(const std::string& bench, const std::string& wanted, const std::string& otherwise) {
+  return bench == (wanted.empty() ? otherwise : wanted);
+}
+
+}  // namespace
+
 std::vector<Ratio> compute_ratios(const Results& results, const std::vector<RatioSpec>& specs) {
+  const bool paired_run = paired_in_time(results);
   std::vector<Ratio> out;
   for (const auto& spec : specs) {
     for (const auto& a : results.rows) {
+      if (!spec.numerator_bench.empty() && a.bench != spec.numerator_bench) continue;
       const Config* ca = results.find_config(a.config);
       if (!ca || !spec.numerator.matches(*ca)) continue;
       for (const auto& b : results.rows) {
-        if (&a == &b || a.bench != b.bench || params_text(a.params) != params_text(b.params)) continue;
+        if (&a == &b || !bench_is(b.bench, spec.denominator_bench, a.bench) ||
+            params_text(a.params) != params_text(b.params))
+          continue;
         const Config* cb = results.find_config(b.config);
-        if (!cb || !spec.denominator.matches(*cb) || ca->id() == cb->id()) continue;
+        const bool same_config = cb && ca->id() == cb->id();
+        // One configuration over itself only across benchmarks.
+        if (!cb || !spec.denominator.matches(*cb) || (same_config && a.bench == b.bench)) continue;
         std::set<std::string> keys;
         for (const auto& k : ca->keys()) keys.insert(k);
         for (const auto& k : cb->keys()) keys.insert(k);
@@ -178,6 +232,7 @@ std::vector<Ratio> compute_ratios(const Results& results, const std::vector<Rati
         Ratio r;
         r.spec = spec.name;
         r.bench = a.bench;
+        if (b.bench != a.bench) r.denominator_bench = b.bench;
         r.params = a.params;
         r.numerator = ca->id();
         r.denominator = cb->id();
@@ -191,6 +246,8 @@ std::vector<Ratio> compute_ratios(const Results& results, const std::vector<Rati
         r.low = b_max > 0 ? a_min / b_max : 0;
         r.high = b_min > 0 ? a_max / b_min : 0;
         r.pass = a.pass && b.pass;
+        // Two rows of one configuration come from the same boots: paired.
+        r.stats = stats_of(a, b, spec.field, paired_run || same_config);
         out.push_back(std::move(r));
       }
     }

@@ -1,6 +1,7 @@
 #include "pvk/bench/report.hpp"
 
 #include "pvk/bench/catalog.hpp"
+#include "pvk/bench/seeds.hpp"
 
 #include <fmt/format.h>
 
@@ -59,25 +60,6 @@ std::string minutes(double seconds) {
   const long s = std::lround(seconds);
   if (s < 60) return fmt::format("{} s", s);
   return fmt::format("{} min {:02} s", s / 60, s % 60);
-}
-
-// True if every "k=v" of `wanted` (blank-separated) is among the parameters,
-// and, unless `wanted` names a stride, the parameters have none but 1 (the
-// targets are about every page dirtied, not issue 12's sparse forks).
-bool has_params(const Params& params, std::string_view wanted) {
-  const std::string have = " " + params_text(params) + " ";
-  if (wanted.find("stride=") == std::string_view::npos && have.find(" stride=") != std::string::npos &&
-      have.find(" stride=1 ") == std::string::npos)
-    return false;
-  size_t start = 0;
-  while (start < wanted.size()) {
-    size_t end = wanted.find(' ', start);
-    if (end == std::string_view::npos) end = wanted.size();
-    if (end > start && have.find(" " + std::string(wanted.substr(start, end - start)) + " ") == std::string::npos)
-      return false;
-    start = end + 1;
-  }
-  return true;
 }
 
 // The ratio of the base configurations (no other switch) for a target.
@@ -251,6 +233,49 @@ std::string format_ratio(double value) {
   if (value >= 10) return fmt::format("{:.1f}", value);
   if (value >= 0.1) return fmt::format("{:.2f}", value);
   return fmt::format("{:.3f}", value);
+}
+
+// The targets are about every page dirtied, not issue 12's sparse forks.
+bool has_params(const Params& params, std::string_view wanted) {
+  const std::string have = " " + params_text(params) + " ";
+  if (wanted.find("stride=") == std::string_view::npos && have.find(" stride=") != std::string::npos &&
+      have.find(" stride=1 ") == std::string::npos)
+    return false;
+  size_t start = 0;
+  while (start < wanted.size()) {
+    size_t end = wanted.find(' ', start);
+    if (end == std::string_view::npos) end = wanted.size();
+    if (end > start && have.find(" " + std::string(wanted.substr(start, end - start)) + " ") == std::string::npos)
+      return false;
+    start = end + 1;
+  }
+  return true;
+}
+
+std::string time_mode(const Results& results) {
+  const auto it = results.run.find("icount");
+  const bool icount = it != results.run.end() && it->is_string() && !it->get<std::string>().empty();
+  return icount ? "virtual time (-icount)" : "wall time";
+}
+
+std::string ratio_cell(const Ratio& r) {
+  const RatioStats& s = r.stats;
+  std::string cell;
+  if (!s.estimated) {
+    // No interval from one boot: the reps' spread (min÷max – max÷min) at least bounds it.
+    cell = r.low > 0 && r.high > 0 ? fmt::format("{} (1 boot; reps {}–{})", format_ratio(r.value),
+                                                  format_ratio(r.low), format_ratio(r.high))
+                                   : fmt::format("{} (1 boot)", format_ratio(r.value));
+  } else {
+    const std::string figures =
+        fmt::format("{} [{}, {}] p={}", format_ratio(r.value), format_ratio(s.low), format_ratio(s.high),
+                    s.p < 0.001 ? std::string("<0.001") : fmt::format("{:.3f}", s.p));
+    cell = s.same() ? "~ (" + figures + ")" : "**" + figures.substr(0, figures.find(' ')) + "**" +
+                                                   figures.substr(figures.find(' '));
+    if (s.noisy()) cell += " noisy";
+  }
+  if (!r.pass) cell += " ⚠";
+  return cell;
 }
 
 double fork_pages(const Row& row) {
@@ -612,12 +637,19 @@ std::string ptshare_section(const Results& results) {
 }
 
 // One table per ratio spec; the specs no pair of configurations measured.
-std::string ratios_section(const std::vector<RatioSpec>& specs, const std::vector<Ratio>& ratios) {
+std::string ratios_section(const Results& results, const std::vector<RatioSpec>& specs,
+                           const std::vector<Ratio>& ratios) {
   std::string md;
-
-  md += "\n## Ratios\n\n"
-        "Per-op median ÷ per-op median of two configurations that differ only in what the ratio is about; in "
-        "parentheses the bounds from the reps' spread (min÷max – max÷min). Below 1: the first is faster.\n";
+  const std::string mode = time_mode(results);
+  md += fmt::format(
+      "\n## Ratios\n\n"
+      "Per-op median ÷ per-op median of two configurations that differ only in what the ratio is about (or, "
+      "across benchmarks, of two benchmarks in one configuration), from {}. Below 1: the first is faster. In "
+      "brackets the 95 % confidence interval of the ratio over the boots' own medians, then p, the probability "
+      "of so large a difference if there were none (t test on log times, {} by rep: see bench/README.md); `~`: "
+      "the interval contains 1, no difference shown; noisy: the interval reaches beyond ±5 %; (1 boot): a side "
+      "has one boot, no interval.\n",
+      mode, paired_in_time(results) ? "boots paired" : "boots unpaired");
   std::vector<std::string> empty;
   for (const auto& spec : specs) {
     std::vector<const Ratio*> mine;
@@ -627,8 +659,11 @@ std::string ratios_section(const std::vector<RatioSpec>& specs, const std::vecto
       empty.push_back(fmt::format("{} ({} / {})", spec.name, spec.numerator.text(), spec.denominator.text()));
       continue;
     }
-    md += fmt::format("\n### {}\n\n{}: `{}` over `{}`.\n\n", spec.name, spec.about, spec.numerator.text(),
-                      spec.denominator.text());
+    const std::string across = spec.numerator_bench.empty()
+                                   ? ""
+                                   : fmt::format(" ({} over {})", spec.numerator_bench, spec.denominator_bench);
+    md += fmt::format("\n### {} — {}\n\n{}: `{}` over `{}`{}.\n\n", spec.name, mode, spec.about,
+                      spec.numerator.text(), spec.denominator.text(), across);
     std::vector<std::string> pairs;
     for (const Ratio* r : mine)
       if (std::find(pairs.begin(), pairs.end(), r->pair) == pairs.end()) pairs.push_back(r->pair);
@@ -649,8 +684,7 @@ std::string ratios_section(const std::vector<RatioSpec>& specs, const std::vecto
         lines[key][1] = params_text(r->params);
       }
       const size_t col = std::find(pairs.begin(), pairs.end(), r->pair) - pairs.begin();
-      std::string cell = fmt::format("**{}** ({}–{})", format_ratio(r->value), format_ratio(r->low), format_ratio(r->high));
-      if (!r->pass) cell += " ⚠";
+      const std::string cell = ratio_cell(*r);
       auto& slot = lines[key][col + 2];
       slot = slot.empty() ? cell : slot + "<br>" + cell;
     }
@@ -676,7 +710,8 @@ std::string summary_markdown(const Results& results, const std::vector<RatioSpec
   md += benchmarks_section(results);
   md += ptshare_section(results);
   md += targets_section(ratios);
-  md += ratios_section(specs, ratios);
+  md += ratios_section(results, specs, ratios);
+  md += seeds_section(results, ratios);
   return md;
 }
 

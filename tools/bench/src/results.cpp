@@ -131,6 +131,13 @@ std::optional<double> Row::field(std::string_view name) const {
   return it->second;
 }
 
+std::optional<double> Row::BootValue::field(std::string_view name) const {
+  if (name == "per_op") return per_op;
+  const auto it = fields.find(std::string(name));
+  if (it == fields.end()) return std::nullopt;
+  return it->second;
+}
+
 const Config* Results::find_config(std::string_view id) const {
   for (const auto& c : configs)
     if (c.id() == id) return &c;
@@ -194,6 +201,10 @@ void aggregate(Results& results) {
       const double med = number(r, "median");
       medians.push_back(med);
       per_ops.push_back(r.contains("per_op") ? number(r, "per_op") : med / ops);
+      Row::BootValue boot{s->rep, per_ops.back(), {}};
+      for (auto it = r.begin(); it != r.end(); ++it)
+        if (it.value().is_number()) boot.fields[it.key()] = it.value().get<double>();
+      row.boots.push_back(std::move(boot));
       row.min = std::min(row.min, number(r, "min", med));
       row.max = std::max(row.max, number(r, "max", med));
       row.per_op_min = std::min(row.per_op_min, number(r, "min", med) / ops);
@@ -244,18 +255,23 @@ OJson to_json(const Results& results) {
     boots.push_back({{"configuration", b.config}, {"rep", b.rep}, {"part", b.part}, {"group", b.group},
                      {"cmdline", b.cmdline}, {"memory", b.machine.memory}, {"dom0_memory", b.machine.dom0_memory},
                      {"ran", b.ran}, {"pass", b.pass}, {"reason", b.reason}, {"elapsed_s", b.elapsed_s},
-                     {"benchmarks", b.benchmarks}, {"failed", b.failed}, {"trouble", b.trouble}, {"log", b.log}});
+                     {"benchmarks", b.benchmarks}, {"failed", b.failed}, {"trouble", b.trouble}, {"log", b.log},
+                     {"load_before", b.load_before}, {"load_after", b.load_after}, {"host_busy", b.host_busy}});
   }
   out["boots"] = boots;
   OJson rows = OJson::array();
   for (const auto& r : results.rows) {
     OJson fields = OJson::object();
     for (const auto& [k, v] : r.fields) fields[k] = v;
+    // Each boot's per-op figure, so a file without records still has what
+    // the ratio statistics need.
+    OJson per_boot = OJson::array();
+    for (const auto& b : r.boots) per_boot.push_back({{"rep", b.rep}, {"per_op", b.per_op}});
     rows.push_back({{"bench", r.bench}, {"params", params_json(r.params)}, {"configuration", r.config},
                     {"samples", r.samples}, {"reps", r.reps}, {"pass", r.pass}, {"errors", r.errors},
                     {"unit", "ns"}, {"median", r.median}, {"min", r.min}, {"max", r.max}, {"ops", r.ops},
                     {"per_op", r.per_op}, {"per_op_min", r.per_op_min}, {"per_op_max", r.per_op_max},
-                    {"fields", fields}});
+                    {"per_boot", per_boot}, {"fields", fields}});
   }
   out["results"] = rows;
   OJson records = OJson::array();
@@ -287,6 +303,9 @@ Results results_from_json(const OJson& json) {
     boot.failed = b.value("failed", 0);
     boot.trouble = b.value("trouble", std::vector<std::string>{});
     boot.log = b.value("log", "");
+    boot.load_before = b.value("load_before", -1.0);
+    boot.load_after = b.value("load_after", -1.0);
+    boot.host_busy = b.value("host_busy", -1.0);
     results.boots.push_back(std::move(boot));
   }
   for (const auto& s : array_member(json, "records"))
@@ -311,12 +330,15 @@ Results results_from_json(const OJson& json) {
     if (const auto f = r.find("fields"); f != r.end() && f->is_object())
       for (auto it = f->begin(); it != f->end(); ++it)
         if (it->is_number()) row.fields[it.key()] = it->get<double>();
+    for (const auto& b : array_member(r, "per_boot"))
+      if (b.is_object()) row.boots.push_back({b.value("rep", 1), b.value("per_op", 0.0), {}});
     if (!results.find_config(row.config)) results.configs.push_back(config_from_id(row.config));
     results.rows.push_back(std::move(row));
   }
-  // A file with records but no rows (written by hand, or cut short):
-  // aggregate what is there.
-  if (results.rows.empty() && !results.records.empty()) aggregate(results);
+  // Rows again from the records when the file has them: the same rows, with
+  // each boot's fields, which the statistics of cross-benchmark and field
+  // ratios need (and a file written by hand or cut short gets its rows).
+  if (!results.records.empty()) aggregate(results);
   return results;
 }
 

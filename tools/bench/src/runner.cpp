@@ -1,5 +1,6 @@
 #include "pvk/bench/runner.hpp"
 
+#include "pvk/bench/host_load.hpp"
 #include "pvk/platform.hpp"
 #include "pvk/run.hpp"
 
@@ -175,6 +176,8 @@ Results execute(const Plan& plan, BootRunner& runner, const ExecuteOptions& opti
       const Boot& boot = plan.boots[i];
       const Config& config = plan.configs[boot.config];
       progress.started(i);
+      const auto load_before = read_loadavg();
+      const auto ticks_before = read_cpu_ticks();
       BootOutcome outcome;
       try {
         outcome = runner.boot(config, boot);
@@ -183,6 +186,10 @@ Results execute(const Plan& plan, BootRunner& runner, const ExecuteOptions& opti
         outcome.reason = fmt::format("could not boot: {}", e.what());
       }
       BootRecord& rec = results.boots[i];
+      if (load_before) rec.load_before = *load_before;
+      if (const auto load_after = read_loadavg()) rec.load_after = *load_after;
+      if (const auto ticks_after = read_cpu_ticks(); ticks_before && ticks_after)
+        rec.host_busy = busy_share(*ticks_before, *ticks_after).value_or(-1);
       rec.config = config.id();
       rec.rep = boot.rep;
       rec.part = boot.part;

@@ -47,6 +47,11 @@ struct ExtraColumn {
 };
 std::vector<ExtraColumn> extra_columns(std::string_view bench);
 
+// The key that tells the two sides of an A/A experiment apart (schedule.hpp,
+// add_aa_twins): a configuration's twin has twin=2. The harness's own: the
+// kernel never sees it (the twin's boots carry the original's command line).
+inline constexpr std::string_view kTwinKey = "twin";
+
 // A boot switch's value when the command line does not give it (the
 // kernel's BootParams defaults); nullopt for switches without a known default.
 // mmu= has none: its default depends on the platform, so the harness always

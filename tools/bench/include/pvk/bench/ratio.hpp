@@ -12,6 +12,7 @@
 #pragma once
 
 #include "pvk/bench/results.hpp"
+#include "pvk/bench/stats.hpp"
 
 #include <string>
 #include <string_view>
@@ -37,6 +38,11 @@ struct RatioSpec {
   // from the fields with _min / _max in place of _median. Rows without the
   // field do not pair.
   std::string field{};
+  // Across benchmarks (issue 14): this benchmark's rows over the other's, the
+  // same parameters, e.g. fault_zero_cow over fault_write. With both
+  // selectors empty (Selector{} matches everything) the two rows come from
+  // one configuration. "" = one benchmark over itself.
+  std::string numerator_bench{}, denominator_bench{};
 };
 
 // The ratios every summary shows (when the run has both sides).
@@ -66,14 +72,26 @@ const std::vector<Target>& targets();
 
 struct Ratio {
   std::string spec;  // RatioSpec::name
-  std::string bench;
+  std::string bench;              // the numerator's benchmark
+  std::string denominator_bench;  // the denominator's, when the spec divides across benchmarks
   Params params;
   std::string numerator, denominator;  // configuration ids
   std::string pair;                    // what the two share, e.g. "xen/batched" ("" if nothing)
   double value = 0;                    // per_op ÷ per_op
   double low = 0, high = 0;            // min÷max .. max÷min: the spread
   bool pass = true;                    // both rows passed
+  // Over the boots' own values (each boot's per-op median, or the field):
+  // paired by rep when the run scheduled each rep's boots together
+  // (results.run "schedule": "paired"), else Welch.
+  RatioStats stats;
 };
+
+// Whether the run ran each rep of every configuration in one round (runner's
+// paired schedule), so that value i of two rows shares the machine's load.
+bool paired_in_time(const Results& results);
+
+// The boots' values of a row in rep order: per_op, or `field` (RatioSpec::field).
+std::vector<std::pair<int, double>> boot_values(const Row& row, const std::string& field);
 
 // In the order of the specs, then of results.rows.
 std::vector<Ratio> compute_ratios(const Results& results, const std::vector<RatioSpec>& specs);

@@ -18,6 +18,20 @@ std::string format_count(double value);
 // "0.123", "7.61", "1.00"
 std::string format_ratio(double value);
 
+// Whether the run's times are wall time or QEMU -icount virtual time (issue
+// 14: each ratio says which): "wall time" / "virtual time (-icount)".
+std::string time_mode(const Results& results);
+
+// A ratio as the tables print it (benchstat's way): the ratio in bold with
+// its 95 % interval and p; `~` with the figures in parentheses when the
+// interval contains 1; "noisy" when the interval is wider than ±5 %; from a
+// single boot on a side, the ratio and "1 boot" (no interval).
+std::string ratio_cell(const Ratio& ratio);
+
+// True if every "k=v" of `wanted` (blank-separated) is among the parameters,
+// and, unless `wanted` names a stride, the parameters have none but 1.
+bool has_params(const Params& params, std::string_view wanted);
+
 // fork_dirty's parameters: `pages` (the span) and `stride` (every stride-th
 // page dirtied; 1 when the record has none, as before issue 12).
 double fork_pages(const Row& row);

@@ -49,6 +49,11 @@ struct BootRecord {
   int failed = 0;      // of them with "pass":false
   std::vector<std::string> trouble;  // Xen's complaints, failed benchmarks' errors
   std::string log;                   // its console log, relative to the output directory
+  // The machine's load around the boot (runner.hpp, HostLoad): the 1-minute
+  // load average just before and just after, and the share of the host's CPU
+  // time that was busy while it ran (every process, ours included); -1 when
+  // not measured (a file from before issue 14).
+  double load_before = -1, load_after = -1, host_busy = -1;
 };
 
 // One record of one boot.
@@ -77,6 +82,15 @@ struct Row {
   double per_op = 0, per_op_min = 0, per_op_max = 0;
   std::map<std::string, double> fields;
   std::optional<double> field(std::string_view name) const;
+  // Each boot's own figures, in (rep, part) order: what the ratio statistics
+  // (stats.hpp) use. per_op, and every numeric field of the boot's record.
+  struct BootValue {
+    int rep = 1;
+    double per_op = 0;
+    std::map<std::string, double> fields;
+    std::optional<double> field(std::string_view name) const;  // per_op too
+  };
+  std::vector<BootValue> boots;
 };
 
 struct Results {
