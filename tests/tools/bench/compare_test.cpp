@@ -5,6 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
+
 namespace pvk::bench {
 namespace {
 
@@ -38,7 +43,9 @@ TEST(Compare, RatiosAndFlags) {
   EXPECT_TRUE(c.only_new.empty());
 
   const std::string md = compare_markdown(c, "old.json", "new.json");
-  EXPECT_NE(md.find("| fork_dirty | pages=1280 | xen/batched pgd_cache=on | 1.00 µs | 900 ns–1.10 µs | 500 ns | 0.50 | ▼ faster |"),
+  // One boot a side: no interval, the old run's spread decides.
+  EXPECT_NE(md.find("| fork_dirty | pages=1280 | xen/batched pgd_cache=on | 1.00 µs | 900 ns–1.10 µs | 500 ns | 0.50 | "
+                    "-50.0 % (1 boot) | — | — | ▼ faster |"),
             std::string::npos)
       << md;
   EXPECT_NE(md.find("Only in the old run:\n- getpid iters=10 @ xen/wrpt"), std::string::npos) << md;
@@ -70,6 +77,63 @@ TEST(Compare, ForkDirtyWithoutStrideIsStrideOne) {
   EXPECT_DOUBLE_EQ(c.lines[0].ratio, 1.5);
   EXPECT_EQ(c.only_new, std::vector<std::string>{"fork_dirty pages=1280 stride=10 @ xen/batched"});
   EXPECT_EQ(c.only_old, std::vector<std::string>{"fork_dirty pages=1280 @ xen/wrpt"});
+}
+
+// Several boots a side: benchstat's way. getppid moves by noise only (`~`),
+// fork_dirty is 20 % slower in every boot.
+Results boots_run(const std::vector<long>& getppid, const std::vector<long>& fork) {
+  Results r;
+  r.configs = {config_from_id("xen mmu=batched")};
+  for (size_t i = 0; i < getppid.size(); ++i) {
+    const int rep = static_cast<int>(i) + 1;
+    r.records.push_back(sample("xen mmu=batched", bench_line("getppid", R"("iters":1)", getppid[i], getppid[i] - 5,
+                                                             getppid[i] + 5, 1), rep));
+    r.records.push_back(sample("xen mmu=batched", bench_line("fork_dirty", R"("pages":1280)", fork[i], fork[i] - 5,
+                                                             fork[i] + 5, 1), rep));
+  }
+  aggregate(r);
+  return r;
+}
+
+TEST(Compare, IntervalPValueAndTilde) {
+  const Results old_run = boots_run({1000, 1030, 990, 1010}, {5000, 5050, 4990, 5020});
+  const Results new_run = boots_run({1020, 995, 1005, 1040}, {6000, 6040, 5990, 6060});
+  const Comparison c = compare_results(old_run, new_run);
+  ASSERT_EQ(c.lines.size(), 2u);
+  const CompareLine& same = c.lines[0].bench == "getppid" ? c.lines[0] : c.lines[1];
+  const CompareLine& slower = c.lines[0].bench == "getppid" ? c.lines[1] : c.lines[0];
+  EXPECT_TRUE(same.stats.estimated);
+  EXPECT_TRUE(same.stats.same());
+  EXPECT_EQ(same.change, 0);
+  EXPECT_EQ(slower.stats.method, "Welch t");  // two runs share no load: unpaired
+  EXPECT_FALSE(slower.stats.same());
+  EXPECT_LT(slower.stats.p, 0.001);
+  EXPECT_GT(slower.stats.low, 1.15);
+  EXPECT_LT(slower.stats.high, 1.25);
+  EXPECT_EQ(slower.change, +1);
+  EXPECT_EQ(c.slower, 1);
+  const std::string md = compare_markdown(c, "a", "b");
+  EXPECT_NE(md.find("| getppid | iters=1 | xen/batched | 1.00 µs | 985 ns–1.03 µs | 1.00 µs | 1.00 | ~ | 0.98–1.04 | "),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| 1.20 | +20.0 % | 1.19–1.21 | <0.001 | ▲ slower |"), std::string::npos) << md;
+}
+
+TEST(Compare, LoadsAResultsDirectoryOrFile) {
+  const auto dir = std::filesystem::temp_directory_path() / fmt::format("pvk-compare-{}", ::getpid());
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream out(dir / "results.json");
+    out << to_json(boots_run({1000, 1010}, {5000, 5010})).dump();
+  }
+  const Results from_dir = load_results(dir);
+  const Results from_file = load_results(dir / "results.json");
+  EXPECT_EQ(from_dir.rows.size(), 2u);
+  EXPECT_EQ(from_file.rows.size(), 2u);
+  // Each boot's values survive the file: the statistics need them.
+  EXPECT_EQ(from_dir.rows[0].boots.size(), 2u);
+  EXPECT_THROW(load_results(dir / "nothing.json"), std::runtime_error);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

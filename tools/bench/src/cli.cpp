@@ -6,6 +6,7 @@
 #include "pvk/bench/output.hpp"
 #include "pvk/bench/ratio.hpp"
 #include "pvk/bench/runner.hpp"
+#include "pvk/bench/schedule.hpp"
 #include "pvk/process.hpp"
 #include "pvk/xen.hpp"
 
@@ -91,6 +92,8 @@ struct Commands::State {
   std::string items;
   bool full = false, smoke = false, icount = false, no_variations = false, no_plots = false, dry_run = false;
   bool with_linux = false;
+  bool aa = false;                  // issue 14: each base configuration twice, as two configurations
+  std::string schedule = "paired";  // schedule.hpp
   std::string icount_spec = default_icount;
   CLI::Option* reps_option = nullptr;
   // Three boots per configuration: TCG timings move with the host's load,
@@ -121,6 +124,8 @@ struct Commands::State {
     for (const auto& s : sets) c += " --set " + s;
     if (!items.empty()) c += " --bench " + items;
     if (no_variations) c += " --no-variations";
+    if (aa) c += " --aa";
+    if (schedule != "paired") c += " --schedule " + schedule;
     for (const auto& r : ratios) c += " --ratio '" + r + "'";
     c += fmt::format(" --jobs {}", jobs);
     return c;
@@ -203,6 +208,8 @@ struct Commands::State {
             {"kernel", q.kernel.string()},
             {"qemu", first_line({"qemu-system-x86_64", "--version"})},
             {"icount", q.icount},
+            {"schedule", schedule},
+            {"aa", aa},
             {"host_cpus", std::thread::hardware_concurrency()},
             {"cancelled", g_cancel.load()}};
   }
@@ -236,7 +243,9 @@ struct Commands::State {
     std::vector<RatioSpec> specs = builtin_ratios();
     for (const auto& r : ratios) specs.push_back(parse_ratio(r));
     if (!from.empty()) return rewrite(specs);
-    const Plan plan = build_plan(m);
+    Plan plan = build_plan(m);
+    if (aa) add_aa_twins(plan);
+    schedule_boots(plan, parse_schedule(schedule));
 
     for (const auto& note : plan.notes) fmt::print(stderr, "pvk bench: {}\n", note);
     if (dry_run) {
@@ -293,13 +302,8 @@ struct Commands::State {
   }
 
   int run_compare() {
-    auto load = [](const fs::path& path) {
-      std::ifstream in(path);
-      if (!in) throw std::runtime_error(fmt::format("cannot read {}", path.string()));
-      return results_from_json(OJson::parse(in));
-    };
-    const Results old_results = load(old_json);
-    const Results new_results = load(new_json);
+    const Results old_results = load_results(old_json);
+    const Results new_results = load_results(new_json);
     const Comparison c = compare_results(old_results, new_results);
     const std::string md = compare_markdown(c, old_json.string(), new_json.string());
     fmt::print("{}", md);
@@ -341,6 +345,14 @@ Commands::Commands(CLI::App& app, const fs::path& build_dir, const fs::path& sou
                 "benchmark items instead of the default list, as bench= takes them: NAME[:key=v[+v...]],...");
   b->add_flag("--no-variations", s.no_variations,
               "only the base configurations (no pgd_cache=off / zero_page=off / pte=flags / ptshare=on boots)");
+  b->add_flag("--aa", s.aa,
+              "A/A check: boot every base configuration twice, as two configurations (twin=1, twin=2; the kernel "
+              "sees the same command line); the A/A ratio must be 1.00 within its interval");
+  b->add_option("--schedule", s.schedule,
+                "boot order: paired (a round per rep, each configuration beside the ones its ratios compare it "
+                "with, so the pairs share the host's load) or heaviest (heaviest boot first)")
+      ->check(CLI::IsMember({"paired", "heaviest"}))
+      ->capture_default_str();
   b->add_option("--ratio", s.ratios, "another ratio table, NAME=NUMERATOR/DENOMINATOR, e.g. 'b1÷32=batch=1/batch=32'");
   b->add_option("--out", s.out, "output directory (default <build>/bench-results/<time>, linked as latest)");
   b->add_option("--jobs,-j", s.jobs, "boots at a time")->check(CLI::PositiveNumber)->capture_default_str();
@@ -356,9 +368,14 @@ Commands::Commands(CLI::App& app, const fs::path& build_dir, const fs::path& sou
                 "default its directory), e.g. with more --ratio tables")
       ->check(CLI::ExistingFile);
 
-  CLI::App* c = s.compare = app.add_subcommand("compare", "compare two `pvk bench` results.json files");
-  c->add_option("old", s.old_json, "the earlier results.json")->required()->check(CLI::ExistingFile);
-  c->add_option("new", s.new_json, "the later results.json")->required()->check(CLI::ExistingFile);
+  CLI::App* c = s.compare = app.add_subcommand(
+      "compare", "compare two `pvk bench` runs: per row new÷old, its 95 % interval and p, ~ where no change is shown");
+  c->add_option("old", s.old_json, "the earlier run: its results directory or results.json")
+      ->required()
+      ->check(CLI::ExistingPath);
+  c->add_option("new", s.new_json, "the later run: its results directory or results.json")
+      ->required()
+      ->check(CLI::ExistingPath);
   c->add_option("--out", s.compare_out, "also write the Markdown here");
 }
 

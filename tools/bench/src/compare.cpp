@@ -1,11 +1,14 @@
 #include "pvk/bench/compare.hpp"
 
 #include "pvk/bench/catalog.hpp"
+#include "pvk/bench/ratio.hpp"
 #include "pvk/bench/report.hpp"
 
 #include <fmt/format.h>
 
+#include <fstream>
 #include <map>
+#include <stdexcept>
 
 namespace pvk::bench {
 namespace {
@@ -55,8 +58,16 @@ Comparison compare_results(const Results& old_results, const Results& new_result
     CompareLine line{r.bench, params_text(r.params), label(new_results, r.config), it->second, &r};
     const Row& o = *it->second;
     line.ratio = o.per_op > 0 ? r.per_op / o.per_op : 0;
-    if (r.per_op > o.per_op_max) line.change = +1;
-    if (r.per_op < o.per_op_min) line.change = -1;
+    std::vector<double> old_values, new_values;
+    for (const auto& [rep, v] : boot_values(o, "")) old_values.push_back(v);
+    for (const auto& [rep, v] : boot_values(r, "")) new_values.push_back(v);
+    line.stats = ratio_stats(new_values, old_values, false);
+    if (line.stats.estimated) {
+      if (!line.stats.same()) line.change = line.stats.center > 1 ? +1 : -1;
+    } else {
+      if (r.per_op > o.per_op_max) line.change = +1;
+      if (r.per_op < o.per_op_min) line.change = -1;
+    }
     out.slower += line.change > 0;
     out.faster += line.change < 0;
     out.lines.push_back(line);
@@ -69,18 +80,39 @@ Comparison compare_results(const Results& old_results, const Results& new_result
   return out;
 }
 
+Results load_results(const std::filesystem::path& path) {
+  const std::filesystem::path file =
+      std::filesystem::is_directory(path) ? path / "results.json" : path;
+  std::ifstream in(file);
+  if (!in) throw std::runtime_error(fmt::format("cannot read {}", file.string()));
+  return results_from_json(OJson::parse(in));
+}
+
 std::string compare_markdown(const Comparison& c, const std::string& old_name, const std::string& new_name) {
   std::string md = fmt::format("# pvk compare\n\n- old: `{}`\n- new: `{}`\n", old_name, new_name);
-  md += fmt::format("- {} rows in both; {} slower and {} faster beyond the old run's min–max spread\n\n", c.lines.size(),
-                    c.slower, c.faster);
-  md += "Per-op medians; ▲ / ▼: the new median is above / below every rep of the old run.\n\n";
-  md += "| benchmark | parameters | configuration | old | old min–max | new | new÷old | |\n";
-  md += "|---|---|---|---:|---|---:|---:|---|\n";
+  md += fmt::format("- {} rows in both; {} slower and {} faster, shown by the interval (or, with one boot on a side, "
+                    "beyond the old run's min–max spread)\n\n",
+                    c.lines.size(), c.slower, c.faster);
+  md += "Per-op medians. delta: new÷old − 1, `~` when the 95 % interval of new÷old over the boots holds 1 (Welch's t "
+        "on log times; p: the chance of so large a difference if there were none); noisy: the interval reaches "
+        "beyond ±5 %. ▲ / ▼: slower / faster.\n\n";
+  md += "| benchmark | parameters | configuration | old | old min–max | new | new÷old | delta | interval | p | |\n";
+  md += "|---|---|---|---:|---|---:|---:|---:|---|---:|---|\n";
   for (const auto& l : c.lines) {
     const Row& o = *l.old_row;
     const Row& n = *l.new_row;
-    md += fmt::format("| {} | {} | {} | {} | {}–{} | {} | {} | {} |\n", l.bench, l.params, l.config, format_ns(o.per_op),
-                      format_ns(o.per_op_min), format_ns(o.per_op_max), format_ns(n.per_op), format_ratio(l.ratio),
+    const RatioStats& s = l.stats;
+    std::string delta = "—", interval = "—", p = "—";
+    if (s.estimated) {
+      delta = s.same() ? "~" : fmt::format("{:+.1f} %", (l.ratio - 1) * 100);
+      interval = fmt::format("{}–{}{}", format_ratio(s.low), format_ratio(s.high), s.noisy() ? " noisy" : "");
+      p = s.p < 0.001 ? "<0.001" : fmt::format("{:.3f}", s.p);
+    } else {
+      delta = fmt::format("{:+.1f} % (1 boot)", (l.ratio - 1) * 100);
+    }
+    md += fmt::format("| {} | {} | {} | {} | {}–{} | {} | {} | {} | {} | {} | {} |\n", l.bench, l.params, l.config,
+                      format_ns(o.per_op), format_ns(o.per_op_min), format_ns(o.per_op_max), format_ns(n.per_op),
+                      format_ratio(l.ratio), delta, interval, p,
                       l.change > 0 ? "▲ slower" : l.change < 0 ? "▼ faster" : "");
   }
   if (!c.only_old.empty()) {

@@ -2,6 +2,7 @@
 
 #include "pvk/bench/plot.hpp"
 #include "pvk/bench/report.hpp"
+#include "pvk/bench/seeds.hpp"
 
 #include <fmt/format.h>
 
@@ -30,15 +31,30 @@ Written write_outputs(const Results& results, const std::vector<RatioSpec>& spec
   Written w;
   const std::vector<Ratio> ratios = compute_ratios(results, specs);
   OJson json = to_json(results);
+  const std::string mode = time_mode(results);
   OJson rj = OJson::array();
   for (const auto& r : ratios) {
     OJson params = OJson::object();
     for (const auto& [k, v] : r.params) params[k] = v;
-    rj.push_back({{"ratio", r.spec}, {"bench", r.bench}, {"params", params}, {"numerator", r.numerator},
-                  {"denominator", r.denominator}, {"pair", r.pair}, {"value", r.value}, {"low", r.low},
-                  {"high", r.high}, {"pass", r.pass}});
+    const RatioStats& s = r.stats;
+    // low/high: the reps' spread (as before issue 14); interval: the 95 % one over the boots.
+    OJson j{{"ratio", r.spec}, {"bench", r.bench}, {"params", params}, {"numerator", r.numerator},
+            {"denominator", r.denominator}, {"pair", r.pair}, {"value", r.value}, {"low", r.low},
+            {"high", r.high}, {"pass", r.pass}, {"time", mode}, {"method", s.method},
+            {"boots", {s.n_numerator, s.n_denominator}}, {"significant", !s.same()}, {"noisy", s.noisy()}};
+    if (!r.denominator_bench.empty()) j["denominator_bench"] = r.denominator_bench;
+    if (s.estimated) {
+      j["interval"] = {s.low, s.high};
+      j["p"] = s.p;
+    }
+    rj.push_back(std::move(j));
   }
   json["ratios"] = rj;
+  OJson fits = OJson::array();
+  for (const auto& f : fork_fits(results))
+    fits.push_back({{"configuration", f.config}, {"per_page_ns", f.fit.slope}, {"fixed_ns", f.fit.intercept},
+                    {"r2", f.fit.r2}, {"points", f.fit.n}, {"pages", {f.lo, f.hi}}});
+  json["fork_fits"] = fits;
   w.json = dir / "results.json";
   write_text(w.json, json.dump(1) + "\n");
   w.csv = dir / "results.csv";

@@ -1,9 +1,15 @@
-// `pvk compare OLD.json NEW.json`: per (benchmark, parameters, configuration)
-// the old and new per-op medians and their ratio, flagging a change when the
-// new median lies outside the old run's min-max spread.
+// `pvk compare OLD NEW`: per (benchmark, parameters, configuration) the old
+// and new per-op medians, new÷old, and, like benchstat, a 95 % interval of
+// new÷old over the two runs' boots with its p-value (stats.hpp, Welch's t on
+// log times: the runs did not share the machine's load); `~` when the
+// interval holds 1. With one boot on a side there is no interval: a change
+// is then flagged when the new median lies outside the old run's min-max.
 #pragma once
 
 #include "pvk/bench/results.hpp"
+#include "pvk/bench/stats.hpp"
+
+#include <filesystem>
 
 #include <string>
 #include <vector>
@@ -17,7 +23,8 @@ struct CompareLine {
   const Row* old_row = nullptr;
   const Row* new_row = nullptr;
   double ratio = 0;  // new ÷ old per-op median
-  int change = 0;    // +1 slower beyond the spread, -1 faster, 0 within
+  RatioStats stats;  // new ÷ old over the boots
+  int change = 0;    // +1 slower (interval above 1, or beyond the spread), -1 faster, 0 not shown
 };
 
 struct Comparison {
@@ -29,6 +36,10 @@ struct Comparison {
 // Configurations are matched by platform and switches, a switch at its
 // default counting as absent (pgd_cache=on matches a run that did not give it).
 Comparison compare_results(const Results& old_results, const Results& new_results);
+
+// A results.json, or a results directory of `pvk bench` (its results.json).
+// Throws std::runtime_error when neither.
+Results load_results(const std::filesystem::path& path);
 
 std::string compare_markdown(const Comparison& comparison, const std::string& old_name, const std::string& new_name);
 
