@@ -128,8 +128,8 @@ TEST(Seeds, NoDifferenceVerdicts) {
   Ratio slower;
   slower.value = 1.2;
   slower.stats = ratio_stats({120, 121, 119}, {100, 101, 99}, true);
-  EXPECT_EQ(seed_verdict(f, {&same}), "agrees: no difference in 1 of 1 (pvk 1.01)");
-  EXPECT_EQ(seed_verdict(f, {&same, &slower}), "differs: a difference in 1 of 2 (0 faster, 1 slower; pvk 1.01–1.20)");
+  EXPECT_EQ(seed_verdict(f, {&same}), "agrees: no difference in 1 of 1 (pvk 1.00)");
+  EXPECT_EQ(seed_verdict(f, {&same, &slower}), "differs: a difference in 1 of 2 (0 faster, 1 slower; pvk 1.00–1.20)");
   EXPECT_EQ(seed_verdict(f, {}), "not in this run");
 }
 

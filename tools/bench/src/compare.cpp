@@ -104,7 +104,7 @@ std::string compare_markdown(const Comparison& c, const std::string& old_name, c
     const RatioStats& s = l.stats;
     std::string delta = "—", interval = "—", p = "—";
     if (s.estimated) {
-      delta = s.same() ? "~" : fmt::format("{:+.1f} %", (l.ratio - 1) * 100);
+      delta = s.same() ? "~" : fmt::format("{:+.1f} %", (s.center - 1) * 100);
       interval = fmt::format("{}–{}{}", format_ratio(s.low), format_ratio(s.high), s.noisy() ? " noisy" : "");
       p = s.p < 0.001 ? "<0.001" : fmt::format("{:.3f}", s.p);
     } else {

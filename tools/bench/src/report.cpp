@@ -267,8 +267,10 @@ std::string ratio_cell(const Ratio& r) {
                                                   format_ratio(r.low), format_ratio(r.high))
                                    : fmt::format("{} (1 boot)", format_ratio(r.value));
   } else {
+    // The center of the interval (the ratio of the boots' geometric means),
+    // not the ratio of medians: a figure and its interval from one estimate.
     const std::string figures =
-        fmt::format("{} [{}, {}] p={}", format_ratio(r.value), format_ratio(s.low), format_ratio(s.high),
+        fmt::format("{} [{}, {}] p={}", format_ratio(s.center), format_ratio(s.low), format_ratio(s.high),
                     s.p < 0.001 ? std::string("<0.001") : fmt::format("{:.3f}", s.p));
     cell = s.same() ? "~ (" + figures + ")" : "**" + figures.substr(0, figures.find(' ')) + "**" +
                                                    figures.substr(figures.find(' '));

@@ -131,17 +131,17 @@ std::string seed_verdict(const SeedFigure& f, const std::vector<const Ratio*>& m
   }
   int same = 0, below = 0, above = 0;
   for (const Ratio* r : mine) {
-    const bool within = std::fabs(r->value - 1) <= kSame;
+    const bool within = std::fabs(r->shown() - 1) <= kSame;
     if (r->stats.same() || within) ++same;
-    else if (r->value < 1) ++below;
+    else if (r->shown() < 1) ++below;
     else ++above;
   }
   const int n = static_cast<int>(mine.size());
   const auto [lo, hi] = std::minmax_element(mine.begin(), mine.end(),
-                                            [](const Ratio* a, const Ratio* b) { return a->value < b->value; });
-  const std::string range = (*lo)->value == (*hi)->value
-                                ? format_ratio((*lo)->value)
-                                : format_ratio((*lo)->value) + "–" + format_ratio((*hi)->value);
+                                            [](const Ratio* a, const Ratio* b) { return a->shown() < b->shown(); });
+  const std::string range = format_ratio((*lo)->shown()) == format_ratio((*hi)->shown())
+                                ? format_ratio((*lo)->shown())
+                                : format_ratio((*lo)->shown()) + "–" + format_ratio((*hi)->shown());
   switch (f.claim) {
     case Claim::no_difference:
       if (same == n) return fmt::format("agrees: no difference in {} of {} (pvk {})", same, n, range);

@@ -84,6 +84,9 @@ struct Ratio {
   // paired by rep when the run scheduled each rep's boots together
   // (results.run "schedule": "paired"), else Welch.
   RatioStats stats;
+  // The figure the summary shows: the interval's center when there is one,
+  // else the ratio of medians.
+  double shown() const { return stats.estimated ? stats.center : value; }
 };
 
 // Whether the run ran each rep of every configuration in one round (runner's

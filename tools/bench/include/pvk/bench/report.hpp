@@ -22,8 +22,8 @@ std::string format_ratio(double value);
 // 14: each ratio says which): "wall time" / "virtual time (-icount)".
 std::string time_mode(const Results& results);
 
-// A ratio as the tables print it (benchstat's way): the ratio in bold with
-// its 95 % interval and p; `~` with the figures in parentheses when the
+// A ratio as the tables print it (benchstat's way): the ratio (the center of
+// its interval, RatioStats::center) in bold with its 95 % interval and p; `~` with the figures in parentheses when the
 // interval contains 1; "noisy" when the interval is wider than ±5 %; from a
 // single boot on a side, the ratio and "1 boot" (no interval).
 std::string ratio_cell(const Ratio& ratio);
