@@ -27,12 +27,14 @@ TEST(Schedule, PairedRunsARoundPerRepInPlanOrder) {
   Plan plan = build_plan(small_matrix(3));
   schedule_boots(plan, Schedule::paired);
   // Every rep-1 boot before any rep-2 boot, and within a round the plan's
-  // configuration order: each base followed by its variations.
+  // configuration order: each base followed by its variations; even
+  // rounds in reverse (counterbalanced).
   for (size_t i = 1; i < plan.boots.size(); ++i) {
     const Boot& a = plan.boots[i - 1];
     const Boot& b = plan.boots[i];
     ASSERT_LE(a.rep, b.rep) << i;
-    if (a.rep == b.rep) EXPECT_LE(a.config, b.config) << i;
+    if (a.rep == b.rep && a.rep % 2 == 1) EXPECT_LE(a.config, b.config) << i;
+    if (a.rep == b.rep && a.rep % 2 == 0) EXPECT_GE(a.config, b.config) << i;
   }
   EXPECT_EQ(plan.configs[plan.boots[0].config].label(), "xen/batched");
   EXPECT_EQ(plan.configs[plan.boots[1].config].label(), "xen/batched pgd_cache=off");
@@ -61,6 +63,11 @@ TEST(Schedule, AATwinsBootTheSameCommandLines) {
   EXPECT_EQ(plan.configs[plan.boots[1].config].label(), "xen/batched twin=2");
   EXPECT_EQ(plan.boots[0].cmdline, plan.boots[1].cmdline);
   EXPECT_EQ(plan.boots[1].rep, 1);
+  // Round 2 the other way round: the twin is started first.
+  const size_t round2 = plan.boots.size() / 2;
+  EXPECT_EQ(plan.boots[round2].rep, 2);
+  EXPECT_EQ(plan.configs[plan.boots[round2].config].label(), "xen/wrpt twin=2");
+  EXPECT_EQ(plan.configs[plan.boots[round2 + 1].config].label(), "xen/wrpt");
 }
 
 TEST(Schedule, AARatioPairsEachTwinWithItsOriginal) {

@@ -54,8 +54,14 @@ void schedule_boots(Plan& plan, Schedule schedule) {
   const std::vector<size_t> order = round_order(plan);
   std::vector<size_t> position(plan.configs.size());
   for (size_t i = 0; i < order.size(); ++i) position[order[i]] = i;
+  // Even rounds run in reverse (A B, then B A: counterbalanced), so being
+  // started first or second in a round favours neither side of a pair.
+  auto place = [&](const Boot& b) {
+    const size_t p = position[b.config];
+    return b.rep % 2 == 0 ? order.size() - 1 - p : p;
+  };
   std::stable_sort(plan.boots.begin(), plan.boots.end(), [&](const Boot& a, const Boot& b) {
-    return std::tuple(a.rep, position[a.config], a.part) < std::tuple(b.rep, position[b.config], b.part);
+    return std::tuple(a.rep, place(a), a.part) < std::tuple(b.rep, place(b), b.part);
   });
 }
 

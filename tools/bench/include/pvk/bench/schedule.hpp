@@ -6,7 +6,8 @@
 // configurations come in plan order (each base configuration followed by its
 // one-switch variations and its A/A twin, which `jobs` at a time then boot
 // side by side). Value i of two configurations thus shares round i's load,
-// and the statistics pair them (stats.hpp). The old order, heaviest boot
+// and the statistics pair them (stats.hpp). Even rounds run in reverse
+// order, so neither side of a pair is always the one started first. The old order, heaviest boot
 // first (shortest wall time, each configuration's reps one after another),
 // stays available to measure what pairing buys.
 #pragma once
