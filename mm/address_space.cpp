@@ -8,6 +8,7 @@
 #include "mm/kernel_space.h"
 #include "pvops/lazy_mmu_section.h"
 #include "base/frames/physmap.h"
+#include "pvops/pvop.h"
 
 namespace pvk {
 
@@ -31,7 +32,7 @@ ErrorOr<void> finish(LazyMmuSection& section, ErrorOr<void> r) {
 }
 
 void drop_frame(void*, VirtAddr, Pte old) {
-  const Pfn pfn = g_mmu.pte_pfn(old);
+  const Pfn pfn = PVOP(pte_pfn)(old);
   if (frame_refs().dec(pfn) == 0) frames().must_free(pfn);
 }
 
@@ -39,7 +40,7 @@ ErrorOr<Pfn> new_root() {
   if (g_policy.pgd_cache && g_cached_roots) return g_root_cache[--g_cached_roots];
   const Pfn root = TRY(frames().try_alloc());
   memset(phys_to_virt(root), 0, kPageSize);
-  if (auto r = g_mmu.alloc_pt_page(root, Level::L4); r.is_error()) {
+  if (auto r = PVOP(alloc_pt_page)(root, Level::L4); r.is_error()) {
     frames().must_free(root);
     return r.error();
   }
@@ -48,9 +49,9 @@ ErrorOr<Pfn> new_root() {
   const Pte* kernel = phys_to_virt<const Pte>(kernel_root());
   Pte* l4 = phys_to_virt<Pte>(root);
   for (unsigned i = index_at(VirtAddr{PVK_PHYSMAP_BASE}, Level::L4); i < kEntriesPerTable; ++i) {
-    if (!kernel[i].present()) continue;
-    if (auto r = g_mmu.set_p4d(&l4[i], kernel[i]); r.is_error()) {
-      must(g_mmu.release_pt_page(root, Level::L4), "release root");
+    if (!pte_has(kernel[i], pte_bit::Present)) continue;
+    if (auto r = PVOP(set_p4d)(&l4[i], kernel[i]); r.is_error()) {
+      must(PVOP(release_pt_page)(root, Level::L4), "release root");
       frames().must_free(root);
       return r.error();
     }
@@ -64,7 +65,7 @@ ErrorOr<void> release_root(Pfn root) {
     g_root_cache[g_cached_roots++] = root;
     return {};
   }
-  TRY(g_mmu.release_pt_page(root, Level::L4));
+  TRY(PVOP(release_pt_page)(root, Level::L4));
   return frames().try_free(root);
 }
 
@@ -94,7 +95,7 @@ ErrorOr<void> init_user_mm() {
 ErrorOr<void> drain_root_cache() {
   while (g_cached_roots) {
     const Pfn root = g_root_cache[--g_cached_roots];
-    TRY(g_mmu.release_pt_page(root, Level::L4));
+    TRY(PVOP(release_pt_page)(root, Level::L4));
     TRY(frames().try_free(root));
   }
   return {};
@@ -136,7 +137,7 @@ ErrorOr<AddressSpace*> AddressSpace::try_fork() {
     const Vma& v = vmas_[i];
     const ForkMode mode = (v.flags & vm::Shared) ? ForkMode::Share : ForkMode::CopyOnWrite;
     r = g_policy.ptshare ? fork_vma_sharing_tables(*child, v, mode, section)
-                         : g_mmu.range.fork_range(root_, child->root_, v.start, v.pages(), mode, section);
+                         : PVOP(range.fork_range)(root_, child->root_, v.start, v.pages(), mode, section);
   }
   r = finish(section, r);
   if (r.is_error()) {
@@ -155,11 +156,11 @@ ErrorOr<void> AddressSpace::fork_vma_sharing_tables(AddressSpace& child, const V
     const bool shared_already = table < v.start && shared_tables_up_to_ > table;
     bool done = shared_already;
     if (!done && table_holds_only_private_memory(table))
-      done = TRY(g_mmu.range.share_table(root_, child.root_, table, kShareMinLeaves, section));
+      done = TRY(PVOP(range.share_table)(root_, child.root_, table, kShareMinLeaves, section));
     if (done)
       shared_tables_up_to_ = table + kTableSpan;
     else
-      TRY(g_mmu.range.fork_range(root_, child.root_, at, (next - at) >> kPageShift, mode, section));
+      TRY(PVOP(range.fork_range)(root_, child.root_, at, (next - at) >> kPageShift, mode, section));
     at = next;
   }
   return {};
@@ -178,8 +179,8 @@ bool AddressSpace::table_holds_only_private_memory(VirtAddr table) const {
 
 ErrorOr<void> AddressSpace::destroy() {
   LazyMmuSection section(root_, OnRefusal::Retry);
-  auto r = g_mmu.range.teardown(root_, UnmapVisitor{&drop_frame, nullptr}, section);
-  if (!r.is_error()) r = g_mmu.range.release_user_tables(root_, section);
+  auto r = PVOP(range.teardown)(root_, UnmapVisitor{&drop_frame, nullptr}, section);
+  if (!r.is_error()) r = PVOP(range.release_user_tables)(root_, section);
   TRY(finish(section, r));
   count_ = 0;
   in_use_ = false;
@@ -243,7 +244,7 @@ void AddressSpace::merge_neighbours() {
 
 ErrorOr<void> AddressSpace::unmap_pages(VirtAddr start, VirtAddr end) {
   LazyMmuSection section(root_, OnRefusal::Retry);
-  auto r = g_mmu.range.unmap(root_, start, (end - start) >> kPageShift, UnmapVisitor{&drop_frame, nullptr}, section);
+  auto r = PVOP(range.unmap)(root_, start, (end - start) >> kPageShift, UnmapVisitor{&drop_frame, nullptr}, section);
   return finish(section, r);
 }
 
@@ -344,7 +345,7 @@ ErrorOr<void> AddressSpace::mprotect(VirtAddr addr, uint64_t len, uint32_t prot)
   LazyMmuSection section(root_, OnRefusal::Retry);  // the VMAs already say the new rights
   ErrorOr<void> r;
   if (!g_policy.ptshare) {
-    r = g_mmu.range.protect(root_, addr, (end - addr) >> kPageShift, set, clear, section);
+    r = PVOP(range.protect)(root_, addr, (end - addr) >> kPageShift, set, clear, section);
     return finish(section, r);
   }
   // ptshare: a whole table whose leaves differ from the new rights only in
@@ -353,8 +354,9 @@ ErrorOr<void> AddressSpace::mprotect(VirtAddr addr, uint64_t len, uint32_t prot)
   for (VirtAddr at = addr; at < end && !r.is_error();) {
     const VirtAddr table = align_down(at, kTableSpan);
     const VirtAddr next = table + kTableSpan < end ? table + kTableSpan : end;
-    auto protect = table_holds_only_private_memory(table) ? g_mmu.range.protect_tables : g_mmu.range.protect;
-    r = protect(root_, at, (next - at) >> kPageShift, set, clear, section);
+    const uint64_t pages = (next - at) >> kPageShift;
+    r = table_holds_only_private_memory(table) ? PVOP(range.protect_tables)(root_, at, pages, set, clear, section)
+                                               : PVOP(range.protect)(root_, at, pages, set, clear, section);
     at = next;
   }
   return finish(section, r);
@@ -363,7 +365,7 @@ ErrorOr<void> AddressSpace::mprotect(VirtAddr addr, uint64_t len, uint32_t prot)
 ErrorOr<void> AddressSpace::unshare(VirtAddr addr, VirtAddr end, Coverage which) {
   if (!g_policy.ptshare) return {};  // no table is ever shared
   LazyMmuSection section(root_, OnRefusal::Fail);
-  return finish(section, g_mmu.range.unshare(root_, addr, (end - addr) >> kPageShift, which, section));
+  return finish(section, PVOP(range.unshare)(root_, addr, (end - addr) >> kPageShift, which, section));
 }
 
 LeafRights AddressSpace::leaf_rights_in_table(VirtAddr table) const {
@@ -394,13 +396,13 @@ ErrorOr<VirtAddr> AddressSpace::brk(VirtAddr new_end) {
 ErrorOr<void> AddressSpace::map_frames(VirtAddr addr, const Pfn* frames_in, uint64_t count, uint32_t prot) {
   for (uint64_t i = 0; i < count; ++i) frame_refs().set(frames_in[i], 1);
   LazyMmuSection section(root_, OnRefusal::Fail);  // what was not mapped is read back and undone
-  auto r = finish(section, g_mmu.range.map(root_, addr, count, FrameSource{frames_in, {}}, leaf_flags(prot)));
+  auto r = finish(section, PVOP(range.map)(root_, addr, count, FrameSource{frames_in, {}}, leaf_flags(prot)));
   if (r.is_error()) {
     // The frames that made it into the tables belong to the space now (its
     // munmap drops them); the others go back.
     for (uint64_t i = 0; i < count; ++i) {
-      auto e = g_mmu.range.lookup(root_, addr + i * kPageSize);
-      if (e.is_error() || g_mmu.pte_pfn(e.value()) != frames_in[i]) {
+      auto e = PVOP(range.lookup)(root_, addr + i * kPageSize);
+      if (e.is_error() || PVOP(pte_pfn)(e.value()) != frames_in[i]) {
         frame_refs().set(frames_in[i], 0);
         frames().must_free(frames_in[i]);
       }
@@ -424,11 +426,11 @@ FaultOutcome AddressSpace::handle_fault(VirtAddr va, Access access) {
     // one this space alone holds again): copy or open it first, in its own
     // section, so the leaf decision below reads the table as it now is.
     LazyMmuSection gate(root_, OnRefusal::Fail);
-    auto opened = finish(gate, g_mmu.range.open_for_write(root_, page,
+    auto opened = finish(gate, PVOP(range.open_for_write)(root_, page,
                                                           leaf_rights_in_table(align_down(page, kTableSpan)), gate));
     if (opened.is_error()) return FaultOutcome::out_of_memory(opened.error());
   }
-  auto pte = g_mmu.range.lookup(root_, page);
+  auto pte = PVOP(range.lookup)(root_, page);
 
   // A fault only grants access, so a refused update is not retried: the
   // tables are read back afterwards and say whether the new frame made it.
@@ -440,7 +442,7 @@ FaultOutcome AddressSpace::handle_fault(VirtAddr va, Access access) {
   if (pte.is_error()) {
     if (!write && !(v->flags & vm::Shared) && g_policy.zero_page) {
       ++g_mm_stats.zero_page_maps;
-      r = g_mmu.range.remap(root_, page, g_zero_page, flags.without(pte_bit::Write).with(pte_bit::Cow), section);
+      r = PVOP(range.remap)(root_, page, g_zero_page, flags.without(pte_bit::Write).with(pte_bit::Cow), section);
     } else {
       auto f = frames().try_alloc();
       if (f.is_error()) {
@@ -450,12 +452,12 @@ FaultOutcome AddressSpace::handle_fault(VirtAddr va, Access access) {
       fresh = f.value(), took = true;
       memset(phys_to_virt(fresh), 0, kPageSize);
       frame_refs().set(fresh, 1);
-      r = g_mmu.range.remap(root_, page, fresh, flags, section);
+      r = PVOP(range.remap)(root_, page, fresh, flags, section);
     }
-  } else if (write && (pte.value().raw & pte_bit::Cow)) {
-    const Pfn old = g_mmu.pte_pfn(pte.value());
+  } else if (write && pte_has(pte.value(), pte_bit::Cow)) {
+    const Pfn old = PVOP(pte_pfn)(pte.value());
     if (old != g_zero_page && frame_refs().get(old) == 1) {
-      r = g_mmu.range.remap(root_, page, old, flags, section);  // the last sharer keeps it
+      r = PVOP(range.remap)(root_, page, old, flags, section);  // the last sharer keeps it
     } else {
       auto f = frames().try_alloc();
       if (f.is_error()) {
@@ -465,17 +467,17 @@ FaultOutcome AddressSpace::handle_fault(VirtAddr va, Access access) {
       fresh = f.value(), took = true, replaced = old, copied = true;
       memcpy(phys_to_virt(fresh), phys_to_virt(old), kPageSize);
       frame_refs().set(fresh, 1);
-      r = g_mmu.range.remap(root_, page, fresh, flags, section);
+      r = PVOP(range.remap)(root_, page, fresh, flags, section);
     }
-  } else if (write && !(g_mmu.pte_flags(pte.value()).has(pte_bit::Write))) {
-    r = g_mmu.range.remap(root_, page, g_mmu.pte_pfn(pte.value()), flags, section);
+  } else if (write && !pte_has(pte.value(), pte_bit::Write)) {
+    r = PVOP(range.remap)(root_, page, PVOP(pte_pfn)(pte.value()), flags, section);
   } else {
     section.invalidate(page);  // a stale translation: the entry already allows it
   }
   r = finish(section, r);
   if (!took) return r.is_error() ? FaultOutcome::out_of_memory(r.error()) : FaultOutcome::handled();
-  const auto now = g_mmu.range.lookup(root_, page);
-  if (now.is_error() || g_mmu.pte_pfn(now.value()) != fresh) {
+  const auto now = PVOP(range.lookup)(root_, page);
+  if (now.is_error() || PVOP(pte_pfn)(now.value()) != fresh) {
     frame_refs().set(fresh, 0);  // never referenced by an entry: give it back
     frames().must_free(fresh);
     return FaultOutcome::out_of_memory(r.is_error() ? r.error() : Errno::ENOMEM);

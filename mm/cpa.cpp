@@ -4,6 +4,7 @@
 #include "mm/kernel_space.h"
 #include "pvops/lazy_mmu_section.h"
 #include "pvops/mmu_ops.h"
+#include "pvops/pvop.h"
 
 namespace pvk {
 namespace {
@@ -43,8 +44,8 @@ CacheFlush flush_lines(VirtAddr va, uint64_t pages) {
   for (uint64_t i = 0; i < pages; ++i) {
     const VirtAddr page = va + i * kPageSize;
     // Only pages with a leaf: clflush of an unmapped address faults.
-    auto leaf = g_mmu.range.lookup(kernel_root(), page);
-    if (leaf.is_error() || !leaf.value().present()) continue;
+    auto leaf = PVOP(range.lookup)(kernel_root(), page);
+    if (leaf.is_error() || !pte_has(leaf.value(), pte_bit::Present)) continue;
     for (uint64_t off = 0; off < kPageSize; off += info.line)
       cpu::clflush(reinterpret_cast<const volatile void*>(raw(page) + off));
   }
@@ -75,10 +76,10 @@ ErrorOr<void> set_memory_type(VirtAddr va, uint64_t pages, CacheAttr type) {
   constexpr uint64_t kKernelHalf = uint64_t{1} << 63;
   if (!pages || raw(va) % kPageSize || !(raw(va) & kKernelHalf) || pages > (~raw(va) >> kPageShift) + 1)
     return Errno::EINVAL;
-  const PteFlags bits = g_mmu.make_pte_attrs(type);
+  const PteFlags bits = PVOP(make_pte_attrs)(type);
   const PteFlags clear{pte_bit::CacheMask & ~bits.bits};
   LazyMmuSection section(kernel_root());
-  auto r = g_mmu.range.protect(kernel_root(), va, pages, bits, clear, section);
+  auto r = PVOP(range.protect)(kernel_root(), va, pages, bits, clear, section);
   auto f = section.finish();
   g_last_flush = CacheFlush::None;
   if (r.is_error()) return r;

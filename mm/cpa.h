@@ -1,8 +1,8 @@
 // Memory types of kernel mappings, in the spirit of Linux's change_page_attr
 // (set_memory_wc/uc/wb): callers name a logical type (CacheAttr) and the
 // leaves get the PWT/PCD/PAT bits the platform's PAT layout gives it
-// (g_mmu.make_pte_attrs: pvk's own layout natively, Xen's fixed one under
-// PV), through the range walk (g_mmu.range.protect) in one lazy-MMU section
+// (PVOP(make_pte_attrs): pvk's own layout natively, Xen's fixed one under
+// PV), through the range walk (PVOP(range.protect)) in one lazy-MMU section
 // that also invalidates the TLB.
 //
 // Kernel virtual addresses only (the upper half), page-aligned; pages with

@@ -7,6 +7,7 @@
 #include "pvops/lazy_mmu_section.h"
 #include "base/frames/physmap.h"
 #include "pvops/mmu_ops.h"
+#include "pvops/pvop.h"
 
 extern "C" char __kernel_start[], __text_end[], __rodata_end[], __kernel_end[];
 
@@ -81,7 +82,7 @@ ErrorOr<void> map_physmap(Pfn root, const BootInfo& info, uint64_t first, uint64
     const bool in_tables = p >= bt_first && p < bt_end;
     uint64_t stop = in_tables ? bt_end : (p < bt_first ? bt_first : end);
     if (stop > end) stop = end;
-    TRY(g_mmu.range.map(root, VirtAddr{PVK_PHYSMAP_BASE + (p << kPageShift)}, stop - p, FrameSource{nullptr, Pfn{p}},
+    TRY(PVOP(range.map)(root, VirtAddr{PVK_PHYSMAP_BASE + (p << kPageShift)}, stop - p, FrameSource{nullptr, Pfn{p}},
                         in_tables ? pte_flags::KernelRo : pte_flags::KernelRw));
     p = stop;
   }
@@ -99,7 +100,7 @@ MemRange clip(const MemRange& r, uint64_t limit, bool early) {
 
 ErrorOr<void> map_image(Pfn root) {
   auto map = [&](const char* from, const char* to, PteFlags flags) {
-    return g_mmu.range.map(root, to_virt(from), pages_between(from, to), FrameSource{nullptr, image_pfn(from)}, flags);
+    return PVOP(range.map)(root, to_virt(from), pages_between(from, to), FrameSource{nullptr, image_pfn(from)}, flags);
   };
   // Code executable, read-only data read-only, nothing writable executable.
   TRY(map(__kernel_start, __text_end, pte_flags::KernelRx));
@@ -118,7 +119,7 @@ ErrorOr<void> finish_section(LazyMmuSection& section, ErrorOr<void> result) {
 ErrorOr<Pfn> build_kernel_space(const BootInfo& info) {
   const Pfn root = TRY(frames().try_alloc());
   memset(phys_to_virt(root), 0, kPageSize);
-  TRY(g_mmu.alloc_pt_page(root, Level::L4));
+  TRY(PVOP(alloc_pt_page)(root, Level::L4));
 
   // Phase 1, while only the early map reaches frames: every table the new
   // root needs for the image and the early part of the physmap is created
@@ -129,11 +130,11 @@ ErrorOr<Pfn> build_kernel_space(const BootInfo& info) {
     auto r = map_image(root);
     // The kernel half's L3 tables exist from the start and are never freed,
     // so every address space can share them by copying L4 entries.
-    if (!r.is_error()) r = g_mmu.range.populate(root, VirtAddr{PVK_SCRATCH_BASE}, Level::L3);
+    if (!r.is_error()) r = PVOP(range.populate)(root, VirtAddr{PVK_SCRATCH_BASE}, Level::L3);
     for (unsigned i = 0; i < info.ram_ranges && !r.is_error(); ++i) {
       const MemRange part = clip(info.ram[i], info.early_physmap_pfns, true);
       for (uint64_t off = 0; off < part.count && !r.is_error(); off += kEntriesPerTable)
-        r = g_mmu.range.populate(root, VirtAddr{PVK_PHYSMAP_BASE + ((raw(part.first) + off) << kPageShift)},
+        r = PVOP(range.populate)(root, VirtAddr{PVK_PHYSMAP_BASE + ((raw(part.first) + off) << kPageShift)},
                                  Level::L1);
     }
     for (unsigned i = 0; i < info.ram_ranges && !r.is_error(); ++i) {
@@ -143,12 +144,12 @@ ErrorOr<Pfn> build_kernel_space(const BootInfo& info) {
     TRY(finish_section(section, r));
   }
 
-  TRY(g_mmu.load_root(root));
+  TRY(PVOP(load_root)(root));
   g_physmap_offset = PVK_PHYSMAP_BASE;
   frames().relocate(phys_to_virt<uint64_t>(g_frame_bitmap));
 
   g_kernel_root = root;
-  if (info.release_boot_root) TRY(g_mmu.release_pt_page(info.boot_root, Level::L4));
+  if (info.release_boot_root) TRY(PVOP(release_pt_page)(info.boot_root, Level::L4));
 
   // Phase 2, on the kernel's own tables: the rest of RAM. New tables come
   // from low frames, which the physmap already reaches.

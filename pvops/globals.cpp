@@ -1,10 +1,13 @@
 #include "base/counters.h"
-#include "pvops/mmu_ops.h"
+#include "pvops/pvop.h"
 
 namespace pvk {
 
-MmuOps g_mmu{};
+#if !PVK_BUILTIN_NATIVE
+MmuOps g_mmu{};  // the compiled-in native image has no table (pvops/pvop.h)
+#endif
 Pfn g_current_root{};
+PteAccess g_pte_access = PteAccess::Attrs;
 MmuCounters g_mmu_counters{};
 
 }  // namespace pvk

@@ -1,6 +1,7 @@
 #include "pvops/lazy_mmu_section.h"
 
 #include "base/frames/frame_allocator.h"
+#include "pvops/pvop.h"
 
 namespace pvk {
 
@@ -16,7 +17,7 @@ LazyMmuSection* g_open_section = nullptr;
 LazyMmuSection::LazyMmuSection(Pfn root, OnRefusal on_refusal) : root_(root) {
   if (g_open_section) panic("LazyMmuSection opened inside another (lazy-MMU sections do not nest)");
   g_open_section = this;
-  g_mmu.enter_lazy_mmu(on_refusal);
+  PVOP(enter_lazy_mmu)(on_refusal);
 }
 
 LazyMmuSection::~LazyMmuSection() {
@@ -66,20 +67,20 @@ ErrorOr<void> LazyMmuSection::drain() {
   // TLB flushes are queued before the lazy flush so a batching backend can
   // send them in the same multicall as the updates they follow.
   if (flush_all_) {
-    g_mmu.flush_tlb_all();
+    PVOP(flush_tlb_all)();
   } else {
-    for (unsigned i = 0; i < page_count_; ++i) g_mmu.flush_tlb_one(pages_[i]);
+    for (unsigned i = 0; i < page_count_; ++i) PVOP(flush_tlb_one)(pages_[i]);
   }
   flush_all_ = false;
   page_count_ = 0;
-  TRY(g_mmu.flush_lazy_mmu());
+  TRY(PVOP(flush_lazy_mmu)());
   // In order. A table whose release fails is dropped from the list (it is
   // reported, and freeing it would hand out a frame Xen still types as a
   // table); the ones after it stay pending for the next drain, and none is
   // ever released twice.
   for (unsigned i = 0; i < table_count_;) {
     const PendingTable t = tables_[i++];
-    auto released = g_mmu.release_pt_page(t.pfn, t.level);
+    auto released = PVOP(release_pt_page)(t.pfn, t.level);
     if (!released.is_error()) released = frames().try_free(t.pfn);
     if (released.is_error()) {
       for (unsigned k = i; k < table_count_; ++k) tables_[k - i] = tables_[k];
@@ -96,7 +97,7 @@ ErrorOr<void> LazyMmuSection::finish() {
   finished_ = true;
   g_open_section = nullptr;  // a section may open again once this one has left lazy mode
   auto drained = drain();
-  auto left = g_mmu.leave_lazy_mmu();
+  auto left = PVOP(leave_lazy_mmu)();
   if (drained.is_error()) return drained;
   return left;
 }

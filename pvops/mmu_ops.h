@@ -113,8 +113,17 @@ enum class PteAccess : uint8_t { Attrs, Flags };  // boot parameter pte=
 //         stop halfway.
 enum class OnRefusal : uint8_t { Fail, Retry };
 
+// Which verbs of a backend are plain arithmetic on the entry, so that
+// pvpatch=on may replace their call sites by the instructions themselves.
+enum class InlineForms : uint8_t {
+  None,
+  FlagsMask,       // pte_flags is the architectural mask (flags are the same bits everywhere)
+  NativeEncoding,  // also pte_val (identity), pte_pfn and make_pte (the frame field is the pfn)
+};
+
 struct MmuOps {
   const char* name;
+  InlineForms inline_forms;
 
   ErrorOr<void> (*set_pte)(Pte* slot, Pte v);
   ErrorOr<void> (*set_pmd)(Pte* slot, Pte v);
@@ -146,7 +155,9 @@ struct MmuOps {
 
 // The active table. A copy, not a pointer, so a call is one load and one
 // indirect jump.
+#if !PVK_BUILTIN_NATIVE
 extern MmuOps g_mmu;
+#endif
 // The root currently loaded (TLB flushes matter only for it and the kernel half).
 extern Pfn g_current_root;
 

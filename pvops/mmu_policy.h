@@ -30,6 +30,9 @@ concept MmuPolicy = requires(Pte* slot, Pte v, Level level, Pfn pfn, PteFlags fl
   // A frame becomes / stops being a page table at this level.
   { P::prepare_table(pfn, level) } -> std::same_as<ErrorOr<void>>;
   { P::retire_table(pfn, level) } -> std::same_as<ErrorOr<void>>;
+  // Pushes deferred L1 stores out (the lazy-MMU section's flush), when the
+  // walk must read back what it wrote in the same section.
+  { P::flush_queue() } -> std::same_as<ErrorOr<void>>;
 };
 
 }  // namespace pvk

@@ -9,7 +9,7 @@
 namespace pvk {
 
 template <MmuPolicy P>
-MmuOps make_mmu_ops(const char* name, PteAccess access) {
+constexpr MmuOps make_mmu_ops(const char* name, PteAccess access) {
   MmuOps ops{};
   ops.name = name;
   ops.set_pte = [](Pte* slot, Pte v) { return P::store(slot, v, Level::L1); };
@@ -22,6 +22,7 @@ MmuOps make_mmu_ops(const char* name, PteAccess access) {
   ops.pte_pfn = &P::pfn_of;
   ops.pte_val = [](Pte e) { return (raw(P::pfn_of(e)) << kPageShift) | (e.raw & pte_bit::FlagMask); };
   ops.pte_flags = [](Pte e) { return PteFlags{e.raw & pte_bit::FlagMask}; };
+  ops.inline_forms = InlineForms::FlagsMask;
   ops.alloc_pt_page = &P::prepare_table;
   ops.release_pt_page = &P::retire_table;
   ops.range = access == PteAccess::Flags ? PageWalk<P, PteAccess::Flags>::range_ops()

@@ -10,6 +10,7 @@
 #include "pvops/mmu_policy.h"
 #include "base/frames/physmap.h"
 #include "pvops/mmu_ops.h"
+#include "pvops/pvop_site.h"
 
 namespace pvk {
 
@@ -103,7 +104,7 @@ class PageWalk {
       const unsigned end = first + static_cast<unsigned>(in_table);
       bool empty = none_outside(l1, first, end);
       if (!empty) {
-        TRY(g_mmu.flush_lazy_mmu());
+        TRY(P::flush_queue());
         empty = none_outside(l1, first, end);
       }
       if (empty) {
@@ -380,7 +381,7 @@ class PageWalk {
       TRY(P::modify_prot_commit(&l1[k], old,
                                 Pte{(old.raw & ~pte_bit::Write) | (shared ? pte_bit::Cow : uint64_t{0})}));
     }
-    TRY(g_mmu.flush_lazy_mmu());
+    TRY(P::flush_queue());
     TRY(store(slot, Pte{slot->raw | pte_bit::Write}, Level::L2));
     frame_refs().set(table, 0);  // its leaves are in order again
     // Translations cached while the gate was closed say read-only.
@@ -523,14 +524,14 @@ class PageWalk {
   // "kernel-only" for user pages, so inaccessible must mean not present).
   static bool mapped(Pte e) {
     if constexpr (Access == PteAccess::Flags)
-      return g_mmu.pte_flags(e).bits & (pte_bit::Present | pte_bit::ProtNone);
+      return pte_flags_site(e).bits & (pte_bit::Present | pte_bit::ProtNone);
     else
       return e.raw & (pte_bit::Present | pte_bit::ProtNone);
   }
 
   static bool has(Pte e, uint64_t bit) {
     if constexpr (Access == PteAccess::Flags)
-      return g_mmu.pte_flags(e).has(bit);
+      return pte_flags_site(e).has(bit);
     else
       return (e.raw & bit) == bit;
   }
@@ -539,7 +540,7 @@ class PageWalk {
 
   static bool present(Pte e) {
     if constexpr (Access == PteAccess::Flags)
-      return g_mmu.pte_flags(e).has(pte_bit::Present);
+      return pte_flags_site(e).has(pte_bit::Present);
     else
       return e.present();
   }

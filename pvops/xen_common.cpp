@@ -93,8 +93,6 @@ void enter_lazy(OnRefusal on_refusal) {
   g_on_refusal = on_refusal;
 }
 
-ErrorOr<void> flush_lazy() { return settle(g_queue.flush(), "mmu batch"); }
-
 ErrorOr<void> leave_lazy() {
   auto r = flush_lazy();
   g_lazy = false;
@@ -147,6 +145,8 @@ ErrorOr<void> load_root(Pfn root) {
 }
 
 }  // namespace
+
+ErrorOr<void> flush_lazy() { return settle(g_queue.flush(), "mmu batch"); }
 
 void configure(const Config& config) {
   g_config = config;

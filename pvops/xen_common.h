@@ -25,6 +25,8 @@ ErrorOr<void> update_now(uint64_t ptr, uint64_t val);
 // Queues an update (sent at the end of the lazy section or when the queue
 // fills); outside a lazy section, or when deferral is off, sends at once.
 ErrorOr<void> update_queued(uint64_t ptr, uint64_t val);
+// Sends what update_queued() holds (the batched backend's flush_lazy_mmu).
+ErrorOr<void> flush_lazy();
 // One line on the console and one hypercall_error record naming the
 // refused request; returns the error to propagate.
 Errno report_failure(const char* op, Errno e);

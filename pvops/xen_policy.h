@@ -35,6 +35,7 @@ struct XenPolicy {
   static Pfn pfn_of(Pte e) { return xen::mfn_to_pfn(Mfn{(e.raw & pte_bit::FrameMask) >> kPageShift}); }
   static ErrorOr<void> prepare_table(Pfn pfn, Level level) { return xen_pv::prepare_table(pfn, level); }
   static ErrorOr<void> retire_table(Pfn pfn, Level level) { return xen_pv::retire_table(pfn, level); }
+  static ErrorOr<void> flush_queue() { return flush_lazy(); }
 };
 
 // batched and direct: L1 updates are mmu_update requests, queued or not.

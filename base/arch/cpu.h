@@ -53,8 +53,16 @@ inline void clflush(const volatile void* p) {
 }
 inline void mfence() { asm volatile("mfence" : : : "memory"); }
 
+// Makes code written through a data access visible to instruction fetch
+// (cpuid serialises; the SDM's recipe for cross-modifying code).
+inline void serialize();
 inline void cpuid(uint32_t leaf, uint32_t sub, uint32_t& a, uint32_t& b, uint32_t& c, uint32_t& d) {
   asm volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(leaf), "c"(sub));
+}
+
+inline void serialize() {
+  uint32_t a, b, c, d;
+  cpuid(0, 0, a, b, c, d);
 }
 
 [[noreturn]] inline void halt_forever() {

@@ -2,6 +2,7 @@
 
 #include "base/lib/kstring.h"
 #include "pvops/backends.h"
+#include "pvops/pvop.h"
 
 namespace pvk {
 
@@ -10,6 +11,20 @@ ErrorOr<void, ParamError> select_mmu_backend(const Platform& platform, const Boo
   MmuBackend want = params.mmu;
   if (want == MmuBackend::Default) want = on_xen ? MmuBackend::Batched : MmuBackend::Native;
 
+#if PVK_BUILTIN_NATIVE
+  // The compiled-in native baseline: no table to fill, nothing else to pick.
+  if (on_xen)
+    return param_error(
+        "pvk: this is the compiled-in native image (no pvops table); it cannot run as a Xen PV guest (boot pvk.elf)");
+  if (want != MmuBackend::Native)
+    return param_error("pvk: boot parameter 'mmu=%s': the compiled-in native image has only native (accepted: native)",
+                       backend_name(want));
+  if (params.pte == PteAccess::Flags)
+    return param_error(
+        "pvk: boot parameter 'pte=flags' needs the pvops table; the compiled-in native image reads flags inline "
+        "(accepted here: attrs)");
+  return {};
+#else
   if (!on_xen && want != MmuBackend::Native)
     return param_error(
         "pvk: boot parameter 'mmu=%s' needs a Xen PV guest; this boot is native (accepted here: native)",
@@ -18,8 +33,7 @@ ErrorOr<void, ParamError> select_mmu_backend(const Platform& platform, const Boo
     return param_error(
         "pvk: boot parameter 'mmu=native' cannot work under Xen PV: page tables are read-only to the guest "
         "(accepted here: batched|direct|wrpt)");
-  if (params.pvpatch == Switch::On)
-    return param_error("pvk: boot parameter 'pvpatch=on': call-site patching is not built yet (accepted: off)");
+  g_pte_access = params.pte;
   switch (want) {
     case MmuBackend::Native: g_mmu = make_native_ops(params.pte); return {};
     case MmuBackend::Batched: g_mmu = make_batched_ops(params.pte, params.batch); return {};
@@ -35,6 +49,7 @@ ErrorOr<void, ParamError> select_mmu_backend(const Platform& platform, const Boo
     case MmuBackend::Default: break;
   }
   return param_error("pvk: boot parameter 'mmu': no backend chosen");
+#endif
 }
 
 }  // namespace pvk

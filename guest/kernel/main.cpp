@@ -16,6 +16,8 @@
 #include "mm/kernel_space.h"
 #include "guest/proc/process.h"
 #include "guest/boot/select.h"
+#include "pvops/pvop.h"
+#include "pvops/pvpatch.h"
 
 namespace pvk {
 namespace {
@@ -24,6 +26,15 @@ namespace {
 const char* on_off(Switch s) { return s == Switch::On ? "on" : "off"; }
 
 BootParams g_params;
+
+// Which kernel image this is: the pvops one, or the compiled-in native
+// baseline (no table, nothing to patch).
+#if PVK_BUILTIN_NATIVE
+constexpr bool kBuiltinImage = true;
+#else
+constexpr bool kBuiltinImage = false;
+#endif
+constexpr const char* kImageVariant = kBuiltinImage ? "builtin" : "pvops";
 
 [[noreturn]] void refuse(const char* line);
 
@@ -97,6 +108,27 @@ bool run_init(const char* const* argv) {
   return abi::WIFEXITED(ws) && abi::WEXITSTATUS(ws) == 0 && after == before;
 }
 
+// pvpatch=: rewrite the pvops call sites for the chosen backend (or, with
+// off, only check them), before anything else runs through them.
+void patch_call_sites() {
+  if (kBuiltinImage) return;
+  char failure[160];
+  auto patched = patch_pvop_sites(g_params.pvpatch == Switch::On, failure, sizeof failure);
+  if (patched.is_error()) refuse(failure);
+  const PatchReport& p = patched.value();
+  Record("pvpatch")
+      .str("pvpatch", on_off(g_params.pvpatch))
+      .u64("sites", p.sites)
+      .u64("direct", p.direct)
+      .u64("inlined", p.inlined)
+      .u64("inline_pte_flags", p.flags_mask)
+      .u64("inline_pte_val", p.identity)
+      .u64("inline_pte_pfn", p.native_pfn)
+      .u64("inline_make_pte", p.native_make)
+      .u64("unpatched", p.unpatched)
+      .u64("verified", p.verified);
+}
+
 [[noreturn]] void refuse(const char* line) {
   kprintf("%s\n", line);
   Record("error").str("message", line);
@@ -138,6 +170,7 @@ void kernel_main(Platform& platform, BootInfo& info) {
   if (auto parsed = parse_boot_params(info.cmdline, g_params); parsed.is_error()) refuse(parsed.error().message);
   run_selftests(g_params.selftest, /*dry_run=*/true);
   if (auto selected = select_mmu_backend(platform, g_params); selected.is_error()) refuse(selected.error().message);
+  patch_call_sites();
 
   if (auto r = init_frames(info); r.is_error()) panic("frame allocator: %s", errno_name(r.error()));
   if (auto r = build_kernel_space(info); r.is_error()) panic("kernel page tables: %s", errno_name(r.error()));
@@ -149,8 +182,10 @@ void kernel_main(Platform& platform, BootInfo& info) {
     Record r("boot");
     r.str("platform", platform.name)
         .str("role", platform.role)
-        .str("mmu", g_mmu.name)
+        .str("mmu", mmu_name())
         .str("pte", g_params.pte == PteAccess::Flags ? "flags" : "attrs")
+        .str("pvpatch", kBuiltinImage ? "n/a" : on_off(g_params.pvpatch))
+        .str("image", kImageVariant)
         .str("zero_page", on_off(g_params.zero_page))
         .str("pgd_cache", on_off(g_params.pgd_cache))
         .str("ptshare", on_off(g_params.ptshare))

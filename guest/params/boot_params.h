@@ -24,7 +24,7 @@ const char* backend_name(MmuBackend b);
 struct BootParams {
   MmuBackend mmu = MmuBackend::Default;
   PteAccess pte = PteAccess::Attrs;
-  Switch pvpatch = Switch::Off;
+  Switch pvpatch = Switch::On;
   uint32_t batch = 32;  // entries per flush of the batched queue (Linux uses 32)
   Switch zero_page = Switch::On;
   Switch pgd_cache = Switch::On;

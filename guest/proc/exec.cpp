@@ -10,6 +10,7 @@
 #include "base/frames/frame_allocator.h"
 #include "mm/kernel_space.h"
 #include "base/frames/physmap.h"
+#include "pvops/pvop.h"
 
 namespace pvk {
 namespace {
@@ -130,7 +131,7 @@ ErrorOr<void> exec_program(Process& p, const char* name, const char* const* argv
   }
   AddressSpace* old = p.as;
   p.as = as;
-  if (&p == current()) must(g_mmu.load_root(as->root()), "load root");
+  if (&p == current()) must(PVOP(load_root)(as->root()), "load root");
   if (old) must(old->destroy(), "destroy old address space");
   TrapFrame& f = *p.frame();
   memset(&f, 0, sizeof f);

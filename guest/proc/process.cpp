@@ -11,6 +11,7 @@
 #include "guest/proc/file.h"
 #include "guest/proc/user_copy.h"
 #include "mm/kernel_space.h"
+#include "pvops/pvop.h"
 
 extern "C" void switch_context(uint64_t* save_rsp, uint64_t new_rsp);
 extern "C" char process_first_return[];
@@ -59,7 +60,7 @@ void switch_to(Process* next) {
   g_current = next;
   g_slice_start_tsc = cpu::rdtsc();
   g_platform->set_kernel_stack(next->stack_top());
-  if (next->as) must(g_mmu.load_root(next->as->root()), "load root");
+  if (next->as) must(PVOP(load_root)(next->as->root()), "load root");
   switch_context(prev ? &prev->saved_rsp : &g_scheduler_rsp, next->saved_rsp);
 }
 
@@ -82,7 +83,7 @@ void release_files(Process& p) {
 void release_resources(Process& p) {
   release_files(p);
   if (p.as) {
-    if (g_current_root == p.as->root()) must(g_mmu.load_root(kernel_root()), "load kernel root");
+    if (g_current_root == p.as->root()) must(PVOP(load_root)(kernel_root()), "load kernel root");
     must(p.as->destroy(), "destroy address space");
     p.as = nullptr;
   }

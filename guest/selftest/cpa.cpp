@@ -24,6 +24,7 @@
 #include "pvops/lazy_mmu_section.h"
 #include "pvops/mmu_ops.h"
 #include "pvops/pte_attrs.h"
+#include "pvops/pvop.h"
 
 namespace pvk {
 
@@ -68,8 +69,8 @@ class Checker {
 // The flags map() left in the last page's leaf (under Xen PV with the bits
 // Xen adds to kernel leaves), but for A/D and the cache bits.
 uint64_t reference_flags() {
-  auto leaf = g_mmu.range.lookup(kernel_root(), page_va(kPages - 1));
-  return leaf.is_error() ? 0 : g_mmu.pte_flags(leaf.value()).bits & ~(kAd | pte_bit::CacheMask);
+  auto leaf = PVOP(range.lookup)(kernel_root(), page_va(kPages - 1));
+  return leaf.is_error() ? 0 : PVOP(pte_flags)(leaf.value()).bits & ~(kAd | pte_bit::CacheMask);
 }
 
 // Pages [first, first + n) map their frames read-write, with `type`'s bits
@@ -80,14 +81,14 @@ void check_type(Checker& c, uint64_t first, uint64_t n, CacheAttr type) {
   c.expect((reference & pte_flags::KernelRw.bits) == pte_flags::KernelRw.bits, "the last leaf is not read-write, no-exec",
            kPages - 1);
   for (uint64_t i = first; i < first + n; ++i) {
-    auto leaf = g_mmu.range.lookup(kernel_root(), page_va(i));
+    auto leaf = PVOP(range.lookup)(kernel_root(), page_va(i));
     if (!c.expect(!leaf.is_error(), "lookup found no leaf", i)) continue;
     const Pte e = leaf.value();
-    c.expect(g_mmu.pte_pfn(e) == g_frames[i], "leaf maps the wrong frame", i);
-    c.expect((g_mmu.pte_flags(e).bits & ~(kAd | pte_bit::CacheMask)) == reference,
+    c.expect(PVOP(pte_pfn)(e) == g_frames[i], "leaf maps the wrong frame", i);
+    c.expect((PVOP(pte_flags)(e).bits & ~(kAd | pte_bit::CacheMask)) == reference,
              "flags other than the cache bits changed", i);
     c.expect((e.raw & pte_bit::CacheMask) == bits, "cache bits are not the layout's for the type", i);
-    c.expect(g_mmu.pte_attrs(e) == type, "pte_attrs reads another type", i);
+    c.expect(PVOP(pte_attrs)(e) == type, "pte_attrs reads another type", i);
   }
 }
 
@@ -102,7 +103,7 @@ uint64_t median(uint64_t* v, unsigned n) {
 }
 
 // (The boot record says which pte= mode ran.)
-Record& context(Record& r, const char* step) { return r.str("name", "cpa").str("step", step).str("mmu", g_mmu.name); }
+Record& context(Record& r, const char* step) { return r.str("name", "cpa").str("step", step).str("mmu", mmu_name()); }
 
 // One page made WC and back, checked through the walk and by touching it.
 bool step_wc_bits() {
@@ -112,15 +113,15 @@ bool step_wc_bits() {
   // programmed it); under PV the guest cannot read it, Xen's is fixed.
   const uint64_t pat_msr = native ? native::pat_msr() : kXenPatMsr;
   c.expect(pat_msr == layout(), "IA32_PAT does not hold pvk's layout", 0);
-  c.expect(g_mmu.make_pte_attrs(CacheAttr::WriteCombining).bits == expected_wc_bits(),
+  c.expect(PVOP(make_pte_attrs)(CacheAttr::WriteCombining).bits == expected_wc_bits(),
            "make_pte_attrs(WC) is not the platform's WC slot", 0);
 
   c.expect(!set_memory_wc(page_va(0), 1).is_error(), "set_memory_wc failed", 0);
   const CacheFlush flush = last_cache_flush();
-  auto leaf = g_mmu.range.lookup(kernel_root(), page_va(0));
+  auto leaf = PVOP(range.lookup)(kernel_root(), page_va(0));
   const uint64_t wc_bits = leaf.is_error() ? ~uint64_t{0} : leaf.value().raw & pte_bit::CacheMask;
   c.expect(wc_bits == expected_wc_bits(), "leaf's cache bits are not the platform's WC slot", 0);
-  c.expect(!leaf.is_error() && g_mmu.pte_attrs(leaf.value()) == CacheAttr::WriteCombining, "pte_attrs is not WC", 0);
+  c.expect(!leaf.is_error() && PVOP(pte_attrs)(leaf.value()) == CacheAttr::WriteCombining, "pte_attrs is not WC", 0);
   const unsigned slot = leaf.is_error() ? 0 : pat_slot_of(leaf.value());
   c.expect(((pat_msr >> (8 * slot)) & 0xff) == uint64_t(PatType::WC), "the slot selected is not WC in the PAT", 0);
   check_type(c, 0, 1, CacheAttr::WriteCombining);
@@ -228,7 +229,7 @@ bool step_timing(uint64_t n, unsigned reps) {
 
 void free_unmapped_frame(void* ctx, VirtAddr, Pte old) {
   ++*static_cast<uint64_t*>(ctx);
-  frames().must_free(g_mmu.pte_pfn(old));
+  frames().must_free(PVOP(pte_pfn)(old));
 }
 
 }  // namespace
@@ -241,7 +242,7 @@ bool selftest_cpa() {
   }
   {
     LazyMmuSection section(kernel_root());
-    auto r = g_mmu.range.map(kernel_root(), page_va(0), kPages, FrameSource{g_frames, {}}, pte_flags::KernelRw);
+    auto r = PVOP(range.map)(kernel_root(), page_va(0), kPages, FrameSource{g_frames, {}}, pte_flags::KernelRw);
     must(section.finish(), "cpa map section");
     must(r, "cpa map");
   }
@@ -251,9 +252,9 @@ bool selftest_cpa() {
   // A 4 KiB leaf's cache bits, pte_attrs and pte_flags agree for every
   // combination of PWT/PCD/PAT under the platform's layout.
   for (unsigned slot = 0; slot < 8; ++slot) {
-    const Pte e = g_mmu.make_pte(g_frames[0], pte_flags::KernelRw.with(pat_slot_flags(slot).bits));
-    const bool agree = g_mmu.pte_attrs(e) == cache_attr_of(uint8_t(layout() >> (8 * slot))) &&
-                       (g_mmu.pte_flags(e).bits & pte_bit::CacheMask) == pat_slot_flags(slot).bits;
+    const Pte e = PVOP(make_pte)(g_frames[0], pte_flags::KernelRw.with(pat_slot_flags(slot).bits));
+    const bool agree = PVOP(pte_attrs)(e) == cache_attr_of(uint8_t(layout() >> (8 * slot))) &&
+                       (PVOP(pte_flags)(e).bits & pte_bit::CacheMask) == pat_slot_flags(slot).bits;
     if (!agree) kprintf("selftest cpa: slot %u: pte_attrs/pte_flags disagree with the layout\n", slot);
     all &= agree;
   }
@@ -262,7 +263,7 @@ bool selftest_cpa() {
   uint64_t visited = 0;
   {
     LazyMmuSection section(kernel_root());
-    auto r = g_mmu.range.unmap(kernel_root(), page_va(0), kPages, UnmapVisitor{&free_unmapped_frame, &visited},
+    auto r = PVOP(range.unmap)(kernel_root(), page_va(0), kPages, UnmapVisitor{&free_unmapped_frame, &visited},
                                section);
     must(section.finish(), "cpa unmap section");
     must(r, "cpa unmap");
@@ -272,7 +273,7 @@ bool selftest_cpa() {
   Record r("selftest");
   r.str("name", "cpa")
       .boolean("pass", pass)
-      .str("mmu", g_mmu.name)
+      .str("mmu", mmu_name())
       .u64("pages", kPages)
       .u64("free_frames_before", baseline)
       .u64("free_frames_after", after);

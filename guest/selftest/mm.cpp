@@ -14,6 +14,7 @@
 #include "pvops/lazy_mmu_section.h"
 #include "base/frames/physmap.h"
 #include "pvops/mmu_ops.h"
+#include "pvops/pvop.h"
 
 namespace pvk {
 namespace {
@@ -57,12 +58,12 @@ void step_record(const char* step, bool pass, uint64_t ns, const MmuCounters& be
 
 bool check_mapped(Checker& c, bool writable) {
   for (uint64_t i = 0; i < kPages; ++i) {
-    auto pte = g_mmu.range.lookup(kernel_root(), page_va(i));
+    auto pte = PVOP(range.lookup)(kernel_root(), page_va(i));
     if (!c.expect(!pte.is_error(), "lookup found no entry", i)) continue;
-    c.expect(g_mmu.pte_pfn(pte.value()) == g_frames_used[i], "entry maps the wrong frame", i);
-    c.expect(g_mmu.pte_flags(pte.value()).has(pte_bit::Write) == writable, "write permission wrong", i);
-    c.expect(g_mmu.pte_flags(pte.value()).has(pte_bit::Nx), "entry executable", i);
-    c.expect(g_mmu.pte_attrs(pte.value()) == CacheAttr::WriteBack, "not write-back", i);
+    c.expect(PVOP(pte_pfn)(pte.value()) == g_frames_used[i], "entry maps the wrong frame", i);
+    c.expect(PVOP(pte_flags)(pte.value()).has(pte_bit::Write) == writable, "write permission wrong", i);
+    c.expect(PVOP(pte_flags)(pte.value()).has(pte_bit::Nx), "entry executable", i);
+    c.expect(PVOP(pte_attrs)(pte.value()) == CacheAttr::WriteBack, "not write-back", i);
     uint64_t v = 0;
     c.expect(probe_read_u64(as_ptr<void>(page_va(i)), &v) && v == pattern(i), "read through mapping", i);
     uint8_t byte = 0;
@@ -77,7 +78,7 @@ bool check_mapped(Checker& c, bool writable) {
 
 ErrorOr<void> protect(PteFlags set, PteFlags clear) {
   LazyMmuSection section(kernel_root());
-  auto r = g_mmu.range.protect(kernel_root(), page_va(0), kPages, set, clear, section);
+  auto r = PVOP(range.protect)(kernel_root(), page_va(0), kPages, set, clear, section);
   auto f = section.finish();
   if (r.is_error()) return r;
   return f;
@@ -85,7 +86,7 @@ ErrorOr<void> protect(PteFlags set, PteFlags clear) {
 
 void free_unmapped_frame(void* ctx, VirtAddr, Pte old) {
   ++*static_cast<uint64_t*>(ctx);
-  frames().must_free(g_mmu.pte_pfn(old));
+  frames().must_free(PVOP(pte_pfn)(old));
 }
 
 // Exhausts the allocator, then asks for a mapping that needs new tables:
@@ -103,7 +104,7 @@ bool check_exhaustion() {
     ++hoarded;
   }
   LazyMmuSection section(kernel_root());
-  auto r = g_mmu.range.map(kernel_root(), VirtAddr{PVK_SCRATCH_BASE + (uint64_t{3} << 30)}, 1,
+  auto r = PVOP(range.map)(kernel_root(), VirtAddr{PVK_SCRATCH_BASE + (uint64_t{3} << 30)}, 1,
                            FrameSource{nullptr, Pfn{0x100}}, pte_flags::KernelRo);
   must(section.finish(), "section finish");
   for (uint64_t i = 0; i < hoarded; ++i) {
@@ -141,7 +142,7 @@ bool selftest_mm() {
   Timed t;
   {
     LazyMmuSection section(kernel_root());
-    auto r = g_mmu.range.map(kernel_root(), page_va(0), kPages, FrameSource{g_frames_used, {}},
+    auto r = PVOP(range.map)(kernel_root(), page_va(0), kPages, FrameSource{g_frames_used, {}},
                              pte_flags::KernelRw);
     must(section.finish(), "map section");
     must(r, "map");
@@ -154,7 +155,7 @@ bool selftest_mm() {
   // A second map over the same range must be refused, not overwrite.
   {
     LazyMmuSection section(kernel_root());
-    auto r = g_mmu.range.map(kernel_root(), page_va(kPages / 2), 1, FrameSource{nullptr, Pfn{0x100}},
+    auto r = PVOP(range.map)(kernel_root(), page_va(kPages / 2), 1, FrameSource{nullptr, Pfn{0x100}},
                              pte_flags::KernelRw);
     must(section.finish(), "remap section");
     Checker again("double map");
@@ -188,7 +189,7 @@ bool selftest_mm() {
   uint64_t visited = 0;
   {
     LazyMmuSection section(kernel_root());
-    auto r = g_mmu.range.unmap(kernel_root(), page_va(0), kPages, UnmapVisitor{&free_unmapped_frame, &visited},
+    auto r = PVOP(range.unmap)(kernel_root(), page_va(0), kPages, UnmapVisitor{&free_unmapped_frame, &visited},
                                section);
     must(section.finish(), "unmap section");
     must(r, "unmap");
@@ -197,7 +198,7 @@ bool selftest_mm() {
   Checker gone("unmap");
   gone.expect(visited == kPages, "unmap did not visit every page", visited);
   for (uint64_t i = 0; i < kPages; ++i) {
-    auto pte = g_mmu.range.lookup(kernel_root(), page_va(i));
+    auto pte = PVOP(range.lookup)(kernel_root(), page_va(i));
     gone.expect(pte.is_error() && pte.error() == Errno::ENOENT, "entry still present", i);
     uint8_t b;
     gone.expect(!probe_read_u8(as_ptr<void>(page_va(i)), &b), "read of unmapped page did not fault", i);

@@ -14,6 +14,7 @@
 #include "pvops/lazy_mmu_section.h"
 #include "base/frames/physmap.h"
 #include "pvops/mmu_ops.h"
+#include "pvops/pvop.h"
 
 namespace pvk {
 namespace {
@@ -23,7 +24,7 @@ constexpr VirtAddr kVa{PVK_SCRATCH_BASE + (uint64_t{2} << 30)};
 // Reads (never writes) down to the L1 slot mapping va.
 Pte* l1_slot(Pfn root, VirtAddr va) {
   Pte* table = phys_to_virt<Pte>(root);
-  for (Level l = Level::L4; l != Level::L1; l = below(l)) table = phys_to_virt<Pte>(g_mmu.pte_pfn(table[index_at(va, l)]));
+  for (Level l = Level::L4; l != Level::L1; l = below(l)) table = phys_to_virt<Pte>(PVOP(pte_pfn)(table[index_at(va, l)]));
   return &table[index_at(va, Level::L1)];
 }
 
@@ -37,15 +38,15 @@ bool selftest_reject() {
   // A harmless read-only mapping first, so the tables down to L1 exist.
   {
     LazyMmuSection section(kernel_root());
-    auto r = g_mmu.range.map(kernel_root(), kVa, 1, FrameSource{nullptr, frame}, pte_flags::KernelRo);
+    auto r = PVOP(range.map)(kernel_root(), kVa, 1, FrameSource{nullptr, frame}, pte_flags::KernelRo);
     must(section.finish(), "section");
     must(r, "map");
   }
   Pte* slot = l1_slot(kernel_root(), kVa);
   const Pte before = *slot;
-  const Pte bad{g_mmu.make_pte(kernel_root(), pte_flags::KernelRo).raw | pte_bit::Write};
+  const Pte bad{PVOP(make_pte)(kernel_root(), pte_flags::KernelRo).raw | pte_bit::Write};
 
-  auto r = g_mmu.set_pte(slot, bad);
+  auto r = PVOP(set_pte)(slot, bad);
   const Pte after = *slot;
   bool pass;
   if (on_xen) {
@@ -55,10 +56,10 @@ bool selftest_reject() {
     pass = !r.is_error() && after == bad;
   }
   // Put the harmless entry back (natively the bad one went in), then unmap.
-  if (after != before) must(g_mmu.set_pte(slot, before), "restore");
+  if (after != before) must(PVOP(set_pte)(slot, before), "restore");
   {
     LazyMmuSection section(kernel_root());
-    auto u = g_mmu.range.unmap(kernel_root(), kVa, 1, {}, section);
+    auto u = PVOP(range.unmap)(kernel_root(), kVa, 1, {}, section);
     must(section.finish(), "section");
     must(u, "unmap");
   }

@@ -6,10 +6,10 @@
 
 namespace pvk::boot_test {
 
-RunResult boot(Platform platform, const std::string& params) {
+RunResult boot(Platform platform, const std::string& params, Image image) {
   RunOptions options;
   options.platform = platform;
-  options.kernel = PVK_KERNEL_PATH;
+  options.kernel = image == Image::builtin ? PVK_BUILTIN_KERNEL_PATH : PVK_KERNEL_PATH;
   options.params = params;
   options.xen_cache_dir = PVK_XEN_CACHE_DIR;
   RunResult r = run_kernel(options);

@@ -25,7 +25,10 @@ using nlohmann::json;
 // Boots pvk.elf once with this kernel command line and the platform's default
 // runner timeout. Every boot is also checked for frame leaks (see
 // no_frame_leak), so no test can forget it.
-RunResult boot(Platform platform, const std::string& params);
+// Which kernel image: pvk.elf, or pvk-builtin.elf (the compiled-in native
+// baseline: no pvops table; boots natively only).
+enum class Image { pvops, builtin };
+RunResult boot(Platform platform, const std::string& params, Image image = Image::pvops);
 
 std::string lower(std::string_view text);
 bool contains(std::string_view line, std::string_view word);

@@ -130,9 +130,11 @@ class AddressSpaceTest : public FakeMmuTest, public testing::WithParamInterface<
  protected:
   // The fake RAM's size, for fixtures that need more.
   virtual uint64_t fake_frames() const { return kFrames; }
+  // The walk mode the fake runs in (a fixture may switch it mid-test).
+  virtual WalkMode mode() const { return GetParam(); }
 
   void SetUp() override {
-    start({fake_frames(), GetParam().access, GetParam().defer});
+    start({fake_frames(), mode().access, mode().defer});
     // root_ plays the kernel's root: two kernel-half L4 entries (physmap and
     // image) hooking L3 tables, which every new root must copy.
     ASSERT_EQ(error_of(g_mmu.range.populate(root_, VirtAddr{PVK_PHYSMAP_BASE}, Level::L3)), Errno::Ok);

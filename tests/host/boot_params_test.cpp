@@ -75,7 +75,7 @@ TEST(BootParams, DefaultsWithAnEmptyCommandLine) {
   const BootParams d;
   EXPECT_EQ(d.mmu, MmuBackend::Default) << "the platform decides (native or batched)";
   EXPECT_EQ(d.pte, PteAccess::Attrs);
-  EXPECT_EQ(d.pvpatch, Switch::Off);
+  EXPECT_EQ(d.pvpatch, Switch::On);
   EXPECT_EQ(d.batch, 32u) << "Linux's multicall batch";
   EXPECT_EQ(d.zero_page, Switch::On);
   EXPECT_EQ(d.pgd_cache, Switch::On);

@@ -14,6 +14,7 @@
 #endif
 #include "base/counters.h"
 #include "pvops/ops_builder.h"
+#include "pvops/pvop.h"
 #include "pvops/pte_attrs.h"
 
 namespace pvk::test {
@@ -119,6 +120,7 @@ void FakeMmu::reset(const FakeConfig& config) {
   pte_flags_calls_ = 0;
   g_mmu_counters = {};
   g_mmu = make_fake_ops(config.access);
+  g_pte_access = config.access;
   g_current_root = Pfn{0};
 }
 
@@ -346,6 +348,14 @@ ErrorOr<void> FakePolicy::prepare_table(Pfn pfn, Level level) {
   return {};
 }
 
+ErrorOr<void> FakePolicy::flush_queue() {
+  FakeMmu& f = fake();
+  if (f.lazy_depth_ <= 0) f.violation("flush_lazy_mmu outside a lazy section");
+  f.events_.push_back({Ev::LazyFlush});
+  f.apply_queue();
+  return {};
+}
+
 ErrorOr<void> FakePolicy::retire_table(Pfn pfn, Level level) {
   FakeMmu& f = fake();
   MmuEvent ev{Ev::RetireTable, pfn};
@@ -410,13 +420,7 @@ MmuOps make_fake_ops(PteAccess access) {
     ++g_mmu_counters.lazy_sections;
     f.events_.push_back({Ev::LazyEnter});
   };
-  ops.flush_lazy_mmu = []() -> ErrorOr<void> {
-    FakeMmu& f = fake();
-    if (f.lazy_depth_ <= 0) f.violation("flush_lazy_mmu outside a lazy section");
-    f.events_.push_back({Ev::LazyFlush});
-    f.apply_queue();
-    return {};
-  };
+  ops.flush_lazy_mmu = &FakePolicy::flush_queue;
   ops.leave_lazy_mmu = []() -> ErrorOr<void> {
     FakeMmu& f = fake();
     if (f.lazy_depth_ <= 0) f.violation("leave_lazy_mmu outside a lazy section");

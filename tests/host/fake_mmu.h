@@ -96,6 +96,7 @@ struct FakePolicy {
   static Pfn pfn_of(Pte e);
   static ErrorOr<void> prepare_table(Pfn pfn, Level level);
   static ErrorOr<void> retire_table(Pfn pfn, Level level);
+  static ErrorOr<void> flush_queue();
 };
 static_assert(MmuPolicy<FakePolicy>);
 

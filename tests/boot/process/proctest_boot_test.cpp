@@ -41,20 +41,24 @@ constexpr std::array<std::string_view, 5> kPtshareCounters = {
 };
 
 // One boot-parameter switch moved off its default, or none.
-enum class Switch { none, zero_page_off, pgd_cache_off, pte_flags, ptshare_on };
+enum class Switch { none, zero_page_off, pgd_cache_off, pte_flags, ptshare_on, pvpatch_off, pvpatch_off_pte_flags };
 
 struct SwitchInfo {
   Switch sw;
   const char* param;   // on the command line
   const char* name;    // in the test name
   bool every_backend;  // booted with each backend, not only the platform's first
+  bool skip_direct = false;  // ... except direct (the same sites as batched)
 };
 constexpr SwitchInfo kSwitches[] = {
     {Switch::none, "", "", false},
     {Switch::zero_page_off, "zero_page=off", "_zero_page_off", false},
     {Switch::pgd_cache_off, "pgd_cache=off", "_pgd_cache_off", false},
-    {Switch::pte_flags, "pte=flags", "_pte_flags", false},
+    {Switch::pte_flags, "pte=flags", "_pte_flags", true, true},
     {Switch::ptshare_on, "ptshare=on", "_ptshare_on", true},
+    // pvpatch=on is the default: every case above runs patched sites.
+    {Switch::pvpatch_off, "pvpatch=off", "_pvpatch_off", true, true},
+    {Switch::pvpatch_off_pte_flags, "pvpatch=off pte=flags", "_pvpatch_off_pte_flags", true, true},
 };
 const SwitchInfo& info(Switch sw) {
   for (const SwitchInfo& s : kSwitches)
@@ -66,6 +70,7 @@ struct ProcCase {
   Platform platform;
   std::string mmu;
   Switch sw = Switch::none;
+  Image image = Image::pvops;
 
   std::string params() const {
     std::string p = "mmu=" + mmu + " init=proctest";
@@ -74,10 +79,15 @@ struct ProcCase {
   }
   bool zero_page() const { return sw != Switch::zero_page_off; }
   bool ptshare() const { return sw == Switch::ptshare_on; }
-  const char* pte() const { return sw == Switch::pte_flags ? "flags" : "attrs"; }
+  const char* pte() const {
+    return sw == Switch::pte_flags || sw == Switch::pvpatch_off_pte_flags ? "flags" : "attrs";
+  }
+  bool pvpatch() const { return sw != Switch::pvpatch_off && sw != Switch::pvpatch_off_pte_flags; }
 };
 
-void PrintTo(const ProcCase& c, std::ostream* out) { *out << platform_name(c.platform) << ": " << c.params(); }
+void PrintTo(const ProcCase& c, std::ostream* out) {
+  *out << platform_name(c.platform) << (c.image == Image::builtin ? " (pvk-builtin.elf)" : "") << ": " << c.params();
+}
 
 // Each backend with its defaults, `with_switches` also with every switch,
 // and every backend with the switches that concern all of them (ptshare=on).
@@ -91,8 +101,11 @@ std::vector<ProcCase> cases(Platform platform, std::initializer_list<const char*
       out.push_back({platform, with_switches, s.sw});
       continue;
     }
-    for (const char* mmu : backends) out.push_back({platform, mmu, s.sw});
+    for (const char* mmu : backends)
+      if (!(s.skip_direct && std::string_view(mmu) == "direct")) out.push_back({platform, mmu, s.sw});
   }
+  // The compiled-in native baseline runs the same suite.
+  if (platform == Platform::native) out.push_back({platform, "native", Switch::none, Image::builtin});
   return out;
 }
 
@@ -224,11 +237,44 @@ std::vector<ProcCase> cases(Platform platform, std::initializer_list<const char*
   return ::testing::AssertionSuccess();
 }
 
+// pvpatch=on rewrote every recorded site and the self-check read each one
+// back (direct calls, and inline code for pte_flags everywhere and for the
+// native encodings natively); off left them all as indirect calls. The
+// compiled-in image has no sites and no pvpatch record.
+::testing::AssertionResult pvpatch_as_configured(const RunResult& r, const ProcCase& c) {
+  const auto at = find_record(r, "pvpatch");
+  if (c.image == Image::builtin) {
+    if (at) return ::testing::AssertionFailure() << "the compiled-in image patched sites: " << r.records[*at].dump();
+    return booted_with(r, "image", "builtin");
+  }
+  if (!booted_with(r, "image", "pvops")) return booted_with(r, "image", "pvops");
+  if (!booted_with(r, "pvpatch", c.pvpatch() ? "on" : "off")) return booted_with(r, "pvpatch", c.pvpatch() ? "on" : "off");
+  if (!at) return ::testing::AssertionFailure() << "no pvpatch record";
+  const json& rec = r.records[*at];
+  auto n = [&](const char* key) { return rec.value(key, uint64_t{0}); };
+  const uint64_t sites = n("sites");
+  if (sites < 50) return ::testing::AssertionFailure() << "implausibly few sites: " << rec.dump();
+  if (!c.pvpatch()) {
+    if (n("unpatched") != sites || n("direct") || n("inlined") || n("verified"))
+      return ::testing::AssertionFailure() << "pvpatch=off but sites were rewritten: " << rec.dump();
+    return ::testing::AssertionSuccess();
+  }
+  if (n("verified") != sites || n("direct") + n("inlined") != sites || n("unpatched"))
+    return ::testing::AssertionFailure() << "not every site patched and verified: " << rec.dump();
+  if (n("direct") == 0 || n("inline_pte_flags") == 0)
+    return ::testing::AssertionFailure() << "no direct calls or no inline pte_flags: " << rec.dump();
+  const bool native = c.platform == Platform::native;
+  if (native != (n("inline_pte_pfn") > 0 && n("inline_make_pte") > 0))
+    return ::testing::AssertionFailure() << "native encodings inlined " << (native ? "nowhere" : "under Xen") << ": "
+                                         << rec.dump();
+  return ::testing::AssertionSuccess();
+}
+
 class Proctest : public ::testing::TestWithParam<ProcCase> {};
 
 TEST_P(Proctest, EverySubTestPasses) {
   const ProcCase& c = GetParam();
-  const RunResult r = boot(c.platform, c.params());
+  const RunResult r = boot(c.platform, c.params(), c.image);
   RecordProperty("boot_ms", static_cast<int>(r.elapsed.count()));
   ASSERT_TRUE(r.pass) << transcript(r);
   EXPECT_TRUE(booted_with(r, "mmu", c.mmu)) << transcript(r);
@@ -238,9 +284,12 @@ TEST_P(Proctest, EverySubTestPasses) {
   EXPECT_TRUE(init_exited_cleanly(r)) << transcript(r);
   EXPECT_TRUE(zero_page_used_as_configured(r, c.zero_page())) << transcript(r);
   EXPECT_TRUE(ptshare_used_as_configured(r, c.ptshare())) << transcript(r);
+  EXPECT_TRUE(pvpatch_as_configured(r, c)) << transcript(r);
 }
 
-std::string case_name(const ::testing::TestParamInfo<ProcCase>& p) { return p.param.mmu + info(p.param.sw).name; }
+std::string case_name(const ::testing::TestParamInfo<ProcCase>& p) {
+  return (p.param.image == Image::builtin ? "builtin_" : "") + p.param.mmu + info(p.param.sw).name;
+}
 
 // Discovered by tests/boot/process/CMakeLists.txt, which labels them
 // boot;process;<platform>: the prefixes must not start with the parent's

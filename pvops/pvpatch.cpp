@@ -1,0 +1,143 @@
+#include "pvops/pvpatch.h"
+
+#if !PVK_BUILTIN_NATIVE  // the compiled-in native image has no sites
+
+#include "base/arch/cpu.h"
+#include "base/lib/format.h"
+#include "base/lib/kstring.h"
+#include "pvops/pvop_site.h"
+#include "pvops/site_code.h"
+
+extern "C" const pvk::PvopSite __pvop_sites_start[], __pvop_sites_end[];
+
+namespace pvk {
+namespace {
+
+using site_code::InlineOp;
+
+uint64_t slot_address(unsigned slot) { return reinterpret_cast<uint64_t>(&g_mmu) + slot; }
+uint64_t slot_target(unsigned slot) {
+  uint64_t fn;
+  memcpy(&fn, reinterpret_cast<const void*>(slot_address(slot)), sizeof fn);
+  return fn;
+}
+
+// The inline form a verb's sites may take under this backend, if any.
+bool inline_op_for(unsigned slot, InlineOp& op) {
+  const InlineForms forms = g_mmu.inline_forms;
+  if (forms == InlineForms::None) return false;
+  if (slot == offsetof(MmuOps, pte_flags)) return op = InlineOp::FlagsMask, true;
+  if (forms != InlineForms::NativeEncoding) return false;
+  if (slot == offsetof(MmuOps, pte_val)) return op = InlineOp::Identity, true;
+  if (slot == offsetof(MmuOps, pte_pfn)) return op = InlineOp::NativePfn, true;
+  if (slot == offsetof(MmuOps, make_pte)) return op = InlineOp::NativeMake, true;
+  return false;
+}
+
+// The backend's function must compute what its inline form computes: a
+// backend that declares the forms but overrides a verb keeps its calls.
+[[gnu::noinline]] bool verb_matches(InlineOp op) {  // noinline: the image test exempts it by name
+  static constexpr uint64_t kSamples[] = {0, ~uint64_t{0}, 0x8000000012345067ull, 0x00000000000fffffull,
+                                          0x7ff0000abcdef863ull};
+  static constexpr uint64_t kFlagSamples[] = {0x63, 0x8000000000000025ull};
+  for (uint64_t a : kSamples) {
+    for (uint64_t b : kFlagSamples) {
+      uint64_t got = 0;
+      switch (op) {
+        case InlineOp::FlagsMask: got = g_mmu.pte_flags(Pte{a}).bits; break;
+        case InlineOp::Identity: got = g_mmu.pte_val(Pte{a}); break;
+        case InlineOp::NativePfn: got = raw(g_mmu.pte_pfn(Pte{a})); break;
+        case InlineOp::NativeMake: {
+          const uint64_t pfn = a >> 28;  // a frame number that fits the field
+          got = g_mmu.make_pte(Pfn{pfn}, PteFlags{b}).raw;
+          if (got != site_code::inline_result(op, pfn, b)) return false;
+          continue;
+        }
+      }
+      if (got != site_code::inline_result(op, a, b)) return false;
+    }
+  }
+  return true;
+}
+
+void count_inline(PatchReport& r, InlineOp op) {
+  ++r.inlined;
+  switch (op) {
+    case InlineOp::FlagsMask: ++r.flags_mask; break;
+    case InlineOp::Identity: ++r.identity; break;
+    case InlineOp::NativePfn: ++r.native_pfn; break;
+    case InlineOp::NativeMake: ++r.native_make; break;
+  }
+}
+
+}  // namespace
+
+ErrorOr<PatchReport> patch_pvop_sites(bool patch, char* failure, size_t failure_size) {
+  PatchReport r;
+  bool inline_ok[4] = {};
+  for (unsigned op = 0; op < 4; ++op) inline_ok[op] = verb_matches(static_cast<InlineOp>(op));
+
+  // Every site first: one that is not what the compiler left stops the boot
+  // before any byte is written.
+  for (const PvopSite* s = __pvop_sites_start; s != __pvop_sites_end; ++s) {
+    ++r.sites;
+    const uint64_t at = reinterpret_cast<uint64_t>(s->address());
+    const auto d = site_code::decode(s->address(), s->length, at);
+    if (d.form != site_code::Form::IndirectCall || d.target != slot_address(s->slot)) {
+      format(failure, failure_size, "pvk: pvpatch: site %u at %p is not an indirect call through g_mmu slot %u",
+             r.sites - 1, s->address(), s->slot);
+      return Errno::EINVAL;
+    }
+    if (!slot_target(s->slot)) {
+      format(failure, failure_size, "pvk: pvpatch: backend %s has no function for g_mmu slot %u", g_mmu.name,
+             s->slot);
+      return Errno::ENOSYS;
+    }
+  }
+  if (!patch) {
+    r.unpatched = r.sites;
+    return r;
+  }
+
+  for (const PvopSite* s = __pvop_sites_start; s != __pvop_sites_end; ++s) {
+    uint8_t code[32];
+    const uint64_t at = reinterpret_cast<uint64_t>(s->address());
+    InlineOp op{};
+    const bool as_inline = inline_op_for(s->slot, op) && inline_ok[static_cast<unsigned>(op)] &&
+                           site_code::encode_inline(code, s->length, op);
+    if (!as_inline && !site_code::encode_direct_call(code, s->length, at, slot_target(s->slot))) {
+      format(failure, failure_size, "pvk: pvpatch: site at %p (%u bytes) cannot hold a direct call", s->address(),
+             s->length);
+      return Errno::EINVAL;
+    }
+    memcpy(s->address(), code, s->length);
+  }
+  // Code was written through a data access: serialise before it runs.
+  cpu::serialize();
+
+  // The self-check: each site decodes to what was meant for it.
+  for (const PvopSite* s = __pvop_sites_start; s != __pvop_sites_end; ++s) {
+    const uint64_t at = reinterpret_cast<uint64_t>(s->address());
+    const auto d = site_code::decode(s->address(), s->length, at);
+    InlineOp op{};
+    const bool want_inline = inline_op_for(s->slot, op) && inline_ok[static_cast<unsigned>(op)];
+    const bool good = want_inline ? d.form == site_code::Form::Inline && d.op == op
+                                  : d.form == site_code::Form::DirectCall && d.target == slot_target(s->slot);
+    if (!good) {
+      format(failure, failure_size, "pvk: pvpatch: self-check: site at %p (g_mmu slot %u) reads back wrong",
+             s->address(), s->slot);
+      return Errno::EIO;
+    }
+    ++r.verified;
+    if (want_inline) {
+      count_inline(r, op);
+    } else {
+      ++r.direct;
+    }
+  }
+  return r;
+}
+
+}  // namespace pvk
+
+#endif

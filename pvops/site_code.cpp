@@ -1,0 +1,173 @@
+#include "pvops/site_code.h"
+
+#include "base/lib/kstring.h"
+#include "pvops/pte.h"
+
+namespace pvk::site_code {
+namespace {
+
+constexpr uint8_t kMovRaxRdi[] = {0x48, 0x89, 0xf8};   // mov %rdi,%rax
+constexpr uint8_t kShlRax12[] = {0x48, 0xc1, 0xe0, 12};  // shl $12,%rax
+constexpr uint8_t kShrRax24[] = {0x48, 0xc1, 0xe8, 24};  // shr $24,%rax
+constexpr uint8_t kOrRaxRsi[] = {0x48, 0x09, 0xf0};    // or %rsi,%rax
+constexpr uint8_t kAndRaxRdi[] = {0x48, 0x21, 0xf8};   // and %rdi,%rax
+constexpr uint8_t kMovabsRax[] = {0x48, 0xb8};         // movabs $imm64,%rax
+
+// Appends bytes to a form being built.
+struct Writer {
+  uint8_t* p;
+  template <unsigned N>
+  void put(const uint8_t (&b)[N]) {
+    memcpy(p, b, N);
+    p += N;
+  }
+  void put64(uint64_t v) {
+    memcpy(p, &v, 8);
+    p += 8;
+  }
+};
+
+unsigned build_inline(uint8_t* out, InlineOp op) {
+  Writer w{out};
+  switch (op) {
+    case InlineOp::FlagsMask:
+      w.put(kMovabsRax);
+      w.put64(pte_bit::FlagMask);
+      w.put(kAndRaxRdi);
+      break;
+    case InlineOp::Identity: w.put(kMovRaxRdi); break;
+    case InlineOp::NativePfn:
+      w.put(kMovRaxRdi);
+      w.put(kShlRax12);
+      w.put(kShrRax24);
+      break;
+    case InlineOp::NativeMake:
+      w.put(kMovRaxRdi);
+      w.put(kShlRax12);
+      w.put(kOrRaxRsi);
+      break;
+  }
+  return static_cast<unsigned>(w.p - out);
+}
+
+int32_t read32(const uint8_t* p) {
+  int32_t v;
+  memcpy(&v, p, 4);
+  return v;
+}
+
+// Length of the nop instruction at p (the forms GAS's .nops and
+// encode_nops emit: 90, or 0f 1f /0 with optional 66/2e prefixes), 0 if p
+// holds something else.
+unsigned nop_length(const uint8_t* p, unsigned avail) {
+  unsigned n = 0;
+  while (n < avail && (p[n] == 0x66 || p[n] == 0x2e)) ++n;
+  if (n < avail && p[n] == 0x90) return n + 1;
+  if (n + 3 > avail || p[n] != 0x0f || p[n + 1] != 0x1f) return 0;
+  const uint8_t modrm = p[n + 2];
+  if (((modrm >> 3) & 7) != 0) return 0;
+  unsigned len = n + 3;
+  const unsigned mod = modrm >> 6, rm = modrm & 7;
+  if (mod == 3) return 0;
+  if (rm == 4) ++len;  // SIB
+  if (mod == 1) len += 1;
+  if (mod == 2) len += 4;
+  if (mod == 0 && rm == 5) len += 4;
+  return len <= avail ? len : 0;
+}
+
+bool only_nops(const uint8_t* p, unsigned length) {
+  for (unsigned i = 0; i < length;) {
+    const unsigned n = nop_length(p + i, length - i);
+    if (!n) return false;
+    i += n;
+  }
+  return true;
+}
+
+}  // namespace
+
+unsigned inline_length(InlineOp op) {
+  uint8_t scratch[16];
+  return build_inline(scratch, op);
+}
+
+uint64_t inline_result(InlineOp op, uint64_t rdi, uint64_t rsi) {
+  switch (op) {
+    case InlineOp::FlagsMask: return rdi & pte_bit::FlagMask;
+    case InlineOp::Identity: return rdi;
+    case InlineOp::NativePfn: return (rdi & pte_bit::FrameMask) >> kPageShift;
+    case InlineOp::NativeMake: return (rdi << kPageShift) | rsi;
+  }
+  return 0;
+}
+
+void encode_nops(uint8_t* buf, unsigned length) {
+  // The recommended long nops (Intel SDM, "NOP"), longest first.
+  static constexpr uint8_t kNops[9][9] = {
+      {0x90},
+      {0x66, 0x90},
+      {0x0f, 0x1f, 0x00},
+      {0x0f, 0x1f, 0x40, 0x00},
+      {0x0f, 0x1f, 0x44, 0x00, 0x00},
+      {0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00},
+      {0x0f, 0x1f, 0x80, 0x00, 0x00, 0x00, 0x00},
+      {0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00},
+      {0x66, 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00},
+  };
+  while (length) {
+    const unsigned n = length > 9 ? 9 : length;
+    memcpy(buf, kNops[n - 1], n);
+    buf += n;
+    length -= n;
+  }
+}
+
+bool encode_direct_call(uint8_t* buf, unsigned length, uint64_t at, uint64_t target) {
+  if (length < kDirectCallLength) return false;
+  const int64_t rel = static_cast<int64_t>(target - (at + kDirectCallLength));
+  if (rel != static_cast<int32_t>(rel)) return false;
+  buf[0] = 0xe8;
+  const int32_t rel32 = static_cast<int32_t>(rel);
+  memcpy(buf + 1, &rel32, 4);
+  encode_nops(buf + kDirectCallLength, length - kDirectCallLength);
+  return true;
+}
+
+bool encode_inline(uint8_t* buf, unsigned length, InlineOp op) {
+  uint8_t code[16];
+  const unsigned n = build_inline(code, op);
+  if (n > length) return false;
+  memcpy(buf, code, n);
+  encode_nops(buf + n, length - n);
+  return true;
+}
+
+Decoded decode(const uint8_t* buf, unsigned length, uint64_t at) {
+  Decoded d;
+  if (length >= kIndirectCallLength && buf[0] == 0xff && buf[1] == 0x15 &&
+      only_nops(buf + kIndirectCallLength, length - kIndirectCallLength)) {
+    d.form = Form::IndirectCall;
+    d.target = at + kIndirectCallLength + static_cast<int64_t>(read32(buf + 2));
+    return d;
+  }
+  if (length >= kDirectCallLength && buf[0] == 0xe8 &&
+      only_nops(buf + kDirectCallLength, length - kDirectCallLength)) {
+    d.form = Form::DirectCall;
+    d.target = at + kDirectCallLength + static_cast<int64_t>(read32(buf + 1));
+    return d;
+  }
+  for (unsigned i = 0; i <= static_cast<unsigned>(InlineOp::NativeMake); ++i) {
+    const auto op = static_cast<InlineOp>(i);
+    uint8_t code[16];
+    const unsigned n = build_inline(code, op);
+    if (n <= length && !memcmp(buf, code, n) && only_nops(buf + n, length - n)) {
+      d.form = Form::Inline;
+      d.op = op;
+      return d;
+    }
+  }
+  return d;
+}
+
+}  // namespace pvk::site_code

@@ -1,0 +1,184 @@
+// The kernel images themselves: pvk.elf's table of pvops call sites
+// (.pvop_sites, pvops/pvop_site.h) is well formed and complete, and
+// pvk-builtin.elf (the compiled-in native baseline) has no pvops table and
+// refuses what it cannot do in one line.
+#include "../host/host_compat.h"  // first: the kernel headers below spell Errno like <errno.h>
+
+#include "boot_support.hpp"
+
+#include <elf.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <regex>
+#include <set>
+
+#include "pvops/mmu_ops.h"
+#include "pvops/pvop_site.h"
+#include "pvops/site_code.h"
+
+namespace pvk::boot_test {
+namespace {
+
+// The parts of an ELF64 image these tests read.
+class ElfImage {
+ public:
+  explicit ElfImage(const char* path) {
+    std::ifstream in(path, std::ios::binary);
+    bytes_.assign(std::istreambuf_iterator<char>(in), {});
+    if (bytes_.size() < sizeof(Elf64_Ehdr)) return;
+    const auto* eh = reinterpret_cast<const Elf64_Ehdr*>(bytes_.data());
+    const auto* sh = reinterpret_cast<const Elf64_Shdr*>(bytes_.data() + eh->e_shoff);
+    const char* names = reinterpret_cast<const char*>(bytes_.data() + sh[eh->e_shstrndx].sh_offset);
+    for (unsigned i = 0; i < eh->e_shnum; ++i) sections_[names + sh[i].sh_name] = sh[i];
+    if (const Elf64_Shdr* symtab = section(".symtab"); symtab) {
+      const Elf64_Shdr& strtab = sh[symtab->sh_link];
+      const auto* syms = reinterpret_cast<const Elf64_Sym*>(bytes_.data() + symtab->sh_offset);
+      for (size_t i = 0; i < symtab->sh_size / sizeof(Elf64_Sym); ++i)
+        symbols_[reinterpret_cast<const char*>(bytes_.data() + strtab.sh_offset + syms[i].st_name)] = syms[i];
+    }
+  }
+  bool loaded() const { return !sections_.empty(); }
+  const Elf64_Shdr* section(const std::string& name) const {
+    auto it = sections_.find(name);
+    return it == sections_.end() ? nullptr : &it->second;
+  }
+  const Elf64_Sym* symbol(const std::string& name) const {
+    auto it = symbols_.find(name);
+    return it == symbols_.end() ? nullptr : &it->second;
+  }
+  // The file bytes at a virtual address inside section s.
+  const uint8_t* at(const Elf64_Shdr& s, uint64_t va) const { return bytes_.data() + s.sh_offset + (va - s.sh_addr); }
+  bool holds(const Elf64_Shdr& s, uint64_t va, uint64_t n) const { return va >= s.sh_addr && va + n <= s.sh_addr + s.sh_size; }
+
+ private:
+  std::vector<uint8_t> bytes_;
+  std::map<std::string, Elf64_Shdr> sections_;
+  std::map<std::string, Elf64_Sym> symbols_;
+};
+
+constexpr const char* kGmmu = "_ZN3pvk5g_mmuE";
+
+struct Site {
+  uint64_t address;
+  uint16_t slot;
+  uint8_t length;
+};
+
+std::vector<Site> sites_of(const ElfImage& elf) {
+  std::vector<Site> out;
+  const Elf64_Shdr* s = elf.section(".pvop_sites");
+  if (!s) return out;
+  for (uint64_t off = 0; off + sizeof(PvopSite) <= s->sh_size; off += sizeof(PvopSite)) {
+    PvopSite rec;
+    memcpy(&rec, elf.at(*s, s->sh_addr + off), sizeof rec);
+    out.push_back({s->sh_addr + off + static_cast<int64_t>(rec.at), rec.slot, rec.length});
+  }
+  return out;
+}
+
+// Every indirect call or jump through g_mmu in the disassembly, with the
+// function it sits in.
+std::vector<std::pair<uint64_t, std::string>> calls_through_gmmu(const char* path) {
+  std::vector<std::pair<uint64_t, std::string>> out;
+  const std::string cmd = std::string("objdump -d --no-show-raw-insn ") + path;
+  std::unique_ptr<FILE, int (*)(FILE*)> p(popen(cmd.c_str(), "r"), pclose);
+  if (!p) return out;
+  static const std::regex function(R"(^[0-9a-f]+ <(.*)>:$)");
+  static const std::regex call(R"(^\s*([0-9a-f]+):\s+(call|jmp)\s+\*.*<_ZN3pvk5g_mmuE(\+0x[0-9a-f]+)?>)");
+  std::string current;
+  char line[4096];
+  std::smatch m;
+  while (fgets(line, sizeof line, p.get())) {
+    std::string l(line);
+    if (!l.empty() && l.back() == '\n') l.pop_back();
+    if (std::regex_match(l, m, function)) current = m[1];
+    else if (std::regex_search(l, m, call)) out.push_back({std::stoull(m[1], nullptr, 16), current});
+  }
+  return out;
+}
+
+class ImageSites : public ::testing::TestWithParam<Platform> {};
+
+TEST_P(ImageSites, EveryRecordIsAnIndirectCallThroughItsSlot) {
+  ElfImage elf(PVK_KERNEL_PATH);
+  ASSERT_TRUE(elf.loaded());
+  const Elf64_Shdr* text = elf.section(".text");
+  const Elf64_Sym* g_mmu = elf.symbol(kGmmu);
+  ASSERT_TRUE(text && g_mmu);
+  EXPECT_EQ(g_mmu->st_size, sizeof(MmuOps));
+  const auto sites = sites_of(elf);
+  ASSERT_GE(sites.size(), 100u) << "the kernel makes far more pvops calls than that";
+  std::set<uint64_t> seen;
+  std::map<uint16_t, unsigned> per_slot;
+  for (const Site& s : sites) {
+    SCOPED_TRACE(::testing::Message() << std::hex << "site 0x" << s.address << " slot 0x" << s.slot);
+    EXPECT_TRUE(seen.insert(s.address).second) << "recorded twice";
+    EXPECT_EQ(s.slot % 8, 0u);
+    EXPECT_LT(s.slot, sizeof(MmuOps));
+    EXPECT_NE(s.slot, offsetof(MmuOps, name));
+    // Room for the inline form where a verb may take one, a bare call elsewhere.
+    EXPECT_EQ(s.length, may_inline(s.slot) ? kInlineRoom : site_code::kIndirectCallLength);
+    ASSERT_TRUE(elf.holds(*text, s.address, s.length)) << "outside .text";
+    const auto d = site_code::decode(elf.at(*text, s.address), s.length, s.address);
+    EXPECT_EQ(d.form, site_code::Form::IndirectCall);
+    EXPECT_EQ(d.target, g_mmu->st_value + s.slot) << "calls another slot than recorded";
+    ++per_slot[s.slot];
+  }
+  // The hot verbs are there: flag reads (pte=flags walks), range operations,
+  // the lazy-MMU verbs and single-entry stores.
+  for (size_t slot : {offsetof(MmuOps, pte_flags), offsetof(MmuOps, range.protect), offsetof(MmuOps, range.map),
+                      offsetof(MmuOps, enter_lazy_mmu), offsetof(MmuOps, leave_lazy_mmu), offsetof(MmuOps, set_pte),
+                      offsetof(MmuOps, pte_pfn), offsetof(MmuOps, make_pte)})
+    EXPECT_GT(per_slot[slot], 0u) << "no site of the verb at slot " << slot;
+}
+
+TEST_P(ImageSites, NoCallThroughTheTableEscapesTheRecord) {
+  ElfImage elf(PVK_KERNEL_PATH);
+  ASSERT_TRUE(elf.loaded());
+  std::set<uint64_t> recorded;
+  for (const Site& s : sites_of(elf)) recorded.insert(s.address);
+  const auto calls = calls_through_gmmu(PVK_KERNEL_PATH);
+  ASSERT_GE(calls.size(), recorded.size()) << "objdump found fewer calls than there are sites";
+  for (const auto& [address, function] : calls) {
+    // The patcher's own check of a backend's verbs calls them directly.
+    if (function.find("verb_matches") != std::string::npos) continue;
+    EXPECT_TRUE(recorded.count(address)) << std::hex << "0x" << address << " in " << function
+                                         << " calls through g_mmu without a site record (use PVOP)";
+  }
+}
+
+TEST_P(ImageSites, TheBuiltinImageHasNoTable) {
+  ElfImage elf(PVK_BUILTIN_KERNEL_PATH);
+  ASSERT_TRUE(elf.loaded());
+  EXPECT_EQ(elf.symbol(kGmmu), nullptr) << "pvk-builtin.elf defines g_mmu";
+  EXPECT_TRUE(sites_of(elf).empty()) << "pvk-builtin.elf records pvops sites";
+  EXPECT_TRUE(calls_through_gmmu(PVK_BUILTIN_KERNEL_PATH).empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Native, ImageSites, ::testing::Values(Platform::native));
+
+// The compiled-in image boots natively only, with pte=attrs; anything else
+// is one clear line and a failing status.
+class BuiltinImage : public ::testing::TestWithParam<Platform> {};
+
+TEST_P(BuiltinImage, RefusesWhatItCannotRun) {
+  const Platform platform = GetParam();
+  const std::string params = platform == Platform::xen ? "selftest=mm" : "mmu=native pte=flags selftest=mm";
+  const RunResult r = boot(platform, params, Image::builtin);
+  EXPECT_TRUE(failed_cleanly(r)) << transcript(r);
+  const char* expected = platform == Platform::xen ? "cannot run as a xen pv guest" : "pte=flags";
+  EXPECT_TRUE(any_text_line(r, [&](std::string_view l) {
+    return contains(lower(l), "compiled-in native image") && contains(lower(l), expected);
+  })) << transcript(r);
+}
+
+INSTANTIATE_TEST_SUITE_P(Native, BuiltinImage, ::testing::Values(Platform::native));
+INSTANTIATE_TEST_SUITE_P(Xen, BuiltinImage, ::testing::Values(Platform::xen));
+
+}  // namespace
+}  // namespace pvk::boot_test
