@@ -97,6 +97,67 @@ TEST(Schedule, AARatioPairsEachTwinWithItsOriginal) {
   EXPECT_EQ(switch_default(kTwinKey), "1");
 }
 
+TEST(Warmup, EachItemFirstWithOneRep) {
+  MatrixOptions m = small_matrix(1);
+  m.with_variations = false;
+  Plan plan = build_plan(m);
+  EXPECT_EQ(add_warmups(plan), plan.boots.size());
+  EXPECT_EQ(plan.boots[0].bench, "getppid:reps=1,fork_dirty:pages=1280:reps=1,getppid,fork_dirty:pages=1280");
+  EXPECT_EQ(plan.boots[0].cmdline, plan.configs[plan.boots[0].config].cmdline() + " bench=" + plan.boots[0].bench);
+  // An item that already names reps gets reps=1 in its warm-up only.
+  Plan one = build_plan([] {
+    MatrixOptions o = small_matrix(1);
+    o.with_variations = false;
+    o.mmus = {"batched"};
+    o.items = parse_items("getppid:reps=9");
+    return o;
+  }());
+  add_warmups(one);
+  EXPECT_EQ(one.boots[0].bench, "getppid:reps=1,getppid:reps=9");
+  // Too long for one bench= with its warm-ups: left alone, with a note.
+  Plan full = build_plan([] {
+    MatrixOptions o = small_matrix(1);
+    o.with_variations = false;
+    o.mmus = {"batched"};
+    std::string items;
+    for (int i = 0; i < 20; ++i) items += (items.empty() ? "" : ",") + std::string("getppid:iters=") + std::to_string(i + 1);
+    o.items = parse_items(items);
+    return o;
+  }());
+  const std::string before = full.boots[0].bench;  // the first boot's 15 items fill bench=
+  EXPECT_LT(add_warmups(full), full.boots.size());
+  EXPECT_EQ(full.boots[0].bench, before);
+  EXPECT_FALSE(full.notes.empty());
+}
+
+TEST(Warmup, EarlierRecordsOfTheSameItemAreLeftOutOfTheRows) {
+  using testing::bench_line;
+  std::vector<Sample> boot;
+  for (const auto& line : {bench_line("getppid", R"("iters":10)", 900, 900, 900, 10),
+                           bench_line("fork_dirty", R"("pages":64)", 5000, 5000, 5000, 1),
+                           bench_line("getppid", R"("iters":10)", 100, 90, 110, 10),
+                           bench_line("fork_dirty", R"("pages":64)", 500, 400, 600, 1),
+                           bench_line("fork_dirty", R"("pages":128)", 800, 700, 900, 1)})
+    boot.push_back(Sample{"native mmu=native", 1, 0, parse_records({line}).at(0)});
+  mark_warmups(boot);
+  EXPECT_TRUE(boot[0].warmup);
+  EXPECT_TRUE(boot[1].warmup);
+  EXPECT_FALSE(boot[2].warmup);
+  EXPECT_FALSE(boot[3].warmup);
+  EXPECT_FALSE(boot[4].warmup);
+  Results r;
+  r.configs = {config_from_id("native mmu=native")};
+  r.records = boot;
+  aggregate(r);
+  ASSERT_EQ(r.rows.size(), 3u);
+  for (const auto& row : r.rows) EXPECT_EQ(row.samples, 1) << row.bench;
+  EXPECT_DOUBLE_EQ(r.rows[0].per_op, 10);  // getppid: the warm-up's 90 ns per op is gone
+  // Through results.json: still a warm-up.
+  const Results back = results_from_json(OJson::parse(to_json(r).dump()));
+  EXPECT_TRUE(back.records[0].warmup);
+  EXPECT_EQ(back.rows.size(), 3u);
+}
+
 TEST(HostLoad, ParsesProcFiles) {
   EXPECT_DOUBLE_EQ(*parse_loadavg("7.52 8.01 6.90 3/412 12345\n"), 7.52);
   EXPECT_FALSE(parse_loadavg("").has_value());

@@ -93,6 +93,7 @@ struct Commands::State {
   bool full = false, smoke = false, icount = false, no_variations = false, no_plots = false, dry_run = false;
   bool with_linux = false;
   bool aa = false;                  // issue 14: each base configuration twice, as two configurations
+  bool warmup = false;              // issue 14: a one-rep run of each item first, discarded
   std::string schedule = "paired";  // schedule.hpp
   std::string icount_spec = default_icount;
   CLI::Option* reps_option = nullptr;
@@ -125,6 +126,7 @@ struct Commands::State {
     if (!items.empty()) c += " --bench " + items;
     if (no_variations) c += " --no-variations";
     if (aa) c += " --aa";
+    if (warmup) c += " --warmup";
     if (schedule != "paired") c += " --schedule " + schedule;
     for (const auto& r : ratios) c += " --ratio '" + r + "'";
     c += fmt::format(" --jobs {}", jobs);
@@ -210,6 +212,7 @@ struct Commands::State {
             {"icount", q.icount},
             {"schedule", schedule},
             {"aa", aa},
+            {"warmup", warmup},
             {"host_cpus", std::thread::hardware_concurrency()},
             {"cancelled", g_cancel.load()}};
   }
@@ -245,6 +248,7 @@ struct Commands::State {
     if (!from.empty()) return rewrite(specs);
     Plan plan = build_plan(m);
     if (aa) add_aa_twins(plan);
+    if (warmup) add_warmups(plan);
     schedule_boots(plan, parse_schedule(schedule));
 
     for (const auto& note : plan.notes) fmt::print(stderr, "pvk bench: {}\n", note);
@@ -348,6 +352,9 @@ Commands::Commands(CLI::App& app, const fs::path& build_dir, const fs::path& sou
   b->add_flag("--aa", s.aa,
               "A/A check: boot every base configuration twice, as two configurations (twin=1, twin=2; the kernel "
               "sees the same command line); the A/A ratio must be 1.00 within its interval");
+  b->add_flag("--warmup", s.warmup,
+              "each boot first runs every item once with reps=1 and discards those records (kept in results.json "
+              "as warm-ups)");
   b->add_option("--schedule", s.schedule,
                 "boot order: paired (a round per rep, each configuration beside the ones its ratios compare it "
                 "with, so the pairs share the host's load) or heaviest (heaviest boot first)")

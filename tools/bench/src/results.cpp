@@ -144,6 +144,16 @@ const Config* Results::find_config(std::string_view id) const {
   return nullptr;
 }
 
+void mark_warmups(std::vector<Sample>& boot_records) {
+  std::set<std::string> later;
+  for (auto it = boot_records.rbegin(); it != boot_records.rend(); ++it) {
+    const OJson& r = it->record;
+    if (!r.contains("bench") || !r["bench"].is_string()) continue;
+    const std::string key = r["bench"].get<std::string>() + "\n" + params_text(record_params(r));
+    it->warmup = !later.insert(key).second;
+  }
+}
+
 double median_of(std::vector<double> values) {
   if (values.empty()) return 0;
   std::sort(values.begin(), values.end());
@@ -170,7 +180,7 @@ void aggregate(Results& results) {
   std::map<Key, std::vector<const Sample*>> groups;
   for (const auto& sample : results.records) {
     const OJson& r = sample.record;
-    if (!r.contains("bench") || !r["bench"].is_string()) continue;
+    if (sample.warmup || !r.contains("bench") || !r["bench"].is_string()) continue;
     const std::string bench = r["bench"];
     const std::string ptext = bench + "\n" + params_text(record_params(r));
     const size_t p = params_seen.emplace(ptext, params_seen.size()).first->second;
@@ -275,8 +285,10 @@ OJson to_json(const Results& results) {
   }
   out["results"] = rows;
   OJson records = OJson::array();
-  for (const auto& s : results.records)
+  for (const auto& s : results.records) {
     records.push_back({{"configuration", s.config}, {"rep", s.rep}, {"part", s.part}, {"record", s.record}});
+    if (s.warmup) records.back()["warmup"] = true;
+  }
   out["records"] = records;
   return out;
 }
@@ -310,7 +322,7 @@ Results results_from_json(const OJson& json) {
   }
   for (const auto& s : array_member(json, "records"))
     results.records.push_back({s.value("configuration", ""), s.value("rep", 1), s.value("part", 0),
-                               s.contains("record") ? s["record"] : OJson::object()});
+                               s.contains("record") ? s["record"] : OJson::object(), s.value("warmup", false)});
   for (const auto& r : array_member(json, "results")) {
     Row row;
     row.bench = r.at("bench").get<std::string>();

@@ -253,7 +253,10 @@ Results execute(const Plan& plan, BootRunner& runner, const ExecuteOptions& opti
   std::vector<BootRecord> boots;
   for (size_t i : order) {
     boots.push_back(results.boots[i]);
-    for (auto& r : records[i]) results.records.push_back({results.boots[i].config, plan.boots[i].rep, plan.boots[i].part, std::move(r)});
+    std::vector<Sample> mine;
+    for (auto& r : records[i]) mine.push_back({results.boots[i].config, plan.boots[i].rep, plan.boots[i].part, std::move(r)});
+    mark_warmups(mine);
+    for (auto& s : mine) results.records.push_back(std::move(s));
   }
   results.boots = std::move(boots);
   return results;

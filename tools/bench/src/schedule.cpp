@@ -89,4 +89,33 @@ size_t add_aa_twins(Plan& plan) {
   return added;
 }
 
+size_t add_warmups(Plan& plan) {
+  size_t warmed = 0, left = 0;
+  for (Boot& boot : plan.boots) {
+    const std::vector<Item> items = parse_items(boot.bench);
+    std::vector<Item> with;
+    for (Item warm : items) {
+      std::erase_if(warm.options, [](const auto& o) { return o.first == "reps"; });
+      warm.options.emplace_back("reps", "1");
+      with.push_back(std::move(warm));
+    }
+    with.insert(with.end(), items.begin(), items.end());
+    std::vector<std::string> packed;
+    try {
+      packed = pack_items(with);
+    } catch (const std::invalid_argument&) {
+    }
+    if (packed.size() != 1) {
+      ++left;
+      continue;
+    }
+    const size_t at = boot.cmdline.rfind("bench=");
+    boot.cmdline = boot.cmdline.substr(0, at) + "bench=" + packed.front();
+    boot.bench = packed.front();
+    ++warmed;
+  }
+  if (left) plan.notes.push_back(fmt::format("--warmup: {} boots too long for warm-ups, run without", left));
+  return warmed;
+}
+
 }  // namespace pvk::bench

@@ -62,7 +62,15 @@ struct Sample {
   int rep = 1;
   int part = 0;
   OJson record;
+  // A warm-up: its boot ran the same benchmark and parameters again later
+  // (mark_warmups); kept in results.json, left out of the rows.
+  bool warmup = false;
 };
+
+// Flags, among one boot's records, every benchmark record whose (benchmark,
+// parameters) the boot printed again later: the earlier runs were warm-ups
+// (`pvk bench --warmup` puts a one-rep copy of each item first).
+void mark_warmups(std::vector<Sample>& boot_records);
 
 // One (benchmark, parameters, configuration) over every boot that ran it.
 // Times are ns: median = median of the boots' medians; min/max = the extreme

@@ -36,4 +36,11 @@ void schedule_boots(Plan& plan, Schedule schedule);
 // contains 1. Returns the number of twins added.
 size_t add_aa_twins(Plan& plan);
 
+// Warm-up: each boot first runs every one of its items once with reps=1,
+// then the items as planned; the runner flags the first records as warm-ups
+// (results.hpp, mark_warmups) and the rows leave them out. A boot whose
+// items with their warm-ups would not fit one bench= value keeps its items
+// alone. Returns the number of boots that got warm-ups.
+size_t add_warmups(Plan& plan);
+
 }  // namespace pvk::bench
