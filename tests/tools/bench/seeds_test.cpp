@@ -74,6 +74,21 @@ TEST(CrossBenchRatios, OneConfigurationOverItselfInTheDeclaredTable) {
   EXPECT_EQ(find(ratios, "zero-page read÷fresh fault", "xen/batched"), nullptr);
 }
 
+TEST(CrossBenchRatios, DeclaredWithRatioOption) {
+  const RatioSpec spec = parse_ratio("cow÷fresh=@fault_zero_cow/@fault_write");
+  EXPECT_EQ(spec.numerator_bench, "fault_zero_cow");
+  EXPECT_EQ(spec.denominator_bench, "fault_write");
+  EXPECT_TRUE(spec.numerator.terms.empty());
+  const Results r = fault_results();
+  const auto ratios = compute_ratios(r, {spec});
+  // Every configuration that ran both, each over itself (zero_page=off too).
+  ASSERT_EQ(ratios.size(), 3u);
+  for (const auto& x : ratios) EXPECT_EQ(x.numerator, x.denominator);
+  EXPECT_EQ(parse_ratio("x=zero_page=on@fault_zero_cow/zero_page=off@fault_write").denominator.text(), "zero_page=off");
+  EXPECT_THROW(parse_ratio("x=@fault_zero_cow/mmu=native"), std::invalid_argument);
+  EXPECT_THROW(parse_ratio("x=@/@fault_write"), std::invalid_argument);
+}
+
 TEST(Seeds, EverySeedHasItsExperiments) {
   std::set<std::string> seeds;
   for (const auto& f : seed_figures()) {

@@ -149,9 +149,23 @@ RatioSpec parse_ratio(std::string_view text) {
   const size_t slash = sides.find('/');
   if (slash == std::string_view::npos || sides.find('/', slash + 1) != std::string_view::npos)
     throw std::invalid_argument(fmt::format("--ratio '{}': expected one '/' between the two selectors", text));
-  RatioSpec spec{std::string(text.substr(0, eq)), parse_selector(sides.substr(0, slash)),
-                 parse_selector(sides.substr(slash + 1)), ""};
-  spec.about = "declared with --ratio";
+  // A side is SELECTOR[@BENCH]; with a benchmark the selector may be empty
+  // (any configuration: then both rows come from one).
+  auto side = [&](std::string_view part, std::string& bench) {
+    const size_t at = part.find('@');
+    if (at != std::string_view::npos) {
+      bench = std::string(part.substr(at + 1));
+      if (bench.empty()) throw std::invalid_argument(fmt::format("--ratio '{}': empty benchmark after '@'", text));
+      part = part.substr(0, at);
+      if (part.empty()) return Selector{};
+    }
+    return parse_selector(part);
+  };
+  RatioSpec spec{std::string(text.substr(0, eq)), {}, {}, "declared with --ratio"};
+  spec.numerator = side(sides.substr(0, slash), spec.numerator_bench);
+  spec.denominator = side(sides.substr(slash + 1), spec.denominator_bench);
+  if (spec.numerator_bench.empty() != spec.denominator_bench.empty())
+    throw std::invalid_argument(fmt::format("--ratio '{}': name a benchmark on both sides or on neither", text));
   return spec;
 }
 

@@ -47,7 +47,9 @@ struct RatioSpec {
 
 // The ratios every summary shows (when the run has both sides).
 const std::vector<RatioSpec>& builtin_ratios();
-// "NAME=NUMERATOR/DENOMINATOR", e.g. "batch1÷32=batch=1/batch=32".
+// "NAME=NUMERATOR/DENOMINATOR", e.g. "batch1÷32=batch=1/batch=32"; across
+// benchmarks each side ends in @BENCH, its selector possibly empty:
+// "cow÷fresh=@fault_zero_cow/@fault_write" (within each configuration).
 RatioSpec parse_ratio(std::string_view text);
 
 // A goal stated as a ratio (issues 5 and 10): the ratio `ratio` of
