@@ -126,7 +126,7 @@ TEST(Seeds, VerdictsAndNotMeasured) {
   has("## Seeds");
   has("wall time");
   has("| 001 | COW of the zero page ÷ a fresh page's fault | 2,660 / 2,300 cycles = 1.16 | native pages=2048: **1.16** [");
-  has("partly shown in 1 of 2 (pvk 1.00–1.16 vs the seed's 1.16); 1 not significant");
+  has("partly shown in 1 of 2 (pvk 1.00–1.16 vs the seed's 1.16); 1 without a difference");
   has("pvk: not measured (needs a Poke_full benchmark)");
   has("pvk: not measured (needs a forkexec benchmark)");
   has("pvk: not measured (needs a kernbench load sweep)");
@@ -146,6 +146,16 @@ TEST(Seeds, NoDifferenceVerdicts) {
   EXPECT_EQ(seed_verdict(f, {&same}), "agrees: no difference in 1 of 1 (pvk 1.00)");
   EXPECT_EQ(seed_verdict(f, {&same, &slower}), "differs: a difference in 1 of 2 (0 faster, 1 slower; pvk 1.00–1.20)");
   EXPECT_EQ(seed_verdict(f, {}), "not in this run");
+  // An interval that holds 1 but is wide says nothing either way.
+  Ratio wide;
+  wide.value = 0.9;
+  wide.stats = ratio_stats({80, 120, 90}, {100, 100, 110}, true);
+  ASSERT_TRUE(wide.stats.same());
+  ASSERT_TRUE(wide.stats.noisy());
+  EXPECT_EQ(seed_verdict(f, {&same, &wide}),
+            "inconclusive: no difference shown, but 1 of 2 too noisy to tell (pvk 0.92–1.00)");
+  SeedFigure faster{"003", "x", "", 0.25, SeedFigure::Claim::below_one, "batched÷wrpt", "fork_dirty"};
+  EXPECT_EQ(seed_verdict(faster, {&wide}), "inconclusive in 0 of 1 (pvk 0.92 vs the seed's 0.25); 1 too noisy to tell");
 }
 
 TEST(ForkFit, PerPageAndFixedCostPerConfiguration) {

@@ -129,10 +129,14 @@ std::string seed_verdict(const SeedFigure& f, const std::vector<const Ratio*>& m
       return "not in this run (--full boots batched and wrpt at 128,000 pages)";
     return "not in this run";
   }
-  int same = 0, below = 0, above = 0;
+  // Each ratio: no difference (the interval holds 1 and is narrower than
+  // ±5 %, or the ratio is within ±2 % either way), a difference either way
+  // (the interval excludes 1), or too noisy to say (it holds 1 but is wide).
+  int same = 0, below = 0, above = 0, noisy = 0;
   for (const Ratio* r : mine) {
-    const bool within = std::fabs(r->shown() - 1) <= kSame;
-    if (r->stats.same() || within) ++same;
+    const bool within = std::fabs(r->shown() - 1) <= kSame && !r->stats.noisy();
+    if (within || (r->stats.same() && r->stats.estimated && !r->stats.noisy())) ++same;
+    else if (r->stats.same()) ++noisy;
     else if (r->shown() < 1) ++below;
     else ++above;
   }
@@ -142,24 +146,28 @@ std::string seed_verdict(const SeedFigure& f, const std::vector<const Ratio*>& m
   const std::string range = format_ratio((*lo)->shown()) == format_ratio((*hi)->shown())
                                 ? format_ratio((*lo)->shown())
                                 : format_ratio((*lo)->shown()) + "–" + format_ratio((*hi)->shown());
+  const std::string unsure = noisy ? fmt::format("; {} too noisy to tell", noisy) : "";
   switch (f.claim) {
     case Claim::no_difference:
+      if (below + above)
+        return fmt::format("differs: a difference in {} of {} ({} faster, {} slower; pvk {}){}", below + above, n,
+                           below, above, range, unsure);
       if (same == n) return fmt::format("agrees: no difference in {} of {} (pvk {})", same, n, range);
-      return fmt::format("differs: a difference in {} of {} ({} faster, {} slower; pvk {})", n - same, n, below,
-                         above, range);
+      return fmt::format("inconclusive: no difference shown, but {} of {} too noisy to tell (pvk {})", noisy, n,
+                         range);
     case Claim::below_one:
     case Claim::above_one: {
       const int right = f.claim == Claim::below_one ? below : above;
       const int wrong = f.claim == Claim::below_one ? above : below;
-      std::string v = right == n ? "agrees in direction" : wrong ? "differs in direction" : "partly shown";
+      std::string v = right == n ? "agrees in direction" : wrong ? "differs in direction" : right ? "partly shown" : "inconclusive";
       v += fmt::format(" in {} of {} (pvk {} vs the seed's {})", right, n, range, format_ratio(f.value));
-      if (same) v += fmt::format("; {} not significant", same);
-      return v;
+      if (same) v += fmt::format("; {} without a difference", same);
+      return v + unsure;
     }
     case Claim::reference:
       break;
   }
-  return fmt::format("reference: pvk {} ({} of {} without a difference)", range, same, n);
+  return fmt::format("reference: pvk {} ({} of {} with a difference shown)", range, below + above, n);
 }
 
 std::vector<ForkFit> fork_fits(const Results& results) {
@@ -195,7 +203,8 @@ std::string seeds_section(const Results& results, const std::vector<Ratio>& rati
       "\n## Seeds\n\n"
       "Every experiment of seeds 000–003 (`../shared/seeds/`): the seed's figure, pvk's corresponding figure from "
       "this run ({}, one cell line per configuration pair; the ratio's interval and p as in Ratios) and a verdict. "
-      "\"No difference\" means the interval holds 1 or the ratio is within ±{:.0f} %. The seeds ran on real "
+      "\"No difference\": the interval holds 1 and is narrower than ±5 %, or the ratio is within ±{:.0f} %; \"too "
+      "noisy to tell\": the interval holds 1 but is wider (or a side has one boot). The seeds ran on real "
       "hardware (2006-2011), pvk on QEMU TCG: compare directions and sizes of effects, not absolute values.\n\n",
       time_mode(results), kSame * 100);
   md += "| seed | experiment | seed's figure | pvk | verdict |\n|---|---|---|---|---|\n";
