@@ -185,6 +185,9 @@ TEST(ForkFit, PerPageAndFixedCostPerConfiguration) {
       << md;
   EXPECT_NE(md.find("| xen/batched | 1280–12800 | 4 | 0.300 µs | 0.500 ms | 1.000 |"), std::string::npos) << md;
   EXPECT_NE(md.find("| xen/wrpt | 1280–12800 | 4 | 2.200 µs | 0.500 ms | 1.000 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("Per-page cost, batched ÷ wrpt: xen/batched ÷ xen/wrpt: 0.136 (seed 003, wtpt ÷ emulate: 0.131)."),
+            std::string::npos)
+      << md;
 }
 
 }  // namespace

@@ -232,6 +232,23 @@ std::string seeds_section(const Results& results, const std::vector<Ratio>& rati
                       f.fit.n, us(f.fit.slope), f.fit.intercept / 1e6, f.fit.r2);
   }
   if (fits.empty()) md += "\nNo configuration ran fork_dirty at two sizes or more.\n";
+  // The seed's comparison on the per-page cost: batched over wrpt with every
+  // other switch the same, against wtpt over emulate.
+  std::string per_page;
+  for (const auto& f : fits) {
+    const Config* c = results.find_config(f.config);
+    if (!c || c->platform != "xen" || c->get("mmu") != "batched") continue;
+    Config other = *c;
+    for (auto& sw : other.switches)
+      if (sw.first == "mmu") sw.second = "wrpt";
+    for (const auto& g : fits)
+      if (g.config == other.id() && g.fit.slope > 0)
+        per_page += fmt::format("{}{} ÷ {}: {:.3f}", per_page.empty() ? "" : "; ", c->label(), other.label(),
+                                f.fit.slope / g.fit.slope);
+  }
+  if (!per_page.empty())
+    md += fmt::format("\nPer-page cost, batched ÷ wrpt: {} (seed 003, wtpt ÷ emulate: {:.3f}).\n", per_page,
+                      (37552.0 - 813) / (283879.0 - 3279));
   return md;
 }
 
