@@ -112,7 +112,8 @@ std::string compare_markdown(const Comparison& c, const std::string& old_name, c
     }
     md += fmt::format("| {} | {} | {} | {} | {}–{} | {} | {} | {} | {} | {} | {} |\n", l.bench, l.params, l.config,
                       format_ns(o.per_op), format_ns(o.per_op_min), format_ns(o.per_op_max), format_ns(n.per_op),
-                      format_ratio(l.ratio), delta, interval, p,
+                      // The interval's center when there is one: figure and interval from one estimate.
+                      format_ratio(s.estimated ? s.center : l.ratio), delta, interval, p,
                       l.change > 0 ? "▲ slower" : l.change < 0 ? "▼ faster" : "");
   }
   if (!c.only_old.empty()) {
