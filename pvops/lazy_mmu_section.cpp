@@ -2,6 +2,7 @@
 
 #include "base/frames/frame_allocator.h"
 #include "pvops/pvop.h"
+#include "pvops/unhook_tables.h"
 
 namespace pvk {
 
@@ -15,6 +16,12 @@ LazyMmuSection* g_open_section = nullptr;
 }  // namespace
 
 LazyMmuSection::LazyMmuSection(Pfn root, OnRefusal on_refusal) : root_(root) {
+  // With tables unhooked (mmu=unhook/auto) the likeliest way here is a fault
+  // on an address they cover, which nothing may touch inside the section.
+  if (g_open_section && g_unhooked_tables)
+    panic("LazyMmuSection opened inside another while %u L1 tables are unhooked: an access into an unhooked range "
+          "inside a lazy-MMU section",
+          g_unhooked_tables);
   if (g_open_section) panic("LazyMmuSection opened inside another (lazy-MMU sections do not nest)");
   g_open_section = this;
   PVOP(enter_lazy_mmu)(on_refusal);

@@ -33,6 +33,17 @@ concept MmuPolicy = requires(Pte* slot, Pte v, Level level, Pfn pfn, PteFlags fl
   // Pushes deferred L1 stores out (the lazy-MMU section's flush), when the
   // walk must read back what it wrote in the same section.
   { P::flush_queue() } -> std::same_as<ErrorOr<void>>;
+  // Table-granular writers (mmu=unhook, mmu=auto; pvops/unhook_tables.h).
+  // With kTableHints the walk names each L1 table before it stores into it:
+  // begin_table(l2_slot, base, entries) — the L2 entry holding the table,
+  // the 2 MiB it covers, how many of its entries the operation will store —
+  // so the backend may take the whole table out of Xen's hands first. Such a
+  // backend may also hold an L2 entry "unhooked" (empty in memory) for a
+  // while; l2_entry(slot) is the entry as the walk must see it (the saved
+  // one), and the walk reads every L2 entry through it.
+  { P::kTableHints } -> std::convertible_to<bool>;
+  { P::begin_table(slot, VirtAddr{}, 1u) } -> std::same_as<ErrorOr<void>>;
+  { P::l2_entry(slot) } -> std::same_as<Pte>;
 };
 
 }  // namespace pvk

@@ -35,6 +35,9 @@ struct Policy {
     return {};
   }
   static ErrorOr<void> flush_queue() { return {}; }
+  static constexpr bool kTableHints = false;
+  static ErrorOr<void> begin_table(Pte*, VirtAddr, unsigned) { return {}; }
+  static Pte l2_entry(const Pte* slot) { return *slot; }
 };
 static_assert(MmuPolicy<Policy>);
 

@@ -19,6 +19,7 @@ class PageWalk {
  public:
   static ErrorOr<void> map(Pfn root, VirtAddr va, uint64_t pages, FrameSource src, PteFlags flags) {
     return each_table(root, va, pages, Alloc::Yes, Gate::PushDown, LazyMmuSection::open_section(), [&](Pte* l1, unsigned first, unsigned count, uint64_t i) -> ErrorOr<void> {
+      TRY(announce(root, va + i * kPageSize, count));
       for (unsigned k = 0; k < count; ++k) {
         if (mapped(l1[first + k])) return Errno::EEXIST;
         // A not-present entry is never cached in the TLB: no flush needed.
@@ -49,7 +50,7 @@ class PageWalk {
         i += in_table;
         continue;
       }
-      if (!present(l2_lookup.value()[index_at(v, Level::L2)])) {
+      if (!present(l2e(&l2_lookup.value()[index_at(v, Level::L2)]))) {
         // No L1 here, but the L2 may be empty (a map that failed after
         // creating it): reclaim it like one emptied by this unmap.
         TRY(release_if_empty(root, v, l2_lookup.value(), Level::L2, section));
@@ -58,7 +59,7 @@ class PageWalk {
       }
       Pte* l2 = l2_lookup.value();
       Pte* l2_slot = &l2[index_at(v, Level::L2)];
-      if (in_table == kEntriesPerTable && holders(P::pfn_of(*l2_slot)) > 1) {
+      if (in_table == kEntriesPerTable && holders(P::pfn_of(l2e(l2_slot))) > 1) {
         // Another space still uses the table: this one only lets go of it.
         i += in_table;
         TRY(drop_shared(l2_slot, v, section));
@@ -67,7 +68,7 @@ class PageWalk {
       }
       // Clearing some leaves of a shared table: this space's own copy first.
       if (in_table != kEntriesPerTable) TRY(make_private(l2_slot, v, Gate::Keep, section));
-      const Pfn l1_pfn = P::pfn_of(*l2_slot);
+      const Pfn l1_pfn = P::pfn_of(l2e(l2_slot));
       Pte* l1 = phys_to_virt<Pte>(l1_pfn);
       if (in_table == kEntriesPerTable) {
         // The whole table goes: no need to clear its entries one by one
@@ -84,6 +85,11 @@ class PageWalk {
         TRY(release_l1(l2_slot, v, section));
         TRY(release_if_empty(root, v, l2, Level::L2, section));
         continue;
+      }
+      if constexpr (P::kTableHints) {
+        unsigned stores = 0;
+        for (unsigned idx = first; idx < first + in_table; ++idx) stores += !l1[idx].none();
+        TRY(P::begin_table(l2_slot, table_base(v), stores));
       }
       for (unsigned idx = first; idx < first + in_table; ++idx) {
         const Pte old = l1[idx];
@@ -139,6 +145,12 @@ class PageWalk {
   static ErrorOr<void> fork_range(Pfn parent, Pfn child, VirtAddr va, uint64_t pages, ForkMode mode,
                                   LazyMmuSection& section) {
     return each_table(parent, va, pages, Alloc::No, Gate::Keep, &section, [&](Pte* src, unsigned first, unsigned count, uint64_t i) -> ErrorOr<void> {
+      if constexpr (P::kTableHints) {
+        // The parent's stores: one write-protect per leaf not Cow yet.
+        unsigned stores = 0;
+        for (unsigned k = 0; k < count; ++k) stores += mapped(src[first + k]) && !has(src[first + k], pte_bit::Cow);
+        TRY(announce(parent, va + i * kPageSize, stores));
+      }
       // The child's table for this stretch. A table the child does not have
       // yet is filled as ordinary private memory and published (validated,
       // under Xen) in one store when complete, as Linux fills a new mm
@@ -153,9 +165,10 @@ class PageWalk {
         if (!dst) {
           Pte* l2 = TRY(table_for_level(child, at, Level::L2, Alloc::Yes));
           Pte* slot = &l2[index_at(at, Level::L2)];
-          if (present(*slot)) {
+          if (present(l2e(slot))) {
             TRY(make_private(slot, at, Gate::Keep, section));
-            dst = phys_to_virt<Pte>(P::pfn_of(*slot));
+            dst = phys_to_virt<Pte>(P::pfn_of(l2e(slot)));
+            if constexpr (P::kTableHints) TRY(P::begin_table(slot, table_base(at), count - k));
           } else {
             fresh = TRY(frames().try_alloc());
             dst = phys_to_virt<Pte>(fresh);
@@ -211,14 +224,14 @@ class PageWalk {
     const VirtAddr base = table_base(va);
     Pte* from = hooked_l2_slot(parent, base);
     if (!from) return false;
-    const Pfn l1 = P::pfn_of(*from);
+    const Pfn l1 = P::pfn_of(l2e(from));
     if (holders(l1) == 1 && mapped_leaves(phys_to_virt<const Pte>(l1)) < min_leaves) return false;
     Pte* child_l2 = TRY(table_for_level(child, base, Level::L2, Alloc::Yes));
     Pte* to = &child_l2[index_at(base, Level::L2)];
     if (present(*to)) return Errno::EEXIST;  // fork fills a fresh space: a table here is a caller's bug
-    if (writable(*from)) {
+    if (writable(l2e(from))) {
       // The parent's writable translations under this table go with the gate.
-      TRY(store(from, Pte{from->raw & ~pte_bit::Write}, Level::L2));
+      TRY(store(from, Pte{l2e(from).raw & ~pte_bit::Write}, Level::L2));
       section.invalidate_range(base, kEntriesPerTable);
     }
     TRY(store(to, Pte{P::make_table(l1).raw & ~pte_bit::Write}, Level::L2));
@@ -237,7 +250,7 @@ class PageWalk {
     return each_stretch(va, pages, [&](VirtAddr v, unsigned, unsigned count, uint64_t) -> ErrorOr<void> {
       if (which == Coverage::Partial && count == kEntriesPerTable) return {};
       Pte* slot = hooked_l2_slot(root, v);
-      if (!slot || holders(P::pfn_of(*slot)) == 1) return {};
+      if (!slot || holders(P::pfn_of(l2e(slot))) == 1) return {};
       return copy_out(slot, table_base(v), section);
     });
   }
@@ -253,14 +266,14 @@ class PageWalk {
         const Pfn l2_pfn = P::pfn_of(l3[i3]);
         Pte* l2 = phys_to_virt<Pte>(l2_pfn);
         for (unsigned i2 = 0; i2 < kEntriesPerTable; ++i2) {
-          if (!present(l2[i2])) continue;
+          if (!present(l2e(&l2[i2]))) continue;
           const VirtAddr base{(uint64_t{i4} << 39) | (uint64_t{i3} << 30) | (uint64_t{i2} << 21)};
           any = true;
-          if (holders(P::pfn_of(l2[i2])) > 1) {
+          if (holders(P::pfn_of(l2e(&l2[i2]))) > 1) {
             TRY(drop_shared(&l2[i2], base, section));
             continue;
           }
-          const Pte* l1 = phys_to_virt<const Pte>(P::pfn_of(l2[i2]));
+          const Pte* l1 = phys_to_virt<const Pte>(P::pfn_of(l2e(&l2[i2])));
           if (visit.fn)
             for (unsigned k = 0; k < kEntriesPerTable; ++k)
               if (mapped(l1[k])) visit.fn(visit.ctx, base + k * kPageSize, l1[k]);
@@ -323,8 +336,8 @@ class PageWalk {
   // it (see Gate). slot may point at a new table afterwards.
   static ErrorOr<void> make_private(Pte* slot, VirtAddr base, Gate gate, LazyMmuSection& section) {
     if (gate == Gate::None) return {};
-    if (holders(P::pfn_of(*slot)) > 1) return copy_out(slot, base, section);
-    if (writable(*slot) || gate == Gate::Keep) return {};
+    if (holders(P::pfn_of(l2e(slot))) > 1) return copy_out(slot, base, section);
+    if (writable(l2e(slot)) || gate == Gate::Keep) return {};
     return open_gate(slot, base, gate == Gate::PushDown, section);
   }
 
@@ -332,7 +345,7 @@ class PageWalk {
   // (their frames are now referenced once more), built as plain memory and
   // hooked in with one validation. The old table loses one holder.
   static ErrorOr<void> copy_out(Pte* slot, VirtAddr base, LazyMmuSection& section) {
-    const Pfn old = P::pfn_of(*slot);
+    const Pfn old = P::pfn_of(l2e(slot));
     const Pte* src = phys_to_virt<const Pte>(old);
     const Pfn fresh = TRY(frames().try_alloc());
     Pte* dst = phys_to_virt<Pte>(fresh);
@@ -367,7 +380,7 @@ class PageWalk {
   // writable leaf loses write, so the leaves alone say the rights. The leaf
   // updates reach the tables before the gate opens.
   static ErrorOr<void> open_gate(Pte* slot, VirtAddr base, bool push_down, LazyMmuSection& section) {
-    const Pfn table = P::pfn_of(*slot);
+    const Pfn table = P::pfn_of(l2e(slot));
     Pte* l1 = phys_to_virt<Pte>(table);
     // A table never shared (share count 0, not 1) has no leaf whose frame
     // became shared behind its back: every such leaf is Cow already.
@@ -382,7 +395,7 @@ class PageWalk {
                                 Pte{(old.raw & ~pte_bit::Write) | (shared ? pte_bit::Cow : uint64_t{0})}));
     }
     TRY(P::flush_queue());
-    TRY(store(slot, Pte{slot->raw | pte_bit::Write}, Level::L2));
+    TRY(store(slot, Pte{l2e(slot).raw | pte_bit::Write}, Level::L2));
     frame_refs().set(table, 0);  // its leaves are in order again
     // Translations cached while the gate was closed say read-only.
     section.invalidate_range(base, kEntriesPerTable);
@@ -392,7 +405,7 @@ class PageWalk {
 
   // Unhooks a shared table from this space; the others keep it.
   static ErrorOr<void> drop_shared(Pte* slot, VirtAddr base, LazyMmuSection& section) {
-    const Pfn l1 = P::pfn_of(*slot);
+    const Pfn l1 = P::pfn_of(l2e(slot));
     TRY(store(slot, Pte{}, Level::L2));
     section.invalidate_range(base, kEntriesPerTable);
     frame_refs().dec(l1);
@@ -401,7 +414,7 @@ class PageWalk {
 
   // Unhooks a table this space alone holds and frees it after the flush.
   static ErrorOr<void> release_l1(Pte* slot, VirtAddr base, LazyMmuSection& section) {
-    const Pfn l1 = P::pfn_of(*slot);
+    const Pfn l1 = P::pfn_of(l2e(slot));
     TRY(store(slot, Pte{}, Level::L2));
     // The CPU may cache the unhooked table's entry (paging-structure caches)
     // even when no leaf under it was present: invalidate an address it
@@ -419,7 +432,12 @@ class PageWalk {
       if (tables == Tables::Whole && count == kEntriesPerTable && TRY(protect_at_l2(l2_slot, v, set, clear, section)))
         return {};
       TRY(make_private(l2_slot, v, Gate::PushDown, section));
-      Pte* l1 = phys_to_virt<Pte>(P::pfn_of(*l2_slot));
+      Pte* l1 = phys_to_virt<Pte>(P::pfn_of(l2e(l2_slot)));
+      if constexpr (P::kTableHints) {
+        unsigned stores = 0;
+        for (unsigned k = 0; k < count; ++k) stores += mapped(l1[first + k]);
+        TRY(P::begin_table(l2_slot, table_base(v), stores));
+      }
       for (unsigned k = 0; k < count; ++k) {
         Pte* slot = &l1[first + k];
         if (!mapped(*slot)) continue;
@@ -443,7 +461,7 @@ class PageWalk {
   static ErrorOr<bool> protect_at_l2(Pte* slot, VirtAddr base, PteFlags set, PteFlags clear, LazyMmuSection& section) {
     const bool adds_write = set.bits & pte_bit::Write, removes_write = clear.bits & pte_bit::Write;
     if (adds_write == removes_write) return false;
-    const Pte* l1 = phys_to_virt<const Pte>(P::pfn_of(*slot));
+    const Pte* l1 = phys_to_virt<const Pte>(P::pfn_of(l2e(slot)));
     // When the caller says only write changes (set and clear hold nothing
     // else), no leaf can differ in another right: no need to read them. A
     // leaf then left read-only under an open gate is upgraded by its first
@@ -458,8 +476,8 @@ class PageWalk {
       if (adds_write ? changed != 0 : (changed & ~pte_bit::Write) != 0) return false;
     }
     if (removes_write) {
-      if (writable(*slot)) {
-        TRY(store(slot, Pte{slot->raw & ~pte_bit::Write}, Level::L2));
+      if (writable(l2e(slot))) {
+        TRY(store(slot, Pte{l2e(slot).raw & ~pte_bit::Write}, Level::L2));
         section.invalidate_range(base, kEntriesPerTable);
       }
     } else {
@@ -505,17 +523,17 @@ class PageWalk {
   static ErrorOr<Pte*> l1_for(Pfn root, VirtAddr va, Alloc alloc, Gate gate, LazyMmuSection* section) {
     Pte* l2 = TRY(table_for_level(root, va, Level::L2, alloc));
     Pte* slot = &l2[index_at(va, Level::L2)];
-    if (!present(*slot)) {
+    if (!present(l2e(slot))) {
       if (alloc == Alloc::No) return Errno::ENOENT;
       return populate(slot, Level::L2);
     }
     // Gates and shared tables exist only in the user half (the kernel's
     // tables may have read-only upper entries of their own, e.g. Xen's).
-    if (gate != Gate::None && !(raw(va) >> 63) && (!writable(*slot) || holders(P::pfn_of(*slot)) > 1)) {
+    if (gate != Gate::None && !(raw(va) >> 63) && (!writable(l2e(slot)) || holders(P::pfn_of(l2e(slot))) > 1)) {
       if (!section) panic("page walk: a shared or gated table needs a lazy-MMU section");
       TRY(make_private(slot, table_base(va), gate, *section));
     }
-    return phys_to_virt<Pte>(P::pfn_of(*slot));
+    return phys_to_virt<Pte>(P::pfn_of(l2e(slot)));
   }
 
   // pte=attrs reads flag bits inline; pte=flags asks the backend each time.
@@ -576,7 +594,7 @@ class PageWalk {
     Pte* table = phys_to_virt<Pte>(root);
     for (Level l = Level::L4; l != target; l = below(l)) {
       Pte* slot = &table[index_at(va, l)];
-      const Pte e = *slot;
+      const Pte e = l == Level::L2 ? l2e(slot) : *slot;
       if (present(e)) {
         table = phys_to_virt<Pte>(P::pfn_of(e));
       } else if (alloc == Alloc::Yes) {
@@ -594,14 +612,39 @@ class PageWalk {
     auto l2 = table_for_level(root, va, Level::L2);
     if (l2.is_error()) return nullptr;
     Pte* slot = &l2.value()[index_at(va, Level::L2)];
-    return present(*slot) ? slot : nullptr;
+    return present(l2e(slot)) ? slot : nullptr;
+  }
+
+  // An L2 entry as the walk must see it: the backend's saved entry while it
+  // holds the table unhooked (pvops/unhook_tables.h), else memory.
+  static Pte l2e(const Pte* slot) {
+    if constexpr (P::kTableHints)
+      return P::l2_entry(slot);
+    else
+      return *slot;
+  }
+
+  // An L2 table is empty when no entry is present as the walk sees them.
+  static bool l2_table_empty(const Pte* table) {
+    for (unsigned k = 0; k < kEntriesPerTable; ++k)
+      if (!l2e(&table[k]).none()) return false;
+    return true;
+  }
+
+  // Tells a table-granular backend (kTableHints) that `stores` entries of the
+  // L1 table covering va are about to be stored.
+  static ErrorOr<void> announce(Pfn root, VirtAddr va, unsigned stores) {
+    if constexpr (P::kTableHints) {
+      if (Pte* slot = hooked_l2_slot(root, va)) return P::begin_table(slot, table_base(va), stores);
+    }
+    return {};
   }
 
   // After an entry of `table` (at `level`) was cleared: if the table is now
   // empty, unhook it from its parent and free it. Stops at L2: L3 and L4
   // tables live as long as their address space (kernel L3s are shared).
   static ErrorOr<void> release_if_empty(Pfn root, VirtAddr va, Pte* table, Level level, LazyMmuSection& section) {
-    if (level != Level::L2 || !none_outside(table, 0, 0)) return {};
+    if (level != Level::L2 || !l2_table_empty(table)) return {};
     Pte* l3 = TRY(table_for_level(root, va, Level::L3));
     TRY(store(&l3[index_at(va, Level::L3)], Pte{}, Level::L3));
     section.invalidate(va);

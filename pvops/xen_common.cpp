@@ -23,6 +23,8 @@ xen::MmuQueue g_queue;
 constexpr uint64_t kMaxTrackedPfns = uint64_t{1} << 20;  // 4 GiB guests
 uint64_t g_pt_bits[kMaxTrackedPfns / 64];
 
+}  // namespace
+
 ErrorOr<void> remap_accessor(Pfn pfn, PteFlags flags) {
   // The frame's one mapping the kernel writes through is its physmap
   // accessor (during boot, Xen's initial mapping); make it match its role.
@@ -33,18 +35,10 @@ ErrorOr<void> remap_accessor(Pfn pfn, PteFlags flags) {
   return {};
 }
 
-// Work that undoes or tears down must not stop at one refusal, whatever
-// section it runs in: while this lives, refusals are sent again.
-class MustComplete {
- public:
-  MustComplete() : saved_(g_on_refusal) { g_on_refusal = OnRefusal::Retry; }
-  ~MustComplete() { g_on_refusal = saved_; }
-  MustComplete(const MustComplete&) = delete;
-  MustComplete& operator=(const MustComplete&) = delete;
+MustComplete::MustComplete() : saved_(g_on_refusal) { g_on_refusal = OnRefusal::Retry; }
+MustComplete::~MustComplete() { g_on_refusal = saved_; }
 
- private:
-  OnRefusal saved_;
-};
+namespace {
 
 // The outcome of a queue operation that may have sent the queue. In a
 // section that must complete, a refusal is reported and what Xen did not

@@ -45,6 +45,23 @@ ErrorOr<void> mirror_user_l4(Pte* slot, Pte v);
 // twin's change together or not at all.
 ErrorOr<void> store_l4(Pte* slot, Pte v);
 
+// The frame's one mapping the kernel writes through (its physmap alias,
+// during boot Xen's initial mapping) gets these rights.
+ErrorOr<void> remap_accessor(Pfn pfn, PteFlags flags);
+
+// Work that undoes or tears down must not stop at one refusal, whatever
+// section it runs in: while this lives, refusals are sent again.
+class MustComplete {
+ public:
+  MustComplete();
+  ~MustComplete();
+  MustComplete(const MustComplete&) = delete;
+  MustComplete& operator=(const MustComplete&) = delete;
+
+ private:
+  OnRefusal saved_;
+};
+
 ErrorOr<void> prepare_table(Pfn pfn, Level level);
 ErrorOr<void> retire_table(Pfn pfn, Level level);
 

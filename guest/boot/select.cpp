@@ -1,10 +1,13 @@
 #include "guest/boot/select.h"
 
+#include "base/console/record.h"
 #include "base/lib/kstring.h"
 #include "pvops/backends.h"
 #include "pvops/pvop.h"
 
 namespace pvk {
+
+AutoThresholds g_auto_thresholds{};
 
 ErrorOr<void, ParamError> select_mmu_backend(const Platform& platform, const BootParams& params) {
   const bool on_xen = !strcmp(platform.name, "xen");
@@ -32,7 +35,10 @@ ErrorOr<void, ParamError> select_mmu_backend(const Platform& platform, const Boo
   if (on_xen && want == MmuBackend::Native)
     return param_error(
         "pvk: boot parameter 'mmu=native' cannot work under Xen PV: page tables are read-only to the guest "
-        "(accepted here: batched|direct|wrpt)");
+        "(accepted here: batched|direct|wrpt|unhook|auto)");
+  if (params.auto_threshold != 0 && want != MmuBackend::Auto)
+    return param_error("pvk: boot parameter 'auto_threshold=%u' applies to mmu=auto only (this boot: mmu=%s)",
+                       params.auto_threshold, backend_name(want));
   g_pte_access = params.pte;
   switch (want) {
     case MmuBackend::Native: g_mmu = make_native_ops(params.pte); return {};
@@ -46,9 +52,40 @@ ErrorOr<void, ParamError> select_mmu_backend(const Platform& platform, const Boo
       g_mmu = ops.value();
       return {};
     }
+    case MmuBackend::Unhook: g_mmu = make_unhook_ops(params.pte, params.batch); return {};
+    case MmuBackend::Auto: g_mmu = make_auto_ops(params.pte, params.batch, params.auto_threshold); return {};
     case MmuBackend::Default: break;
   }
   return param_error("pvk: boot parameter 'mmu': no backend chosen");
+#endif
+}
+
+}  // namespace pvk
+
+namespace pvk {
+
+ErrorOr<void> finish_mmu_backend(const BootParams& params, Pfn kernel_root, uint64_t (*ticks_to_ns)(uint64_t)) {
+#if PVK_BUILTIN_NATIVE
+  (void)params, (void)kernel_root, (void)ticks_to_ns;
+  return {};
+#else
+  if (params.mmu != MmuBackend::Auto) return {};
+  // auto's thresholds: the break-even of a queued entry against one table's
+  // unhook and rehook, measured here (a few hundred microseconds), unless
+  // auto_threshold= gave it (the costs are measured and reported anyway).
+  const AutoCalibration c = TRY(calibrate_auto(kernel_root));
+  Record("auto_calibration")
+      .boolean("calibrated", c.calibrated)
+      .u64("auto_threshold", c.thresholds.unhook_at)
+      .u64("auto_share_threshold", c.thresholds.share_at)
+      .u64("queued_entry_ns", ticks_to_ns(c.queued_ticks))
+      .u64("plain_store_ns", ticks_to_ns(c.plain_ticks))
+      .u64("unhook_rehook_ns", ticks_to_ns(c.table_cycle_ticks))
+      .u64("l2_store_ns", ticks_to_ns(c.l2_store_ticks))
+      .u64("trap_ns", ticks_to_ns(c.trap_ticks))
+      .u64("calibration_us", ticks_to_ns(c.elapsed_ticks) / 1000);
+  g_auto_thresholds = c.thresholds;
+  return {};
 #endif
 }
 

@@ -17,7 +17,9 @@ struct Choice {
 constexpr Choice kBackends[] = {{"native", uint8_t(MmuBackend::Native)},
                                 {"batched", uint8_t(MmuBackend::Batched)},
                                 {"direct", uint8_t(MmuBackend::Direct)},
-                                {"wrpt", uint8_t(MmuBackend::Wrpt)}};
+                                {"wrpt", uint8_t(MmuBackend::Wrpt)},
+                                {"unhook", uint8_t(MmuBackend::Unhook)},
+                                {"auto", uint8_t(MmuBackend::Auto)}};
 constexpr Choice kPteAccess[] = {{"attrs", uint8_t(PteAccess::Attrs)}, {"flags", uint8_t(PteAccess::Flags)}};
 constexpr Choice kOnOff[] = {{"on", uint8_t(Switch::On)}, {"off", uint8_t(Switch::Off)}};
 
@@ -58,6 +60,7 @@ constexpr Param kParams[] = {
     choice("pte", kPteAccess, offsetof(BootParams, pte)),
     choice("pvpatch", kOnOff, offsetof(BootParams, pvpatch)),
     number("batch", offsetof(BootParams, batch), 1, kMaxBatch),
+    number("auto_threshold", offsetof(BootParams, auto_threshold), 1, 512),
     choice("zero_page", kOnOff, offsetof(BootParams, zero_page)),
     choice("pgd_cache", kOnOff, offsetof(BootParams, pgd_cache)),
     choice("ptshare", kOnOff, offsetof(BootParams, ptshare)),
@@ -247,6 +250,8 @@ const char* backend_name(MmuBackend b) {
     case MmuBackend::Batched: return "batched";
     case MmuBackend::Direct: return "direct";
     case MmuBackend::Wrpt: return "wrpt";
+    case MmuBackend::Unhook: return "unhook";
+    case MmuBackend::Auto: return "auto";
   }
   return "?";
 }
@@ -284,8 +289,8 @@ ErrorOr<void, ParamError> parse_boot_params(const char* cmdline, BootParams& out
     }
     if (!param)
       return refusal(
-          "pvk: unknown boot parameter '%s' (known: mmu pte pvpatch batch zero_page pgd_cache ptshare selftest bench "
-          "init fail fail_seed)",
+          "pvk: unknown boot parameter '%s' (known: mmu pte pvpatch batch auto_threshold zero_page pgd_cache ptshare "
+          "selftest bench init fail fail_seed)",
           word, klen);
     if (eq == p) return refusal("pvk: boot parameter '%s' needs a value ('%s=...')", word, len, word, len);
     if (seen[index]) return refusal("pvk: boot parameter '%s' given twice", word, klen);

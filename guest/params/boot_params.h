@@ -10,7 +10,7 @@
 
 namespace pvk {
 
-enum class MmuBackend : uint8_t { Default, Native, Batched, Direct, Wrpt };
+enum class MmuBackend : uint8_t { Default, Native, Batched, Direct, Wrpt, Unhook, Auto };
 enum class Switch : uint8_t { Off, On };
 
 // Fault injection (fail=): which operation fails, and how often. The
@@ -26,6 +26,9 @@ struct BootParams {
   PteAccess pte = PteAccess::Attrs;
   Switch pvpatch = Switch::On;
   uint32_t batch = 32;  // entries per flush of the batched queue (Linux uses 32)
+  // mmu=auto: entries of one L1 table an operation must store for auto to
+  // unhook the table; 0 (not given) = calibrate at boot.
+  uint32_t auto_threshold = 0;
   Switch zero_page = Switch::On;
   Switch pgd_cache = Switch::On;
   Switch ptshare = Switch::Off;  // fork shares L1 tables; mprotect works at L2 where it can

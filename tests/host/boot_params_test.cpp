@@ -139,9 +139,9 @@ TEST(BootParams, BadChoiceListsTheAcceptedValues) {
     const char* value;
     const char* accepted;
   } cases[] = {
-      {"mmu=xen", "mmu", "xen", "native|batched|direct|wrpt"},
-      {"mmu=Native", "mmu", "Native", "native|batched|direct|wrpt"},
-      {"mmu=native=1", "mmu", "native=1", "native|batched|direct|wrpt"},
+      {"mmu=xen", "mmu", "xen", "native|batched|direct|wrpt|unhook|auto"},
+      {"mmu=Native", "mmu", "Native", "native|batched|direct|wrpt|unhook|auto"},
+      {"mmu=native=1", "mmu", "native=1", "native|batched|direct|wrpt|unhook|auto"},
       {"pte=flag", "pte", "flag", "attrs|flags"},
       {"pvpatch=yes", "pvpatch", "yes", "on|off"},
       {"zero_page=1", "zero_page", "1", "on|off"},

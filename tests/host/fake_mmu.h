@@ -97,6 +97,9 @@ struct FakePolicy {
   static ErrorOr<void> prepare_table(Pfn pfn, Level level);
   static ErrorOr<void> retire_table(Pfn pfn, Level level);
   static ErrorOr<void> flush_queue();
+  static constexpr bool kTableHints = false;
+  static ErrorOr<void> begin_table(Pte*, VirtAddr, unsigned) { return {}; }
+  static Pte l2_entry(const Pte* slot) { return *slot; }
 };
 static_assert(MmuPolicy<FakePolicy>);
 

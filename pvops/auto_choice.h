@@ -1,0 +1,61 @@
+// mmu=auto's decision, per range operation and per L1 table: how the entries
+// an operation will store into one table should reach it. Pure arithmetic,
+// so the host tests cover it whole.
+//
+// A queued entry costs Xen one validation (and a share of one hypercall);
+// unhooking costs a fixed amount per table whatever the count — an L2 clear
+// that devalidates the table, two alias remaps, an L2 store that validates
+// all 512 entries — plus a plain store per entry. So below some count the
+// queue wins and above it the unhook does: the threshold is that break-even,
+// measured at boot (calibrate_auto in pvops/unhook.cpp) or given by
+// auto_threshold=.
+#pragma once
+#include <stdint.h>
+
+namespace pvk {
+
+enum class TableMode : uint8_t { Unhook, Auto };
+enum class Strategy : uint8_t { Queue, Unhook };
+
+struct AutoThresholds {
+  // Entries of one table an operation must store for auto to unhook it;
+  // 0 never unhooks (a threshold of 1 always does).
+  unsigned unhook_at = 0;
+  // Mapped leaves a table needs for auto to let fork share it (ptshare=on)
+  // instead of copying its leaves.
+  unsigned share_at = 0;
+};
+
+inline Strategy choose_strategy(unsigned entries, AutoThresholds t) {
+  return t.unhook_at != 0 && entries >= t.unhook_at ? Strategy::Unhook : Strategy::Queue;
+}
+
+inline bool choose_share(unsigned mapped_leaves, AutoThresholds t) { return mapped_leaves >= t.share_at; }
+
+// The break-even from measured unit costs (ns): the smallest n with
+// n * queued >= table_cycle + n * plain, clamped to 1..512 (a table has 512
+// entries; at 512 auto unhooks only full tables). With queued <= plain the
+// queue always wins: 0 (never unhook).
+inline unsigned threshold_from_costs(uint64_t queued_ns, uint64_t plain_ns, uint64_t table_cycle_ns) {
+  if (queued_ns <= plain_ns) return 0;
+  const uint64_t per = queued_ns - plain_ns;
+  uint64_t n = (table_cycle_ns + per - 1) / per;
+  if (n < 1) n = 1;
+  if (n > 512) n = 512;
+  return static_cast<unsigned>(n);
+}
+
+// Sharing a table at fork costs two L2 stores now (each a validation-free
+// type reference, but a TLB flush: DESIGN.md measures 11-18 µs) and a copy
+// of the table on its first write later; copying costs a queued entry per
+// leaf for the parent's write-protect. Share when the leaves' cost is above
+// the two L2 stores and one later copy-out (a hook: one table validation).
+inline unsigned share_threshold_from_costs(uint64_t queued_ns, uint64_t l2_store_ns, uint64_t table_cycle_ns) {
+  if (queued_ns == 0) return 512;
+  uint64_t n = (2 * l2_store_ns + table_cycle_ns / 2 + queued_ns - 1) / queued_ns;
+  if (n < 1) n = 1;
+  if (n > 512) n = 512;
+  return static_cast<unsigned>(n);
+}
+
+}  // namespace pvk
