@@ -192,3 +192,37 @@ TEST(ForkFit, PerPageAndFixedCostPerConfiguration) {
 
 }  // namespace
 }  // namespace pvk::bench
+
+namespace pvk::bench {
+namespace {
+
+// Issue 14: a target with several boots a side is met or missed only when
+// its whole interval lies on one side of the goal.
+TEST(TargetsWithIntervals, MetMissedOrUnclear) {
+  using testing::bench_line;
+  using testing::sample;
+  auto run = [](const std::vector<long>& batched, const std::vector<long>& wrpt) {
+    Results r;
+    r.run = {{"schedule", "paired"}};
+    r.configs = {config_from_id("xen mmu=batched"), config_from_id("xen mmu=wrpt")};
+    for (size_t i = 0; i < batched.size(); ++i) {
+      const int rep = static_cast<int>(i) + 1;
+      r.records.push_back(sample("xen mmu=batched",
+                                 bench_line("fork_dirty", R"("pages":128000)", batched[i], batched[i], batched[i], 1), rep));
+      r.records.push_back(
+          sample("xen mmu=wrpt", bench_line("fork_dirty", R"("pages":128000)", wrpt[i], wrpt[i], wrpt[i], 1), rep));
+    }
+    aggregate(r);
+    return summary_markdown(r, builtin_ratios(), compute_ratios(r, builtin_ratios()));
+  };
+  const std::string goal = "| fork after dirtying 128,000 pages under Xen: batched ≤ 0.10 × wrpt | ";
+  const std::string met = run({500, 510, 490}, {10000, 10100, 9900});
+  EXPECT_NE(met.find(goal + "0.050 [0.049, 0.051] | met |"), std::string::npos) << met;
+  const std::string missed = run({2000, 2020, 1980}, {10000, 10100, 9900});
+  EXPECT_NE(missed.find(goal + "0.20 [0.20, 0.20] | missed |"), std::string::npos) << missed;
+  const std::string unclear = run({500, 1500, 1000}, {10000, 10000, 10000});
+  EXPECT_NE(unclear.find(goal + "0.091 [0.023, 0.36] | unclear: the interval spans 0.10 |"), std::string::npos) << unclear;
+}
+
+}  // namespace
+}  // namespace pvk::bench
