@@ -119,6 +119,33 @@ TEST(Compare, IntervalPValueAndTilde) {
   EXPECT_NE(md.find("| 1.20 | +20.1 % | 1.19–1.21 | <0.001 | ▲ slower |"), std::string::npos) << md;
 }
 
+// Issue 14: a wall-time run against an -icount run, target by target.
+TEST(Compare, TargetsInWallAndVirtualTime) {
+  auto run = [](long batched, long wrpt, bool icount) {
+    Results r;
+    if (icount) r.run = {{"icount", "shift=0,sleep=off"}};
+    r.configs = {config_from_id("xen mmu=batched"), config_from_id("xen mmu=wrpt")};
+    r.records.push_back(sample("xen mmu=batched", bench_line("fork_dirty", R"("pages":128000)", batched, batched, batched, 1)));
+    r.records.push_back(sample("xen mmu=wrpt", bench_line("fork_dirty", R"("pages":128000)", wrpt, wrpt, wrpt, 1)));
+    aggregate(r);
+    return r;
+  };
+  const Comparison c = compare_results(run(500, 10000, false), run(2000, 10000, true));
+  EXPECT_EQ(c.old_mode, "wall time");
+  EXPECT_EQ(c.new_mode, "virtual time (-icount)");
+  ASSERT_FALSE(c.targets.empty());
+  const std::string md = compare_markdown(c, "wall", "icount");
+  EXPECT_NE(md.find("## Targets in both runs"), std::string::npos) << md;
+  EXPECT_NE(md.find("| fork after dirtying 128,000 pages under Xen: batched ≤ 0.10 × wrpt | 0.050 | met | 0.20 | missed | "
+                    "differ |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("wall time includes what TCG spends on traps"), std::string::npos);
+  const Comparison same = compare_results(run(500, 10000, false), run(600, 10000, true));
+  EXPECT_EQ(same.targets.front().new_verdict, "met");
+  EXPECT_NE(compare_markdown(same, "a", "b").find("| met | counts |"), std::string::npos);
+}
+
 TEST(Compare, LoadsAResultsDirectoryOrFile) {
   const auto dir = std::filesystem::temp_directory_path() / fmt::format("pvk-compare-{}", ::getpid());
   std::filesystem::create_directories(dir);

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <stdexcept>
@@ -77,6 +78,21 @@ Comparison compare_results(const Results& old_results, const Results& new_result
     if (!matched.count(key))
       out.only_old.push_back(fmt::format("{} {} @ {}", r.bench, params_text(r.params), label(old_results, r.config)));
   }
+  out.old_mode = time_mode(old_results);
+  out.new_mode = time_mode(new_results);
+  const auto old_targets = evaluate_targets(compute_ratios(old_results, builtin_ratios()));
+  const auto new_targets = evaluate_targets(compute_ratios(new_results, builtin_ratios()));
+  auto measured = [](const TargetLine& t) { return t.measured != "—"; };
+  for (const auto& n : new_targets) {
+    const auto o = std::find_if(old_targets.begin(), old_targets.end(), [&](const TargetLine& t) { return t.goal == n.goal; });
+    const bool old_has = o != old_targets.end() && measured(*o);
+    if (!old_has && !measured(n)) continue;
+    out.targets.push_back({n.goal, old_has ? o->measured : "—", old_has ? o->verdict : "not measured", n.measured,
+                           measured(n) ? n.verdict : "not measured"});
+  }
+  for (const auto& o : old_targets)
+    if (measured(o) && std::none_of(new_targets.begin(), new_targets.end(), [&](const TargetLine& t) { return t.goal == o.goal; }))
+      out.targets.push_back({o.goal, o.measured, o.verdict, "—", "not measured"});
   return out;
 }
 
@@ -115,6 +131,23 @@ std::string compare_markdown(const Comparison& c, const std::string& old_name, c
                       // The interval's center when there is one: figure and interval from one estimate.
                       format_ratio(s.estimated ? s.center : l.ratio), delta, interval, p,
                       l.change > 0 ? "▲ slower" : l.change < 0 ? "▼ faster" : "");
+  }
+  if (!c.targets.empty()) {
+    md += fmt::format("\n## Targets in both runs\n\nEach goal as each run judges it (old: {}; new: {}). A goal counts "
+                      "when both agree it is met{}.\n\n",
+                      c.old_mode, c.new_mode,
+                      c.old_mode == c.new_mode ? ""
+                                               : "; where wall and virtual time disagree, wall time includes what TCG "
+                                                 "spends on traps and TLB flushes, which virtual time (instructions) "
+                                                 "does not count");
+    md += "| goal | old | | new | | |\n|---|---:|---|---:|---|---|\n";
+    for (const auto& t : c.targets) {
+      const bool both = t.old_verdict == "met" && t.new_verdict == "met";
+      const bool split = (t.old_verdict == "met" && t.new_verdict == "missed") ||
+                         (t.old_verdict == "missed" && t.new_verdict == "met");
+      md += fmt::format("| {} | {} | {} | {} | {} | {} |\n", t.goal, t.old_measured, t.old_verdict, t.new_measured,
+                        t.new_verdict, both ? "counts" : split ? "differ" : "");
+    }
   }
   if (!c.only_old.empty()) {
     md += "\nOnly in the old run:\n";

@@ -89,43 +89,10 @@ std::string targets_section(const std::vector<Ratio>& ratios) {
   std::string md = "\n## Targets\n\nThe goals of issues 5 and 10, from this run's ratios (base configurations; a goal "
                    "per backend where it says so). With several boots a side, the 95 % interval: met or missed when "
                    "all of it lies on one side of the goal. A goal counts when it holds in wall time and with "
-                   "--icount (README.md).\n\n";
+                   "--icount (README.md; `pvk compare` of the two runs puts them side by side).\n\n";
   md += "| goal | measured | |\n|---|---:|---|\n";
-  for (const auto& t : targets()) {
-    const bool needs_linux =
-        t.ratio.find("Linux") != std::string::npos || t.relative_to.find("Linux") != std::string::npos;
-    if (t.each_pair) {
-      // One line per pair of configurations the ratio has (each backend).
-      bool any = false;
-      for (const auto& r : ratios) {
-        if (r.spec != t.ratio || r.bench != t.bench || !has_params(r.params, t.params)) continue;
-        any = true;
-        const std::string params = params_text(r.params);
-        md += fmt::format("| {} — {}{} | {} | {} |\n", t.goal, r.pair.empty() ? "defaults" : r.pair,
-                          params.empty() ? "" : ", " + params, target_measured(r), target_verdict(t, r));
-      }
-      if (!any) md += fmt::format("| {} | — | {} |\n", t.goal, needs_linux ? "needs Linux rows" : "not in this run");
-      continue;
-    }
-    const Ratio* r = base_ratio(ratios, t.ratio, t.bench, t.params);
-    const Ratio* ref = t.relative_to.empty() ? nullptr : base_ratio(ratios, t.relative_to, t.bench, t.params);
-    std::string measured = "—", verdict = "not measured";
-    if (r && (t.relative_to.empty() || ref)) {
-      if (ref) {
-        const double v = r->shown() / ref->shown();
-        measured = format_ratio(v);
-        verdict = target_verdict(t, v);
-      } else {
-        measured = target_measured(*r);
-        verdict = target_verdict(t, *r);
-      }
-    } else if (needs_linux) {
-      verdict = "needs Linux rows";
-    } else {
-      verdict = "not in this run (--full?)";
-    }
-    md += fmt::format("| {} | {} | {} |\n", t.goal, measured, verdict);
-  }
+  for (const auto& line : evaluate_targets(ratios))
+    md += fmt::format("| {} | {} | {} |\n", line.goal, line.measured, line.verdict);
   return md;
 }
 
@@ -270,6 +237,47 @@ bool has_params(const Params& params, std::string_view wanted) {
     start = end + 1;
   }
   return true;
+}
+
+std::vector<TargetLine> evaluate_targets(const std::vector<Ratio>& ratios) {
+  std::vector<TargetLine> out;
+  for (const auto& t : targets()) {
+    const bool needs_linux =
+        t.ratio.find("Linux") != std::string::npos || t.relative_to.find("Linux") != std::string::npos;
+    if (t.each_pair) {
+      // One line per pair of configurations the ratio has (each backend).
+      bool any = false;
+      for (const auto& r : ratios) {
+        if (r.spec != t.ratio || r.bench != t.bench || !has_params(r.params, t.params)) continue;
+        any = true;
+        const std::string params = params_text(r.params);
+        out.push_back({fmt::format("{} — {}{}", t.goal, r.pair.empty() ? "defaults" : r.pair,
+                                   params.empty() ? "" : ", " + params),
+                       target_measured(r), target_verdict(t, r)});
+      }
+      if (!any) out.push_back({t.goal, "—", needs_linux ? "needs Linux rows" : "not in this run"});
+      continue;
+    }
+    const Ratio* r = base_ratio(ratios, t.ratio, t.bench, t.params);
+    const Ratio* ref = t.relative_to.empty() ? nullptr : base_ratio(ratios, t.relative_to, t.bench, t.params);
+    TargetLine line{t.goal, "—", "not measured"};
+    if (r && (t.relative_to.empty() || ref)) {
+      if (ref) {
+        const double v = r->shown() / ref->shown();
+        line.measured = format_ratio(v);
+        line.verdict = target_verdict(t, v);
+      } else {
+        line.measured = target_measured(*r);
+        line.verdict = target_verdict(t, *r);
+      }
+    } else if (needs_linux) {
+      line.verdict = "needs Linux rows";
+    } else {
+      line.verdict = "not in this run (--full?)";
+    }
+    out.push_back(std::move(line));
+  }
+  return out;
 }
 
 std::string time_mode(const Results& results) {

@@ -27,10 +27,20 @@ struct CompareLine {
   int change = 0;    // +1 slower (interval above 1, or beyond the spread), -1 faster, 0 not shown
 };
 
+// A target (ratio.hpp) as each run judges it: with a wall-time run and an
+// -icount run this is issue 14's check that a goal holds in both modes.
+struct TargetPair {
+  std::string goal;
+  std::string old_measured, old_verdict;
+  std::string new_measured, new_verdict;
+};
+
 struct Comparison {
   std::vector<CompareLine> lines;  // both runs have the row, in the new run's order
   std::vector<std::string> only_old, only_new;  // "bench params @ config"
   int slower = 0, faster = 0;
+  std::string old_mode, new_mode;  // wall time / virtual time (report.hpp, time_mode)
+  std::vector<TargetPair> targets;  // goals at least one run measured
 };
 
 // Configurations are matched by platform and switches, a switch at its

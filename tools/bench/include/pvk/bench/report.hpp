@@ -32,6 +32,16 @@ std::string ratio_cell(const Ratio& ratio);
 // and, unless `wanted` names a stride, the parameters have none but 1.
 bool has_params(const Params& params, std::string_view wanted);
 
+// The targets (ratio.hpp, targets()) as this run's ratios judge them, one
+// line per goal (per pair of configurations for each_pair goals): "met",
+// "missed", "unclear: ..." or why it was not measured.
+struct TargetLine {
+  std::string goal;
+  std::string measured;
+  std::string verdict;
+};
+std::vector<TargetLine> evaluate_targets(const std::vector<Ratio>& ratios);
+
 // fork_dirty's parameters: `pages` (the span) and `stride` (every stride-th
 // page dirtied; 1 when the record has none, as before issue 12).
 double fork_pages(const Row& row);
