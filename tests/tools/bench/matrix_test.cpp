@@ -54,13 +54,17 @@ TEST(Matrix, DefaultIsEveryBackendPlusTheSeedVariations) {
       "xen mmu=direct zero_page=off", "xen mmu=direct pte=flags",       "xen mmu=direct ptshare=on",
       "xen mmu=wrpt",                "xen mmu=wrpt pgd_cache=off",      "xen mmu=wrpt zero_page=off",
       "xen mmu=wrpt pte=flags",      "xen mmu=wrpt ptshare=on",
+      // Issue 11, natively and under batched: unpatched pvops calls, and
+      // seed 002's flag reads through them.
+      "native mmu=native pvpatch=off", "native mmu=native pte=flags pvpatch=off", "xen mmu=batched pvpatch=off",
+      "xen mmu=batched pte=flags pvpatch=off",
   };
   EXPECT_EQ(ids(plan), expected);
   // One boot per configuration, plus the 128,000-page sizes of issue 10's
   // targets once on each configuration they compare with another of this
   // run: batched ptshare=on and wrpt (ptshare=off), fork_dirty. (The others
   // compare with Linux: --linux.)
-  EXPECT_EQ(plan.boots.size(), 22u);
+  EXPECT_EQ(plan.boots.size(), 26u);
   std::map<std::string, std::string> sized;  // configuration -> bench= of its 128000 boot
   for (const auto& b : plan.boots)
     if (b.group == "128000") sized[plan.configs[b.config].id()] = b.bench;
@@ -118,8 +122,8 @@ TEST(Matrix, PtshareOnIsAVariationOfForkAndMprotectOnEveryBackend) {
   }
   // The seed variations do not get the large sizes.
   for (const Boot* b : boots_of(plan, "xen mmu=wrpt pgd_cache=off")) EXPECT_EQ(b->bench, "seed000");
-  // 16 configurations x 3, 4 ptshare=on x 3, two 128,000-page boots.
-  EXPECT_EQ(plan.boots.size(), 62u);
+  // 20 configurations x 3, 4 ptshare=on x 3, two 128,000-page boots.
+  EXPECT_EQ(plan.boots.size(), 74u);
 }
 
 // Issue 12: the sparse fork series rides in the first boot of every
@@ -131,11 +135,12 @@ TEST(Matrix, DensitySeriesOnceInTheFirstBootOfEachForkConfiguration) {
   MatrixOptions o;
   o.reps = 3;
   const Plan plan = build_plan(o);
-  EXPECT_EQ(plan.boots.size(), 62u);  // as many boots as without it
+  EXPECT_EQ(plan.boots.size(), 74u);  // as many boots as without it
   std::map<std::string, int> with;    // configuration -> boots carrying the series
   for (const auto& b : plan.boots) {
     const bool has = b.bench.find("stride=") != std::string::npos;
-    const bool runs_fork = b.group == "all" || b.group == "ptshare=on: fork_dirty,mprotect";
+    const bool runs_fork = b.group == "all" || b.group == "ptshare=on: fork_dirty,mprotect" ||
+                           b.group == "pvpatch=off: fork_dirty,mprotect,fault_write,forkwait";
     EXPECT_EQ(has, b.rep == 1 && runs_fork) << plan.describe_boot(b);
     if (has) {
       ++with[plan.configs[b.config].id()];
@@ -145,8 +150,10 @@ TEST(Matrix, DensitySeriesOnceInTheFirstBootOfEachForkConfiguration) {
   }
   EXPECT_EQ(with, (std::map<std::string, int>{{"native mmu=native", 1},
                                              {"native mmu=native ptshare=on", 1},
+                                             {"native mmu=native pvpatch=off", 1},
                                              {"xen mmu=batched", 1},
                                              {"xen mmu=batched ptshare=on", 1},
+                                             {"xen mmu=batched pvpatch=off", 1},
                                              {"xen mmu=direct", 1},
                                              {"xen mmu=direct ptshare=on", 1},
                                              {"xen mmu=wrpt", 1},
@@ -284,6 +291,10 @@ TEST(Matrix, SetOfAVariationKeyReplacesTheVariation) {
       "native mmu=native pgd_cache=off pte=flags",
       "native mmu=native pgd_cache=on ptshare=on",
       "native mmu=native pgd_cache=off ptshare=on",
+      "native mmu=native pgd_cache=on pvpatch=off",
+      "native mmu=native pgd_cache=off pvpatch=off",
+      "native mmu=native pgd_cache=on pte=flags pvpatch=off",
+      "native mmu=native pgd_cache=off pte=flags pvpatch=off",
   };
   EXPECT_EQ(ids(plan), expected);
   // Both pgd_cache values run the whole list.

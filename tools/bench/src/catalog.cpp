@@ -77,7 +77,7 @@ std::vector<ExtraColumn> extra_columns(std::string_view bench) {
 std::optional<std::string_view> switch_default(std::string_view key) {
   // guest/params/boot_params.h, struct BootParams.
   if (key == "pte") return "attrs";
-  if (key == "pvpatch") return "off";
+  if (key == "pvpatch") return "on";
   if (key == "batch") return "32";
   if (key == "zero_page") return "on";
   if (key == "pgd_cache") return "on";

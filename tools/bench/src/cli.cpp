@@ -85,7 +85,7 @@ struct Commands::State {
   CLI::App* compare = nullptr;
 
   // bench
-  std::vector<std::string> platforms{"native", "xen"};
+  std::vector<std::string> platforms{"native", "native-builtin", "xen"};
   std::vector<std::string> mmus;
   std::vector<std::string> sets;
   std::vector<std::string> ratios;
@@ -119,7 +119,7 @@ struct Commands::State {
     if (full) c += " --full";
     if (icount) c += icount_spec == default_icount ? " --icount" : " --icount --icount-spec " + icount_spec;
     if (reps != 3) c += fmt::format(" --reps {}", reps);
-    if (platforms != std::vector<std::string>{"native", "xen"}) c += " --platforms " + fmt::format("{}", fmt::join(platforms, ","));
+    if (platforms != std::vector<std::string>{"native", "native-builtin", "xen"}) c += " --platforms " + fmt::format("{}", fmt::join(platforms, ","));
     if (with_linux) c += " --linux";
     if (!mmus.empty()) c += " --mmu " + fmt::format("{}", fmt::join(mmus, ","));
     for (const auto& s : sets) c += " --set " + s;
@@ -264,6 +264,12 @@ struct Commands::State {
     PlatformRunners runner;
     runner.add("native", qemu);
     runner.add("xen", qemu);
+    // The compiled-in native baseline (issue 11): its own image, natively.
+    QemuRunnerOptions qb = q;
+    qb.kernel = q.kernel.parent_path() / "pvk-builtin.elf";
+    qb.boots_as = "native";
+    QemuRunner builtin(qb);
+    runner.add("native-builtin", builtin);
     LinuxRunner linux_runner(linux_options(q));
     for (const auto& [pvk_platform, linux_platform] : linux_platforms) runner.add(linux_platform, linux_runner);
     catch_interrupts();

@@ -132,6 +132,9 @@ const std::vector<PlatformSpec>& platform_specs() {
   // default list takes ~6 s natively and 30-50 s under Xen.
   static const std::vector<PlatformSpec> specs{
       {"native", {"native"}, {"", ""}, {"2G", ""}, 300s, 1.0},
+      // pvk-builtin.elf: the compiled-in native baseline, MMU verbs as
+      // direct native code with no pvops table (issue 11). Natively only.
+      {"native-builtin", {"native"}, {"", ""}, {"2G", ""}, 300s, 1.0, false},
       {"xen", {"batched", "direct", "wrpt"}, {"", ""}, {"2560", "2000M"}, 1200s, 6.0},
       // Linux side by side (`--linux`): Debian's kernel on the same machines
       // (pvk/linux.hpp), no backends, no pvk switches. Linux boots in ~6 s
@@ -171,6 +174,13 @@ const std::vector<Variation>& variations() {
       {"pte", "flags", "seed002", "seed 002: every PTE flag read through pvops"},
       {"ptshare", "on", "", "issue 10: fork shares whole L1 tables, mprotect changes whole tables at the L2 entry",
        {"fork_dirty", "mprotect"}, true},
+      // Issue 11: what boot-time call-site patching buys (pvpatch=on is the
+      // default), and seed 002's flags-vs-attrs question without it.
+      // Natively and under batched, the issue's two targets.
+      {"pvpatch", "off", "", "issue 11: pvops calls stay indirect calls through the table",
+       {"fork_dirty", "mprotect", "fault_write", "forkwait"}, false, {}, {"native", "batched"}},
+      {"pte", "flags", "", "issue 11: every PTE flag read through an unpatched pvops call", {"mprotect"}, false,
+       {{"pvpatch", "off"}}, {"native", "batched"}},
   };
   return table;
 }
@@ -408,13 +418,15 @@ Plan build_plan(const MatrixOptions& options) {
       for (const auto& switches : crossed_switches(mmu, options)) {
         const Config base = make_config(name, switches);
         add_config(plan, seen, options, *spec, base, groups);
-        if (!options.with_variations || options.smoke || mmu.empty()) continue;
+        if (!options.with_variations || options.smoke || mmu.empty() || !spec->variations) continue;
         for (const auto& v : variations()) {
           if (set_keys.count(v.key) || base.effective(v.key) == v.value) continue;
+          if (!v.mmus.empty() && std::find(v.mmus.begin(), v.mmus.end(), mmu) == v.mmus.end()) continue;
           const std::vector<Group> narrowed = variation_groups(groups, v);
           if (narrowed.empty()) continue;
           Switches with = switches;
           with.emplace_back(v.key, v.value);
+          for (const auto& also : v.also) with.push_back(also);
           add_config(plan, seen, options, *spec, make_config(name, with), narrowed);
         }
       }

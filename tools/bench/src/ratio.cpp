@@ -70,7 +70,16 @@ const std::vector<RatioSpec>& builtin_ratios() {
       {"zero_page on÷off", parse_selector("zero_page=on"), parse_selector("zero_page=off"),
        "mapping the shared zero page on read faults; seed 001"},
       {"pte flags÷attrs", parse_selector("pte=flags"), parse_selector("pte=attrs"),
-       "every PTE flag read through pvops vs inline; seed 002"},
+       "every PTE flag read through pvops vs inline, call sites patched at boot (pvpatch=on); seed 002"},
+      // Issue 11: what the pvops machinery costs, and what patching buys.
+      {"pvpatch on÷builtin", parse_selector("platform=native,mmu=native,pvpatch=on"),
+       parse_selector("platform=native-builtin"),
+       "natively: pvops calls patched at boot (direct calls, inline flag reads) over the compiled-in native verbs "
+       "with no table (pvk-builtin.elf); issue 11"},
+      {"pvpatch off÷on", parse_selector("pvpatch=off"), parse_selector("pvpatch=on"),
+       "pvops calls left indirect through the table over calls patched at boot; issue 11"},
+      {"pte flags÷attrs, pvpatch=off", parse_selector("pte=flags,pvpatch=off"), parse_selector("pte=attrs,pvpatch=off"),
+       "seed 002's question without patching: every flag read an indirect pvops call vs inline; issue 11"},
       {"pvk÷Linux native", parse_selector("platform=native,mmu=native"), parse_selector("platform=linux-native"),
        "pvk vs Linux running the same programs natively in the same QEMU"},
       {"pvk÷Linux Xen", parse_selector("platform=xen,mmu=batched"), parse_selector("platform=linux-xen"),
@@ -134,6 +143,17 @@ const std::vector<Target>& targets() {
        "mprotect", "pages=128000", 0.10, "", false, true},
       {"fork after dirtying 128,000 pages natively: ptshare=on ≤ 0.10 × Linux", "ptshare÷Linux native",
        "fork_dirty", "pages=128000", 0.10, "", false, true},
+      // Issue 11: patched pvops cost about what Linux's do (~1.00), and
+      // flag reads through patched pvops about what inline ones cost.
+      {"natively, fork after dirtying: pvpatch=on ≤ 1.01 × compiled-in native", "pvpatch on÷builtin", "fork_dirty",
+       "", 1.01, "", true},
+      {"natively, mprotect RW→RO→RW: pvpatch=on ≤ 1.01 × compiled-in native", "pvpatch on÷builtin", "mprotect", "",
+       1.01, "", true},
+      {"natively, page fault: pvpatch=on ≤ 1.01 × compiled-in native", "pvpatch on÷builtin", "fault_write", "", 1.01,
+       "", true},
+      {"natively, fork+exit+wait: pvpatch=on ≤ 1.01 × compiled-in native", "pvpatch on÷builtin", "forkwait", "",
+       1.01, "", true},
+      {"mprotect with pvpatch=on: pte=flags ≤ 1.02 × pte=attrs", "pte flags÷attrs", "mprotect", "", 1.02, "", true},
       // At every size both sides ran, per backend.
       {"fork + child exit + parent rewrite: ptshare=on ≤ 1.05 × off", "ptshare on÷off, fork+exit+rewrite",
        "fork_dirty", "", 1.05, "", true},

@@ -139,7 +139,7 @@ BootOutcome outcome_of(RunResult&& result) {
 }
 
 BootOutcome QemuRunner::boot(const Config& config, const Boot& boot) {
-  const auto platform = parse_platform(config.platform);
+  const auto platform = parse_platform(options_.boots_as.empty() ? config.platform : options_.boots_as);
   if (!platform || (*platform != Platform::native && *platform != Platform::xen))
     throw std::runtime_error(fmt::format("the QEMU runner boots native and xen, not {}", config.platform));
   RunOptions run;

@@ -54,6 +54,7 @@ struct PlatformSpec {
   Machine large;                      // --full's big items (~1.5 GB)
   std::chrono::seconds timeout;       // one boot of the default list
   double weight;                      // relative cost of a boot, for scheduling and the ETA
+  bool variations = true;             // boots variations() (the compiled-in image has no pvops switches)
 };
 const std::vector<PlatformSpec>& platform_specs();
 const PlatformSpec* find_platform(std::string_view name);
@@ -76,6 +77,8 @@ struct Variation {
   std::string why;
   std::vector<std::string> benches{};  // ...or, when given, these benchmarks
   bool large = false;  // also the large-size group (--full's large_items), on its machines
+  std::vector<std::pair<std::string, std::string>> also{};  // switches set with it
+  std::vector<std::string> mmus{};  // only with these backends (empty: every one)
 };
 const std::vector<Variation>& variations();
 

@@ -48,6 +48,9 @@ class BootRunner {
 // The machine every boot shares (xen_gz, xen_cache_dir, icount, cancel) and the kernel.
 struct QemuRunnerOptions : RunMachine {
   std::filesystem::path kernel;  // pvk.elf
+  // The machine to boot it on when the configuration's platform names an
+  // image rather than a machine (native-builtin: pvk-builtin.elf, natively).
+  std::string boots_as;
 };
 
 // pvk through pvk::run_kernel (the same boot and verdict as `pvk run`).
