@@ -82,6 +82,16 @@ void wrpt_protect_ro(const StepCounters& c) {
   EXPECT_GE(c.ptwr_traps, c.pages);
 }
 
+// unhook and auto: a whole table is cleared from its L2 entry, written with
+// plain stores and rehooked (one validation), so a step over 4,096 pages
+// (8 whole tables) carries only the partial tables' and the hooks' entries.
+// auto's calibrated threshold (at most 512) unhooks every whole table too.
+void unhook_step(const StepCounters& c) {
+  EXPECT_LE(c.mmu_update_entries, c.pages / 64) << "whole tables go as plain stores, not queued entries";
+  EXPECT_LE(c.hypercalls, c.pages / 32);
+  EXPECT_EQ(c.ptwr_traps, 0u) << "an unhooked table takes plain stores: nothing traps";
+}
+
 class Backend : public ::testing::TestWithParam<BackendCase> {
  protected:
   // Boots with mmu=<backend> and checks that backend is the one running.
@@ -162,7 +172,9 @@ INSTANTIATE_TEST_SUITE_P(Native, Backend,
 INSTANTIATE_TEST_SUITE_P(Xen, Backend,
                          ::testing::Values(BackendCase{Platform::xen, "batched", true, batched_map, batched_protect_ro},
                                            BackendCase{Platform::xen, "direct", true, direct_map, direct_protect_ro},
-                                           BackendCase{Platform::xen, "wrpt", true, wrpt_map, wrpt_protect_ro}),
+                                           BackendCase{Platform::xen, "wrpt", true, wrpt_map, wrpt_protect_ro},
+                                           BackendCase{Platform::xen, "unhook", true, unhook_step, unhook_step},
+                                           BackendCase{Platform::xen, "auto", true, unhook_step, unhook_step}),
                          backend_name);
 
 // batch= sets the size of the batched queue: mapping N pages takes N/batch

@@ -297,7 +297,7 @@ std::string case_name(const ::testing::TestParamInfo<ProcCase>& p) {
 INSTANTIATE_TEST_SUITE_P(ProcessNative, Proctest, ::testing::ValuesIn(cases(Platform::native, {"native"}, "native")),
                          case_name);
 INSTANTIATE_TEST_SUITE_P(ProcessXen, Proctest,
-                         ::testing::ValuesIn(cases(Platform::xen, {"batched", "direct", "wrpt"}, "batched")),
+                         ::testing::ValuesIn(cases(Platform::xen, {"batched", "direct", "wrpt", "unhook", "auto"}, "batched")),
                          case_name);
 
 }  // namespace
