@@ -33,8 +33,12 @@ TEST(Schedule, PairedRunsARoundPerRepInPlanOrder) {
     const Boot& a = plan.boots[i - 1];
     const Boot& b = plan.boots[i];
     ASSERT_LE(a.rep, b.rep) << i;
-    if (a.rep == b.rep && a.rep % 2 == 1) EXPECT_LE(a.config, b.config) << i;
-    if (a.rep == b.rep && a.rep % 2 == 0) EXPECT_GE(a.config, b.config) << i;
+    if (a.rep != b.rep) continue;
+    if (a.rep % 2 == 1) {
+      EXPECT_LE(a.config, b.config) << i;
+    } else {
+      EXPECT_GE(a.config, b.config) << i;
+    }
   }
   EXPECT_EQ(plan.configs[plan.boots[0].config].label(), "xen/batched");
   EXPECT_EQ(plan.configs[plan.boots[1].config].label(), "xen/batched pgd_cache=off");
