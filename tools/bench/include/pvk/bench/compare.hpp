@@ -23,7 +23,7 @@ struct CompareLine {
   const Row* old_row = nullptr;
   const Row* new_row = nullptr;
   double ratio = 0;  // new ÷ old per-op median
-  RatioStats stats;  // new ÷ old over the boots
+  RatioStats stats{};  // new ÷ old over the boots
   int change = 0;    // +1 slower (interval above 1, or beyond the spread), -1 faster, 0 not shown
 };
 
