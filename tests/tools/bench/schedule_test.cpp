@@ -6,6 +6,7 @@
 #include "pvk/bench/catalog.hpp"
 #include "pvk/bench/host_load.hpp"
 #include "pvk/bench/ratio.hpp"
+#include "pvk/bench/report.hpp"
 
 #include "fixtures.hpp"
 
@@ -160,6 +161,26 @@ TEST(Warmup, EarlierRecordsOfTheSameItemAreLeftOutOfTheRows) {
   const Results back = results_from_json(OJson::parse(to_json(r).dump()));
   EXPECT_TRUE(back.records[0].warmup);
   EXPECT_EQ(back.rows.size(), 3u);
+}
+
+TEST(HostLoad, SummaryStatesTheLoad) {
+  Results r;
+  r.run = {{"schedule", "paired"}};
+  BootRecord a, b;
+  a.load_before = 3.2;
+  a.load_after = 4.1;
+  a.host_busy = 0.9;
+  b.load_before = 5.5;
+  b.load_after = 5.0;
+  b.host_busy = 1.0;
+  r.boots = {a, b};
+  const std::string md = summary_markdown(r, {}, {});
+  EXPECT_NE(md.find("- host load average 3.2–5.5 around the boots, host CPU 95 % busy during them; paired schedule"),
+            std::string::npos)
+      << md;
+  // Files from before issue 14 have no load: no line.
+  r.boots = {BootRecord{}};
+  EXPECT_EQ(summary_markdown(r, {}, {}).find("host load"), std::string::npos);
 }
 
 TEST(HostLoad, ParsesProcFiles) {

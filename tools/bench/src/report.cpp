@@ -425,6 +425,24 @@ std::string header_section(const Results& results) {
   if (!run_str("command").empty()) md += fmt::format("- command: `{}`\n", run_str("command"));
   md += fmt::format("- {} configurations, {} boots; QEMU TCG{}\n", results.configs.size(), results.boots.size(),
                     run_str("icount").empty() ? "" : fmt::format(", -icount {} (deterministic virtual time)", run_str("icount")));
+  // The host's load around the boots (issue 14): how much noise to expect.
+  double load_lo = INFINITY, load_hi = -INFINITY, busy_sum = 0;
+  int busy_n = 0;
+  for (const auto& b : results.boots) {
+    for (const double l : {b.load_before, b.load_after})
+      if (l >= 0) {
+        load_lo = std::min(load_lo, l);
+        load_hi = std::max(load_hi, l);
+      }
+    if (b.host_busy >= 0) {
+      busy_sum += b.host_busy;
+      ++busy_n;
+    }
+  }
+  if (load_lo <= load_hi)
+    md += fmt::format("- host load average {:.1f}–{:.1f} around the boots{}; {} schedule\n", load_lo, load_hi,
+                      busy_n ? fmt::format(", host CPU {:.0f} % busy during them", 100 * busy_sum / busy_n) : "",
+                      paired_in_time(results) ? "paired" : "unpaired");
   if (failed_boots == 0)
     md += fmt::format("- **all {} boots passed**\n", results.boots.size());
   else
