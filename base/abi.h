@@ -38,6 +38,7 @@ enum Syscall : uint64_t {
   // pvk's own.
   SYS_pvk_counters = 500,  // (PvkCounters* out) -> 0
   SYS_pvk_shutdown = 501,  // (int status) -> only init (pid 1) may call it
+  SYS_pvk_cpa = 502,       // (pages, uint64_t ns[2]) -> 0: set_memory_wc, set_memory_wb timed in the kernel
 };
 
 // errno values (Linux's).

@@ -28,6 +28,7 @@ struct BenchDef {
   void (*run)(Run&);
   ParamDef params[kMaxParams];  // unused slots: key == nullptr
   const char* smoke;            // options of the `smoke` suite, e.g. "reps=1:iters=10"
+  bool pvk_only = false;        // needs a pvk system call: left out of suites on Linux
 };
 
 // True when SYS_pvk_counters works (pvk); false on Linux (-ENOSYS).
@@ -164,6 +165,7 @@ void run_fault_zero_cow(Run&);
 void run_fault_write(Run&);
 void run_memset_present(Run&);
 void run_mprotect(Run&);
+void run_cpa(Run&);
 void run_kernbench(Run&);
 void run_fork_dirty(Run&);
 

@@ -30,6 +30,7 @@ const BenchDef kBenches[] = {
     {"fault_write", "seed001", run_fault_write, {{"pages", "2048"}}, "pages=16"},
     {"memset_present", "seed001", run_memset_present, {{"pages", "2048"}}, "pages=16"},
     {"mprotect", "seed002", run_mprotect, {{"pages", "1+64+4096+16384"}, {"loops", "0"}}, "pages=1+64:loops=3"},
+    {"cpa", "seed002", run_cpa, {{"pages", "1+64+512+4096"}}, "pages=1+8", true},
     {"kernbench", "seed002", run_kernbench, {{"procs", "8"}, {"jobs", "4"}, {"pages", "256"}},
      "procs=2:jobs=1:pages=16"},
     {"fork_dirty", "seed003", run_fork_dirty, {{"pages", "1280+12800"}, {"stride", "1"}}, "pages=64:stride=1+8"},
@@ -451,6 +452,10 @@ void run_item(const char* item) {
   const bool smoke = strcmp(name, "smoke") == 0;
   for (const BenchDef& b : kBenches) {
     if (!in_suite(b, name)) continue;
+    if (b.pvk_only && !g_have_counters) {
+      printf("bench: %s left out: it needs pvk's own system call\n", b.name);
+      continue;
+    }
     // This member's options: the item's that it has, then (smoke) its tiny
     // defaults for the rest.
     Options mine;

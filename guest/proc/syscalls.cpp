@@ -9,6 +9,7 @@
 #include "guest/proc/process.h"
 #include "guest/proc/user_copy.h"
 #include "base/frames/frame_allocator.h"
+#include "guest/proc/cpa_timing.h"
 
 namespace pvk {
 
@@ -186,6 +187,14 @@ int64_t sys_pvk_counters(const Args& a) {
   return result(copy_to_user(a[0], &out, sizeof out));
 }
 
+// Seed 002's CPA path, timed in the kernel (guest/proc/cpa_timing.h).
+int64_t sys_pvk_cpa(const Args& a) {
+  auto t = time_cpa_cycle(a[0]);
+  if (t.is_error()) return result(t.error());
+  const uint64_t ns[2] = {t.value().wc_ns, t.value().wb_ns};
+  return result(copy_to_user(a[1], ns, sizeof ns));
+}
+
 int64_t sys_pvk_shutdown(const Args& a) {
   if (current()->pid != 1) return result(Errno::EPERM);
   do_exit(abi::wait_exited(static_cast<int>(a[0])));
@@ -226,6 +235,7 @@ extern "C" void syscall_dispatch(TrapFrame* f) {
     case abi::SYS_clock_gettime: ret = sys_clock_gettime(a); break;
     case abi::SYS_pvk_counters: ret = sys_pvk_counters(a); break;
     case abi::SYS_pvk_shutdown: ret = sys_pvk_shutdown(a); break;
+    case abi::SYS_pvk_cpa: ret = sys_pvk_cpa(a); break;
     default: ret = result(Errno::ENOSYS); break;
   }
   f->rax = static_cast<uint64_t>(ret);

@@ -184,6 +184,17 @@ void test_bad_args() {
   }
   CHECK_EQ(munmap(reinterpret_cast<void*>(0x5000000000), 16 * kPage), 0);  // never mapped
 
+  // SYS_pvk_cpa (seed 002's CPA path, timed): a range of 1..4096 pages, and
+  // the two times land in user memory or the call says EFAULT — after
+  // giving back every frame it took (the leak sub-test's count covers it).
+  uint64_t ns[2] = {};
+  CHECK_EQ(pvk_cpa(0, ns), -EINVAL);
+  CHECK_EQ(pvk_cpa(4097, ns), -EINVAL);
+  CHECK_EQ(pvk_cpa(3, reinterpret_cast<uint64_t*>(0xffff800000001000ull)), -EFAULT);
+  CHECK_EQ(pvk_cpa(3, nullptr), -EFAULT);
+  CHECK_EQ(pvk_cpa(3, ns), 0);
+  CHECK(ns[0] > 0 && ns[1] > 0);
+
   char c = 0;
   CHECK_EQ(close(1000), -EBADF);
   CHECK_EQ(close(-1), -EBADF);

@@ -88,6 +88,8 @@ const std::vector<RatioSpec>& builtin_ratios() {
        "with no table (pvk-builtin.elf); issue 11"},
       {"pvpatch off÷on", parse_selector("pvpatch=off"), parse_selector("pvpatch=on"),
        "pvops calls left indirect through the table over calls patched at boot; issue 11"},
+      {"pte flags÷attrs, pvpatch=on", parse_selector("pte=flags,pvpatch=on"), parse_selector("pte=attrs,pvpatch=on"),
+       "seed 002's question with patched sites (flag reads inline code either way): issue 11's target"},
       {"pte flags÷attrs, pvpatch=off", parse_selector("pte=flags,pvpatch=off"), parse_selector("pte=attrs,pvpatch=off"),
        "seed 002's question without patching: every flag read an indirect pvops call vs inline; issue 11"},
       {"pvk÷Linux native", parse_selector("platform=native,mmu=native"), parse_selector("platform=linux-native"),
@@ -163,7 +165,8 @@ const std::vector<Target>& targets() {
        "", true},
       {"natively, fork+exit+wait: pvpatch=on ≤ 1.01 × compiled-in native", "pvpatch on÷builtin", "forkwait", "",
        1.01, "", true},
-      {"mprotect with pvpatch=on: pte=flags ≤ 1.02 × pte=attrs", "pte flags÷attrs", "mprotect", "", 1.02, "", true},
+      {"mprotect with pvpatch=on: pte=flags ≤ 1.02 × pte=attrs", "pte flags÷attrs, pvpatch=on", "mprotect", "", 1.02,
+       "", true},
       // At every size both sides ran, per backend.
       {"fork + child exit + parent rewrite: ptshare=on ≤ 1.05 × off", "ptshare on÷off, fork+exit+rewrite",
        "fork_dirty", "", 1.05, "", true},
