@@ -440,12 +440,15 @@ class PageWalk {
       }
       for (unsigned k = 0; k < count; ++k) {
         Pte* slot = &l1[first + k];
-        if (!mapped(*slot)) continue;
+        // The leaf's one flag read; the new entry's flags follow from it
+        // (set and clear are flag bits), so no second read is needed.
+        const PteFlags now = flags_of(*slot);
+        if (!(now.bits & (pte_bit::Present | pte_bit::ProtNone))) continue;
         const Pte old = P::modify_prot_start(slot);
         Pte updated{(old.raw | set.bits) & ~clear.bits};
         // A shared (copy-on-write) frame stays read-only whatever the new
         // protection: the write fault will give this mapping its own copy.
-        if (has(updated, pte_bit::Cow)) updated.raw &= ~pte_bit::Write;
+        if (PteFlags{(now.bits | set.bits) & ~clear.bits}.has(pte_bit::Cow)) updated.raw &= ~pte_bit::Write;
         TRY(P::modify_prot_commit(slot, old, updated));
         section.invalidate(va + (i + k) * kPageSize);
       }
@@ -545,6 +548,14 @@ class PageWalk {
       return pte_flags_site(e).bits & (pte_bit::Present | pte_bit::ProtNone);
     else
       return e.raw & (pte_bit::Present | pte_bit::ProtNone);
+  }
+
+  // An entry's flags: through pvops pte_flags under pte=flags, else the mask.
+  static PteFlags flags_of(Pte e) {
+    if constexpr (Access == PteAccess::Flags)
+      return pte_flags_site(e);
+    else
+      return PteFlags{e.raw & pte_bit::FlagMask};
   }
 
   static bool has(Pte e, uint64_t bit) {

@@ -44,6 +44,20 @@ constexpr bool may_inline(size_t slot) {
 #if !PVK_BUILTIN_NATIVE  // no table, no sites
 namespace pvop_detail {
 
+// "Light" verbs: one entry in, one value out, the result a function of the
+// entry alone (the flag mask; the entry's value or frame read back, under
+// Xen through the machine-to-physical table, which pvk never changes). Their
+// sites promise the compiler more than a C call would — only rax changes,
+// and no memory — so a hot loop keeps its registers across them, as Linux's
+// callee-save pvops do. A backend's C function cannot keep that promise,
+// so such a site calls a thunk that saves every caller-saved register
+// around the call through g_mmu (pvops/pvpatch.cpp), and patching either
+// inlines the verb (which touches rax alone) or keeps the thunk.
+constexpr bool is_light(size_t slot) {
+  return slot == offsetof(MmuOps, pte_flags) || slot == offsetof(MmuOps, pte_val) ||
+         slot == offsetof(MmuOps, pte_pfn);
+}
+
 // The SysV x86-64 calling convention for what verbs take and return: values
 // of at most 16 bytes that are trivially copyable travel in one or two
 // integer registers as their memory image; references as pointers. The
@@ -71,6 +85,24 @@ template <typename T>
   }
 }
 
+}  // namespace pvop_detail
+}  // namespace pvk
+
+extern "C" void pvk_pvop_thunk_pte_flags();
+extern "C" void pvk_pvop_thunk_pte_val();
+extern "C" void pvk_pvop_thunk_pte_pfn();
+
+namespace pvk {
+namespace pvop_detail {
+
+// The thunk a light verb's sites call.
+constexpr void (*thunk_for(size_t slot))() {
+  return slot == offsetof(MmuOps, pte_flags) ? &pvk_pvop_thunk_pte_flags
+         : slot == offsetof(MmuOps, pte_val) ? &pvk_pvop_thunk_pte_val
+         : slot == offsetof(MmuOps, pte_pfn) ? &pvk_pvop_thunk_pte_pfn
+                                              : nullptr;
+}
+
 template <size_t Slot, typename Fn>
 struct Site;
 
@@ -80,6 +112,32 @@ struct Site<Slot, R (*)(A...)> {
   static_assert(regs_of<R>() <= 2, "a pvops verb's result must come back in rax:rdx");
 
   [[gnu::always_inline]] R operator()(A... a) const {
+    if constexpr (is_light(Slot)) {
+      static_assert(sizeof...(A) == 1 && regs_of<R>() == 1, "a light verb takes one entry and returns one value");
+      uint64_t in[1] = {};
+      unsigned n = 0;
+      (put<A>(in, n, a), ...);
+      (void)n;
+      uint64_t rax;
+      asm("771:\n\tcall %P[thunk]\n772:\n\t"
+          ".nops %c[room] - (772b - 771b)\n773:\n\t"
+          ".pushsection .pvop_sites, \"a?\"\n\t.balign 4\n\t"
+          ".long 771b - .\n\t.short %c[slot]\n\t.byte 773b - 771b, 772b - 771b\n\t"
+          ".popsection"
+          : "=a"(rax)
+          : "D"(in[0]), [thunk] "i"(thunk_for(Slot)), [slot] "i"(Slot), [room] "i"(kInlineRoom)
+          : "cc");
+      R r;
+      __builtin_memcpy(&r, &rax, sizeof r);
+      return r;
+    } else {
+      return call(a...);
+    }
+  }
+
+  // A verb with the C calling convention: every caller-saved register and
+  // memory may change.
+  [[gnu::always_inline]] static R call(A... a) {
     uint64_t in[6] = {};
     unsigned n = 0;
     (put<A>(in, n, a), ...);

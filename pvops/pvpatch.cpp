@@ -21,6 +21,21 @@ uint64_t slot_target(unsigned slot) {
   memcpy(&fn, reinterpret_cast<const void*>(slot_address(slot)), sizeof fn);
   return fn;
 }
+// Where a light verb's sites call: its register-saving thunk.
+uint64_t thunk_address(unsigned slot) { return reinterpret_cast<uint64_t>(pvop_detail::thunk_for(slot)); }
+
+// What the compiler left at a site: a call through the verb's slot, or for
+// a light verb a direct call to its thunk.
+bool as_compiled(const PvopSite& s, const site_code::Decoded& d) {
+  if (pvop_detail::is_light(s.slot)) return d.form == site_code::Form::DirectCall && d.target == thunk_address(s.slot);
+  return d.form == site_code::Form::IndirectCall && d.target == slot_address(s.slot);
+}
+// The direct call a site becomes when it is not inlined: the backend's
+// function, or for a light verb still its thunk (the site promises the
+// compiler more than a C function keeps).
+uint64_t direct_target(unsigned slot) {
+  return pvop_detail::is_light(slot) ? thunk_address(slot) : slot_target(slot);
+}
 
 // The inline form a verb's sites may take under this backend, if any.
 bool inline_op_for(unsigned slot, InlineOp& op) {
@@ -83,8 +98,8 @@ ErrorOr<PatchReport> patch_pvop_sites(bool patch, char* failure, size_t failure_
     ++r.sites;
     const uint64_t at = reinterpret_cast<uint64_t>(s->address());
     const auto d = site_code::decode(s->address(), s->length, at);
-    if (d.form != site_code::Form::IndirectCall || d.target != slot_address(s->slot)) {
-      format(failure, failure_size, "pvk: pvpatch: site %u at %p is not an indirect call through g_mmu slot %u",
+    if (!as_compiled(*s, d)) {
+      format(failure, failure_size, "pvk: pvpatch: site %u at %p is not the call the compiler left for g_mmu slot %u",
              r.sites - 1, s->address(), s->slot);
       return Errno::EINVAL;
     }
@@ -105,7 +120,7 @@ ErrorOr<PatchReport> patch_pvop_sites(bool patch, char* failure, size_t failure_
     InlineOp op{};
     const bool as_inline = inline_op_for(s->slot, op) && inline_ok[static_cast<unsigned>(op)] &&
                            site_code::encode_inline(code, s->length, op);
-    if (!as_inline && !site_code::encode_direct_call(code, s->length, at, slot_target(s->slot))) {
+    if (!as_inline && !site_code::encode_direct_call(code, s->length, at, direct_target(s->slot))) {
       format(failure, failure_size, "pvk: pvpatch: site at %p (%u bytes) cannot hold a direct call", s->address(),
              s->length);
       return Errno::EINVAL;
@@ -122,7 +137,7 @@ ErrorOr<PatchReport> patch_pvop_sites(bool patch, char* failure, size_t failure_
     InlineOp op{};
     const bool want_inline = inline_op_for(s->slot, op) && inline_ok[static_cast<unsigned>(op)];
     const bool good = want_inline ? d.form == site_code::Form::Inline && d.op == op
-                                  : d.form == site_code::Form::DirectCall && d.target == slot_target(s->slot);
+                                  : d.form == site_code::Form::DirectCall && d.target == direct_target(s->slot);
     if (!good) {
       format(failure, failure_size, "pvk: pvpatch: self-check: site at %p (g_mmu slot %u) reads back wrong",
              s->address(), s->slot);

@@ -17,7 +17,7 @@ namespace pvk {
 
 struct PatchReport {
   unsigned sites = 0;
-  unsigned direct = 0;      // became direct calls
+  unsigned direct = 0;      // became direct calls (light verbs' sites: still their thunk)
   unsigned inlined = 0;     // became inline code, of which:
   unsigned flags_mask = 0;  //   pte_flags
   unsigned identity = 0;    //   pte_val
