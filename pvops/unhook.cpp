@@ -167,21 +167,26 @@ ErrorOr<AutoCalibration> calibrate_auto(Pfn kernel_root) {
       return r.is_error() ? r.error() : f.error();
     }
   }
-  const PteFlags dirty{pte_bit::Dirty};
-  uint64_t queued = ~uint64_t{0}, full = ~uint64_t{0}, one = ~uint64_t{0};
+  // The write bit, as fork and mprotect change it: Xen's mod_l1_entry
+  // takes its fast path (no revalidation of the frame) only for changes
+  // within FASTPATH_FLAG_WHITELIST (NX, A/D, global, user, available bits),
+  // so toggling Dirty would time a cheaper update than the ones that matter.
+  // The frame is an ordinary one nothing writes through.
+  const PteFlags write{pte_bit::Write};
+  uint64_t queued = ~uint64_t{0}, queued_one = ~uint64_t{0}, full = ~uint64_t{0}, one = ~uint64_t{0};
   for (unsigned round = 0; round < kRounds; ++round) {
-    // The Dirty bit of kernel leaves means nothing to anyone: toggling it
-    // stores every entry without changing what they map or allow.
-    Tables::configure(TableMode::Auto, {0, 0});
-    queued = min_of(queued, timed_protect<Walk>(kernel_root, kEntriesPerTable, dirty, {}));
-    Tables::configure(TableMode::Auto, {1, 0});
-    full = min_of(full, timed_protect<Walk>(kernel_root, kEntriesPerTable, {}, dirty));
-    one = min_of(one, timed_protect<Walk>(kernel_root, 1, dirty, {}));
-    timed_protect<Walk>(kernel_root, 1, {}, dirty);
+    Tables::configure(TableMode::Auto, {0, 0});  // never unhook
+    queued = min_of(queued, timed_protect<Walk>(kernel_root, kEntriesPerTable, write, {}));
+    queued_one = min_of(queued_one, timed_protect<Walk>(kernel_root, 1, {}, write));
+    Tables::configure(TableMode::Auto, {1, 0});  // always unhook
+    full = min_of(full, timed_protect<Walk>(kernel_root, kEntriesPerTable, {}, write));
+    one = min_of(one, timed_protect<Walk>(kernel_root, 1, write, {}));
   }
-  c.queued_ticks = queued / kEntriesPerTable;
+  // A section's own cost (enter, TLB flush, leave) is in every timing once:
+  // the one-entry runs carry it, so differences cancel it.
+  c.queued_ticks = queued > queued_one ? (queued - queued_one) / (kEntriesPerTable - 1) : 0;
   c.plain_ticks = full > one ? (full - one) / (kEntriesPerTable - 1) : 0;
-  c.table_cycle_ticks = one > c.plain_ticks ? one - c.plain_ticks : one;
+  c.table_cycle_ticks = one > queued_one ? one - queued_one : 0;
   // One L2 store (a gate toggle, as ptshare makes them), timed.
   {
     Pte* l2 = l2_slot_of(kernel_root, kCalibrationVa);
