@@ -46,6 +46,8 @@ bool inline_op_for(unsigned slot, InlineOp& op) {
   if (slot == offsetof(MmuOps, pte_val)) return op = InlineOp::Identity, true;
   if (slot == offsetof(MmuOps, pte_pfn)) return op = InlineOp::NativePfn, true;
   if (slot == offsetof(MmuOps, make_pte)) return op = InlineOp::NativeMake, true;
+  if (slot == offsetof(MmuOps, flush_lazy_mmu) || slot == offsetof(MmuOps, leave_lazy_mmu))
+    return op = InlineOp::ReturnOk, true;
   return false;
 }
 
@@ -62,6 +64,9 @@ bool inline_op_for(unsigned slot, InlineOp& op) {
         case InlineOp::FlagsMask: got = g_mmu.pte_flags(Pte{a}).bits; break;
         case InlineOp::Identity: got = g_mmu.pte_val(Pte{a}); break;
         case InlineOp::NativePfn: got = raw(g_mmu.pte_pfn(Pte{a})); break;
+        case InlineOp::ReturnOk:
+          // Natively nothing is ever queued: both verbs only say so.
+          return !g_mmu.flush_lazy_mmu().is_error() && !g_mmu.leave_lazy_mmu().is_error();
         case InlineOp::NativeMake: {
           const uint64_t pfn = a >> 28;  // a frame number that fits the field
           got = g_mmu.make_pte(Pfn{pfn}, PteFlags{b}).raw;
@@ -82,6 +87,7 @@ void count_inline(PatchReport& r, InlineOp op) {
     case InlineOp::Identity: ++r.identity; break;
     case InlineOp::NativePfn: ++r.native_pfn; break;
     case InlineOp::NativeMake: ++r.native_make; break;
+    case InlineOp::ReturnOk: ++r.return_ok; break;
   }
 }
 
@@ -89,8 +95,9 @@ void count_inline(PatchReport& r, InlineOp op) {
 
 ErrorOr<PatchReport> patch_pvop_sites(bool patch, char* failure, size_t failure_size) {
   PatchReport r;
-  bool inline_ok[4] = {};
-  for (unsigned op = 0; op < 4; ++op) inline_ok[op] = verb_matches(static_cast<InlineOp>(op));
+  constexpr unsigned kOps = static_cast<unsigned>(InlineOp::ReturnOk) + 1;
+  bool inline_ok[kOps] = {};
+  for (unsigned op = 0; op < kOps; ++op) inline_ok[op] = verb_matches(static_cast<InlineOp>(op));
 
   // Every site first: one that is not what the compiler left stops the boot
   // before any byte is written.

@@ -12,6 +12,7 @@ constexpr uint8_t kShrRax24[] = {0x48, 0xc1, 0xe8, 24};  // shr $24,%rax
 constexpr uint8_t kOrRaxRsi[] = {0x48, 0x09, 0xf0};    // or %rsi,%rax
 constexpr uint8_t kAndRaxRdi[] = {0x48, 0x21, 0xf8};   // and %rdi,%rax
 constexpr uint8_t kMovabsRax[] = {0x48, 0xb8};         // movabs $imm64,%rax
+constexpr uint8_t kXorEaxEax[] = {0x31, 0xc0};         // xor %eax,%eax
 
 // Appends bytes to a form being built.
 struct Writer {
@@ -46,6 +47,7 @@ unsigned build_inline(uint8_t* out, InlineOp op) {
       w.put(kShlRax12);
       w.put(kOrRaxRsi);
       break;
+    case InlineOp::ReturnOk: w.put(kXorEaxEax); break;
   }
   return static_cast<unsigned>(w.p - out);
 }
@@ -98,6 +100,7 @@ uint64_t inline_result(InlineOp op, uint64_t rdi, uint64_t rsi) {
     case InlineOp::Identity: return rdi;
     case InlineOp::NativePfn: return (rdi & pte_bit::FrameMask) >> kPageShift;
     case InlineOp::NativeMake: return (rdi << kPageShift) | rsi;
+    case InlineOp::ReturnOk: return 0;
   }
   return 0;
 }
@@ -157,7 +160,7 @@ Decoded decode(const uint8_t* buf, unsigned length, uint64_t at) {
     d.target = at + kDirectCallLength + static_cast<int64_t>(read32(buf + 1));
     return d;
   }
-  for (unsigned i = 0; i <= static_cast<unsigned>(InlineOp::NativeMake); ++i) {
+  for (unsigned i = 0; i <= static_cast<unsigned>(InlineOp::ReturnOk); ++i) {
     const auto op = static_cast<InlineOp>(i);
     uint8_t code[16];
     const unsigned n = build_inline(code, op);

@@ -17,6 +17,7 @@ enum class InlineOp : uint8_t {
   Identity,    // pte_val:    rax = rdi (natively the frame field is the pfn)
   NativePfn,   // pte_pfn:    rax = (rdi & FrameMask) >> 12
   NativeMake,  // make_pte:   rax = rdi << 12 | rsi
+  ReturnOk,    // flush_lazy_mmu, leave_lazy_mmu natively (no queue): eax = 0, ErrorOr<void>'s success
 };
 
 inline constexpr unsigned kIndirectCallLength = 6;  // ff 15 disp32

@@ -19,7 +19,8 @@ namespace {
 using site_code::Form;
 using site_code::InlineOp;
 
-constexpr InlineOp kOps[] = {InlineOp::FlagsMask, InlineOp::Identity, InlineOp::NativePfn, InlineOp::NativeMake};
+constexpr InlineOp kOps[] = {InlineOp::FlagsMask, InlineOp::Identity, InlineOp::NativePfn, InlineOp::NativeMake,
+                             InlineOp::ReturnOk};
 constexpr uint64_t kSite = 0xffffffff80123450ull;
 
 TEST(SiteCode, IndirectCallAsTheCompilerLeavesItDecodes) {
@@ -108,7 +109,9 @@ TEST_F(InlineExec, EachFormComputesTheNativeVerb) {
     EXPECT_EQ(run(InlineOp::NativePfn, e, 0), (e & pte_bit::FrameMask) >> kPageShift);
     const uint64_t pfn = (e & pte_bit::FrameMask) >> kPageShift;
     EXPECT_EQ(run(InlineOp::NativeMake, pfn, 0x8000000000000063ull), (pfn << kPageShift) | 0x8000000000000063ull);
-    for (InlineOp op : kOps) EXPECT_EQ(run(op, e, 0x25), site_code::inline_result(op, e, 0x25));
+    EXPECT_EQ(run(InlineOp::ReturnOk, e, 0x25) & 0xffffffffu, 0u) << "ErrorOr<void>'s success is eax = 0";
+    for (InlineOp op : kOps)
+      if (op != InlineOp::ReturnOk) EXPECT_EQ(run(op, e, 0x25), site_code::inline_result(op, e, 0x25));
   }
 }
 
