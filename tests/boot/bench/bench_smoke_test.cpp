@@ -2,6 +2,7 @@
 // Xen (the smoke suite: tiny sizes, one rep), then checks the files a run
 // writes and that every benchmark of the suite is in them for both platforms.
 #include "pvk/bench/catalog.hpp"
+#include "pvk/bench/text_file.hpp"
 #include "pvk/bench/results.hpp"
 #include "pvk/process.hpp"
 
@@ -20,12 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string read(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+std::string read(const fs::path& p) { return read_text_file(p).value_or(""); }
 
 TEST(BenchSmoke, NativeAndXen) {
   const fs::path out = fs::temp_directory_path() / ("pvk-bench-smoke-" + std::to_string(::getpid()));

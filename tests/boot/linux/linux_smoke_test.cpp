@@ -4,6 +4,7 @@
 // benchmark's record arrived from both, with the boot and done records the
 // runner writes for Linux, and that the harness made rows and tables of them.
 #include "pvk/bench/catalog.hpp"
+#include "pvk/bench/text_file.hpp"
 #include "pvk/bench/results.hpp"
 #include "pvk/process.hpp"
 
@@ -22,12 +23,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string read(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+std::string read(const fs::path& p) { return read_text_file(p).value_or(""); }
 
 TEST(LinuxSmoke, NativeAndXenDom0) {
   const fs::path out = fs::temp_directory_path() / ("pvk-linux-smoke-" + std::to_string(::getpid()));

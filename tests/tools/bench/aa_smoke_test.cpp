@@ -5,6 +5,7 @@
 // 1.00 within ±2 % with an interval that holds 1, and the summary must print
 // it as `~`.
 #include "pvk/bench/ratio.hpp"
+#include "pvk/bench/text_file.hpp"
 #include "pvk/bench/results.hpp"
 #include "pvk/process.hpp"
 
@@ -22,12 +23,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string read(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+std::string read(const fs::path& p) { return read_text_file(p).value_or(""); }
 
 TEST(BenchAA, NativeVirtualTimeIsOneWithinItsInterval) {
   const fs::path out = fs::temp_directory_path() / ("pvk-bench-aa-" + std::to_string(::getpid()));

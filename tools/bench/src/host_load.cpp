@@ -1,4 +1,5 @@
 #include "pvk/bench/host_load.hpp"
+#include "pvk/bench/text_file.hpp"
 
 #include <fstream>
 #include <sstream>
@@ -6,17 +7,6 @@
 #include <vector>
 
 namespace pvk::bench {
-namespace {
-
-std::optional<std::string> slurp(const char* path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
-}  // namespace
 
 std::optional<double> parse_loadavg(std::string_view text) {
   std::istringstream in{std::string(text)};
@@ -54,12 +44,12 @@ std::optional<double> busy_share(const CpuTicks& before, const CpuTicks& after) 
 }
 
 std::optional<double> read_loadavg() {
-  const auto text = slurp("/proc/loadavg");
+  const auto text = read_text_file("/proc/loadavg");
   return text ? parse_loadavg(*text) : std::nullopt;
 }
 
 std::optional<CpuTicks> read_cpu_ticks() {
-  const auto text = slurp("/proc/stat");
+  const auto text = read_text_file("/proc/stat");
   return text ? parse_proc_stat(*text) : std::nullopt;
 }
 
