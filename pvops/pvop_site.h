@@ -38,7 +38,8 @@ inline constexpr uint8_t kInlineRoom = 13;
 
 constexpr bool may_inline(size_t slot) {
   return slot == offsetof(MmuOps, pte_flags) || slot == offsetof(MmuOps, pte_val) ||
-         slot == offsetof(MmuOps, pte_pfn) || slot == offsetof(MmuOps, make_pte);
+         slot == offsetof(MmuOps, pte_pfn) || slot == offsetof(MmuOps, make_pte) ||
+         slot == offsetof(MmuOps, enter_lazy_mmu) || slot == offsetof(MmuOps, flush_tlb_one);
 }
 
 #if !PVK_BUILTIN_NATIVE  // no table, no sites
@@ -127,9 +128,7 @@ struct Site<Slot, R (*)(A...)> {
           : "=a"(rax)
           : "D"(in[0]), [thunk] "i"(thunk_for(Slot)), [slot] "i"(Slot), [room] "i"(kInlineRoom)
           : "cc");
-      R r;
-      __builtin_memcpy(&r, &rax, sizeof r);
-      return r;
+      return __builtin_bit_cast(R, rax);
     } else {
       return call(a...);
     }

@@ -13,6 +13,8 @@ constexpr uint8_t kOrRaxRsi[] = {0x48, 0x09, 0xf0};    // or %rsi,%rax
 constexpr uint8_t kAndRaxRdi[] = {0x48, 0x21, 0xf8};   // and %rdi,%rax
 constexpr uint8_t kMovabsRax[] = {0x48, 0xb8};         // movabs $imm64,%rax
 constexpr uint8_t kXorEaxEax[] = {0x31, 0xc0};         // xor %eax,%eax
+constexpr uint8_t kIncqRip[] = {0x48, 0xff, 0x05};     // incq disp32(%rip), disp32 follows
+constexpr uint8_t kInvlpgRdi[] = {0x0f, 0x01, 0x3f};   // invlpg (%rdi)
 
 // Appends bytes to a form being built.
 struct Writer {
@@ -26,9 +28,22 @@ struct Writer {
     memcpy(p, &v, 8);
     p += 8;
   }
+  void put32(int32_t v) {
+    memcpy(p, &v, 4);
+    p += 4;
+  }
 };
 
-unsigned build_inline(uint8_t* out, InlineOp op) {
+// The rip-relative displacement from the end of an instruction of `length`
+// bytes at `at` to `target`, if it fits.
+bool rip_disp(uint64_t at, unsigned length, uint64_t target, int32_t& disp) {
+  const int64_t d = static_cast<int64_t>(target - (at + length));
+  disp = static_cast<int32_t>(d);
+  return d == disp;
+}
+
+// 0 if the counter is out of rip-relative reach.
+unsigned build_inline(uint8_t* out, InlineOp op, uint64_t at = 0, uint64_t counter = 0) {
   Writer w{out};
   switch (op) {
     case InlineOp::FlagsMask:
@@ -48,6 +63,15 @@ unsigned build_inline(uint8_t* out, InlineOp op) {
       w.put(kOrRaxRsi);
       break;
     case InlineOp::ReturnOk: w.put(kXorEaxEax); break;
+    case InlineOp::Count:
+    case InlineOp::CountInvlpg: {
+      int32_t disp;
+      if (!rip_disp(at, sizeof kIncqRip + 4, counter, disp)) return 0;
+      w.put(kIncqRip);
+      w.put32(disp);
+      if (op == InlineOp::CountInvlpg) w.put(kInvlpgRdi);
+      break;
+    }
   }
   return static_cast<unsigned>(w.p - out);
 }
@@ -100,7 +124,9 @@ uint64_t inline_result(InlineOp op, uint64_t rdi, uint64_t rsi) {
     case InlineOp::Identity: return rdi;
     case InlineOp::NativePfn: return (rdi & pte_bit::FrameMask) >> kPageShift;
     case InlineOp::NativeMake: return (rdi << kPageShift) | rsi;
-    case InlineOp::ReturnOk: return 0;
+    case InlineOp::ReturnOk:
+    case InlineOp::Count:
+    case InlineOp::CountInvlpg: return 0;
   }
   return 0;
 }
@@ -137,10 +163,10 @@ bool encode_direct_call(uint8_t* buf, unsigned length, uint64_t at, uint64_t tar
   return true;
 }
 
-bool encode_inline(uint8_t* buf, unsigned length, InlineOp op) {
+bool encode_inline(uint8_t* buf, unsigned length, InlineOp op, uint64_t at, uint64_t counter) {
   uint8_t code[16];
-  const unsigned n = build_inline(code, op);
-  if (n > length) return false;
+  const unsigned n = build_inline(code, op, at, counter);
+  if (n == 0 || n > length) return false;
   memcpy(buf, code, n);
   encode_nops(buf + n, length - n);
   return true;
@@ -158,6 +184,18 @@ Decoded decode(const uint8_t* buf, unsigned length, uint64_t at) {
       only_nops(buf + kDirectCallLength, length - kDirectCallLength)) {
     d.form = Form::DirectCall;
     d.target = at + kDirectCallLength + static_cast<int64_t>(read32(buf + 1));
+    return d;
+  }
+  // The counting forms first: read their counter back from the displacement.
+  for (unsigned k = 0; k < 2; ++k) {
+    const InlineOp op = k == 0 ? InlineOp::CountInvlpg : InlineOp::Count;
+    const unsigned n = op == InlineOp::Count ? 7 : 10;
+    if (n > length || memcmp(buf, kIncqRip, sizeof kIncqRip) != 0) continue;
+    if (op == InlineOp::CountInvlpg && memcmp(buf + 7, kInvlpgRdi, sizeof kInvlpgRdi) != 0) continue;
+    if (!only_nops(buf + n, length - n)) continue;
+    d.form = Form::Inline;
+    d.op = op;
+    d.target = at + 7 + static_cast<int64_t>(read32(buf + 3));
     return d;
   }
   for (unsigned i = 0; i <= static_cast<unsigned>(InlineOp::ReturnOk); ++i) {

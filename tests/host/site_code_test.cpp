@@ -72,6 +72,22 @@ TEST(SiteCode, InlineFormsRoundTripAndFitTheRoom) {
   }
 }
 
+TEST(SiteCode, CountingFormsCarryTheirCounterRipRelative) {
+  for (InlineOp op : {InlineOp::Count, InlineOp::CountInvlpg}) {
+    for (int64_t delta : {int64_t{-0x7000000}, int64_t{64}, int64_t{0x200000}}) {
+      uint8_t buf[13];
+      const uint64_t counter = kSite + delta;
+      ASSERT_TRUE(site_code::encode_inline(buf, sizeof buf, op, kSite, counter));
+      const auto d = site_code::decode(buf, sizeof buf, kSite);
+      EXPECT_EQ(d.form, Form::Inline);
+      EXPECT_EQ(d.op, op);
+      EXPECT_EQ(d.target, counter) << delta;
+    }
+    uint8_t buf[13];
+    EXPECT_FALSE(site_code::encode_inline(buf, sizeof buf, op, kSite, kSite + (1ull << 33))) << "out of reach";
+  }
+}
+
 TEST(SiteCode, NopsOfEveryLengthDecodeAsPadding) {
   for (unsigned len = 0; len <= 30; ++len) {
     std::vector<uint8_t> buf(5 + len);
@@ -100,6 +116,19 @@ class InlineExec : public ::testing::Test {
   }
   void* page_ = nullptr;
 };
+
+TEST_F(InlineExec, CountBumpsItsCounter) {
+  // The counter sits on the same page, in reach of the rip-relative form.
+  auto* code = static_cast<uint8_t*>(page_);
+  auto* counter = reinterpret_cast<uint64_t*>(code + 2048);
+  *counter = 41;
+  ASSERT_TRUE(site_code::encode_inline(code, 13, InlineOp::Count, reinterpret_cast<uint64_t>(code),
+                                       reinterpret_cast<uint64_t>(counter)));
+  code[13] = 0xc3;  // ret
+  ASSERT_EQ(mprotect(page_, 4096, PROT_READ | PROT_WRITE | PROT_EXEC), 0);
+  reinterpret_cast<void (*)()>(page_)();
+  EXPECT_EQ(*counter, 42u);
+}
 
 TEST_F(InlineExec, EachFormComputesTheNativeVerb) {
   const uint64_t entries[] = {0, ~uint64_t{0}, 0x8000000012345067ull, 0x000ffffffffff000ull, 0x7ff0000abcdef863ull};
