@@ -16,7 +16,8 @@ struct CpaTiming {
 };
 
 // EINVAL for 0 or more than kMaxCpaPages pages; ENOMEM if the frames or
-// tables are not there (nothing is left allocated); a refused update's error.
+// tables are not there (nothing is left allocated); EPERM if the hypervisor
+// refuses the memory type (a Xen domU without I/O access).
 ErrorOr<CpaTiming> time_cpa_cycle(uint64_t pages);
 
 }  // namespace pvk

@@ -18,7 +18,8 @@ const std::vector<BenchInfo>& benchmarks() {
       {"fault_write", "seed001", {"pages"}, "write fault on fresh anonymous memory (allocate + clear)"},
       {"memset_present", "seed001", {"pages"}, "memset of a present 4 KiB page"},
       {"mprotect", "seed002", {"pages", "loops"}, "mprotect RW->RO->RW of N present dirty pages (per cycle)"},
-      {"cpa", "seed002", {"pages"}, "set_memory_wc then set_memory_wb over N kernel pages, timed in the kernel (per call; pvk only)"},
+      {"cpa", "seed002", {"pages"}, "set_memory_wc then set_memory_wb over N kernel pages, timed in the kernel (per call; pvk only)",
+       true},
       {"kernbench", "seed002", {"procs", "jobs", "pages"}, "concurrent fork/exec/fault/mprotect/exit mix (per job)"},
       {"fork_dirty", "seed003", {"pages", "stride"},
        "fork after dirtying N pages (every stride-th of them), parent side (exit: child exit + reap; rewrite: the "

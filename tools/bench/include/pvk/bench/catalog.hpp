@@ -16,6 +16,7 @@ struct BenchInfo {
   std::string_view suite;                // "seed000" ...
   std::vector<std::string_view> params;  // keys, besides reps (which every benchmark takes)
   std::string_view what;                 // one line for the summary
+  bool pvk_only = false;                 // needs a pvk system call: Linux boots leave it out
 };
 
 // The driver's benchmarks (bench/driver.cpp kBenches), in its order.
