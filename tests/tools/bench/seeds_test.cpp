@@ -105,6 +105,15 @@ TEST(Seeds, EverySeedHasItsExperiments) {
   EXPECT_EQ(seeds, (std::set<std::string>{"000", "001", "002", "003"}));
 }
 
+// Seed 003's wtpt arm is pvk's unhook backend: its two figures compare
+// unhook with wrpt (the seed's emulate arm) at both sizes.
+TEST(Seeds, Seed003ComparesTheUnhookArm) {
+  std::set<std::string> sizes;
+  for (const SeedFigure& f : seed_figures())
+    if (f.seed == "003" && f.ratio == "unhook÷wrpt") sizes.insert(std::string(f.params));
+  EXPECT_EQ(sizes, (std::set<std::string>{"pages=1280", "pages=128000"}));
+}
+
 TEST(Seeds, Seed000OwnStatistics) {
   // lat_pipe: 16.99 s before, 16.67 s after: 0.981, which the seed called
   // possibly noise; five runs a side make it significant.
