@@ -125,7 +125,7 @@ void count_inline(PatchReport& r, InlineOp op) {
     case InlineOp::NativeMake: ++r.native_make; break;
     case InlineOp::ReturnOk:
     case InlineOp::Count:
-    case InlineOp::CountInvlpg: ++r.return_ok; break;
+    case InlineOp::CountInvlpg: ++r.lazy_tlb; break;
   }
 }
 

@@ -23,7 +23,7 @@ struct PatchReport {
   unsigned identity = 0;    //   pte_val
   unsigned native_pfn = 0;  //   pte_pfn
   unsigned native_make = 0; //   make_pte
-  unsigned return_ok = 0;   //   the lazy-MMU and TLB verbs that natively only count (and invlpg)
+  unsigned lazy_tlb = 0;   //   the lazy-MMU and TLB verbs that natively only count (and invlpg)
   unsigned unpatched = 0;   // left as indirect calls (pvpatch=off)
   unsigned verified = 0;    // read back as intended by the self-check
 };

@@ -189,13 +189,14 @@ Decoded decode(const uint8_t* buf, unsigned length, uint64_t at) {
   // The counting forms first: read their counter back from the displacement.
   for (unsigned k = 0; k < 2; ++k) {
     const InlineOp op = k == 0 ? InlineOp::CountInvlpg : InlineOp::Count;
-    const unsigned n = op == InlineOp::Count ? 7 : 10;
+    constexpr unsigned kIncq = sizeof kIncqRip + 4;
+    const unsigned n = op == InlineOp::Count ? kIncq : kIncq + sizeof kInvlpgRdi;
     if (n > length || memcmp(buf, kIncqRip, sizeof kIncqRip) != 0) continue;
-    if (op == InlineOp::CountInvlpg && memcmp(buf + 7, kInvlpgRdi, sizeof kInvlpgRdi) != 0) continue;
+    if (op == InlineOp::CountInvlpg && memcmp(buf + kIncq, kInvlpgRdi, sizeof kInvlpgRdi) != 0) continue;
     if (!only_nops(buf + n, length - n)) continue;
     d.form = Form::Inline;
     d.op = op;
-    d.target = at + 7 + static_cast<int64_t>(read32(buf + 3));
+    d.target = at + kIncq + static_cast<int64_t>(read32(buf + sizeof kIncqRip));
     return d;
   }
   for (unsigned i = 0; i <= static_cast<unsigned>(InlineOp::ReturnOk); ++i) {

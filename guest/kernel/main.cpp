@@ -125,7 +125,7 @@ void patch_call_sites() {
       .u64("inline_pte_val", p.identity)
       .u64("inline_pte_pfn", p.native_pfn)
       .u64("inline_make_pte", p.native_make)
-      .u64("inline_lazy_mmu", p.return_ok)
+      .u64("inline_lazy_mmu", p.lazy_tlb)
       .u64("unpatched", p.unpatched)
       .u64("verified", p.verified);
 }
