@@ -9,9 +9,11 @@ extern "C" char hypercall_page[];
 
 namespace pvk::xen {
 
-inline long hypercall(unsigned nr, uint64_t a1 = 0, uint64_t a2 = 0, uint64_t a3 = 0, uint64_t a4 = 0,
-                      uint64_t a5 = 0) {
-  ++g_mmu_counters.hypercalls;
+// Uncounted: for calls the counters must not see — made by CPUs other than
+// the boot CPU (bring-up, parking; their increments would race the boot
+// CPU's, and the counters describe the measured path) — see hypercalls/vcpu.h.
+inline long hypercall_uncounted(unsigned nr, uint64_t a1 = 0, uint64_t a2 = 0, uint64_t a3 = 0, uint64_t a4 = 0,
+                                uint64_t a5 = 0) {
   long rc;
   register uint64_t r10 asm("r10") = a4;
   register uint64_t r8 asm("r8") = a5;
@@ -21,6 +23,12 @@ inline long hypercall(unsigned nr, uint64_t a1 = 0, uint64_t a2 = 0, uint64_t a3
                : [entry] "r"(entry)
                : "memory", "rcx", "r11", "r9");
   return rc;
+}
+
+inline long hypercall(unsigned nr, uint64_t a1 = 0, uint64_t a2 = 0, uint64_t a3 = 0, uint64_t a4 = 0,
+                      uint64_t a5 = 0) {
+  ++g_mmu_counters.hypercalls;
+  return hypercall_uncounted(nr, a1, a2, a3, a4, a5);
 }
 
 template <typename T>

@@ -16,6 +16,7 @@
 #include "mm/kernel_space.h"
 #include "guest/proc/process.h"
 #include "guest/boot/select.h"
+#include "guest/smp/percpu.h"
 #include "pvops/pvop.h"
 #include "pvops/pvpatch.h"
 
@@ -197,6 +198,8 @@ void kernel_main(Platform& platform, BootInfo& info) {
         .u64("tsc_khz", platform.tsc_khz)
         .boolean("smep", platform.smep)
         .boolean("smap", platform.smap)
+        .u64("cpus", smp::counts().found())
+        .u64("cpus_online", smp::counts().online())
         .u64("boot_ns", tsc_to_ns(cpu::rdtsc() - info.boot_tsc))
         .u64("free_frames", baseline)
         .u64("total_frames", frames().max_pfn());

@@ -66,6 +66,7 @@ struct RunArgs {
   bool quiet = false;
   std::string via = "qemu";
   std::string libvirt_uri;
+  unsigned smp = 1;
 };
 
 int do_run(const Paths& paths, const RunArgs& args) {
@@ -86,6 +87,11 @@ int do_run(const Paths& paths, const RunArgs& args) {
   options.user_dir = paths.build_dir / "user";
   options.via = args.via == "libvirt" ? pvk::Via::libvirt : pvk::Via::direct;
   options.libvirt_uri = args.libvirt_uri;
+  options.smp = args.smp;
+  if (args.smp > 1 && options.via == pvk::Via::libvirt)
+    throw std::runtime_error("--smp is not wired into the libvirt templates yet (use --via qemu)");
+  if (args.smp > 1 && (options.platform == pvk::Platform::xl || options.platform == pvk::Platform::xen_domu))
+    throw std::runtime_error("--smp is not wired into the xl driver yet (platforms native, xen, linux-*)");
   options.cancel = &cancelled;
   options.note = [](std::string_view line) { fmt::print(stderr, "pvk: {}\n", line); };
   if (options.via == pvk::Via::libvirt && args.gdb)
@@ -190,6 +196,10 @@ int main(int argc, char** argv) {
   run->add_option("--timeout", run_args.timeout_s,
                   "seconds before the run counts as hung; 0 = none (default 60 native, 300 xen and xl, 420 xen-domu)")
       ->check(CLI::NonNegativeNumber);
+  run->add_option("--smp", run_args.smp,
+                  "CPUs: QEMU -smp N (MTTCG unless -icount), under Xen dom0_max_vcpus=N")
+      ->check(CLI::Range(1u, 64u))
+      ->capture_default_str();
   run->add_flag("--gdb", run_args.gdb, "start paused with a gdb stub on :1234");
   run->add_option("--kernel", run_args.kernel, "kernel image (default <build>/guest/pvk.elf)");
   run->add_option("--xen", run_args.xen_gz, "gzipped Xen image")->capture_default_str();

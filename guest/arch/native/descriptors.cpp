@@ -40,8 +40,6 @@ struct [[gnu::packed]] DescriptorPointer {
 };
 
 constexpr uint64_t kGdtEntries = 8;
-alignas(16) uint64_t g_gdt[kGdtEntries];
-alignas(16) Tss g_tss;
 alignas(16) IdtGate g_idt[256];
 alignas(16) uint8_t g_double_fault_stack[8192];
 
@@ -58,23 +56,37 @@ constexpr unsigned kDoubleFaultIst = 1;
 
 }  // namespace
 
-void load_descriptors() {
-  g_gdt[0] = 0;
-  g_gdt[kKernelCs / 8] = kKernelCode64;
-  g_gdt[kKernelDs / 8] = kKernelData;
-  g_gdt[3] = 0;  // no user compat segment
-  g_gdt[kUserDs / 8] = kUserData;
-  g_gdt[kUserCs / 8] = kUserCode64;
-  memset(&g_tss, 0, sizeof g_tss);
-  g_tss.iomap_base = sizeof(Tss);
-  g_tss.ist[kDoubleFaultIst - 1] = reinterpret_cast<uint64_t>(g_double_fault_stack + sizeof g_double_fault_stack);
-  const uint64_t base = reinterpret_cast<uint64_t>(&g_tss);
-  const uint64_t limit = sizeof(Tss) - 1;
-  g_gdt[kTss / 8] = (limit & 0xffff) | ((base & 0xffffff) << 16) | (uint64_t{0x89} << 40) |
-                    (((limit >> 16) & 0xf) << 48) | (((base >> 24) & 0xff) << 56);
-  g_gdt[kTss / 8 + 1] = base >> 32;
+namespace {
 
-  DescriptorPointer gdtr{sizeof g_gdt - 1, reinterpret_cast<uint64_t>(g_gdt)};
+// One CPU's GDT and TSS: the boot CPU's are static, each AP's sit in a
+// frame of its own (kApDescriptorBytes), so every CPU has its own TSS (RSP0
+// and the double-fault IST stack) and its own busy TSS descriptor.
+struct CpuDescriptorTables {
+  alignas(16) uint64_t gdt[kGdtEntries];
+  alignas(16) Tss tss;
+};
+
+void fill_gdt(CpuDescriptorTables& t, uint64_t double_fault_stack_top) {
+  t.gdt[0] = 0;
+  t.gdt[kKernelCs / 8] = kKernelCode64;
+  t.gdt[kKernelDs / 8] = kKernelData;
+  t.gdt[3] = 0;  // no user compat segment
+  t.gdt[kUserDs / 8] = kUserData;
+  t.gdt[kUserCs / 8] = kUserCode64;
+  memset(&t.tss, 0, sizeof t.tss);
+  t.tss.iomap_base = sizeof(Tss);
+  t.tss.ist[kDoubleFaultIst - 1] = double_fault_stack_top;
+  const uint64_t base = reinterpret_cast<uint64_t>(&t.tss);
+  const uint64_t limit = sizeof(Tss) - 1;
+  t.gdt[kTss / 8] = (limit & 0xffff) | ((base & 0xffffff) << 16) | (uint64_t{0x89} << 40) |
+                    (((limit >> 16) & 0xf) << 48) | (((base >> 24) & 0xff) << 56);
+  t.gdt[kTss / 8 + 1] = base >> 32;
+}
+
+// lgdt, reload every segment register from it (CS through a far return),
+// ltr. FS and GS get the null selector: their bases are MSRs, set after.
+void load_gdt(CpuDescriptorTables& t) {
+  DescriptorPointer gdtr{sizeof t.gdt - 1, reinterpret_cast<uint64_t>(t.gdt)};
   asm volatile(
       "lgdt %0\n"
       "pushq %1\n"
@@ -90,6 +102,21 @@ void load_descriptors() {
       : "m"(gdtr), "i"(kKernelCs), "i"(kKernelDs)
       : "rax", "memory");
   asm volatile("ltr %w0" : : "r"(kTss));
+}
+
+void load_idt() {
+  DescriptorPointer idtr{sizeof g_idt - 1, reinterpret_cast<uint64_t>(g_idt)};
+  asm volatile("lidt %0" : : "m"(idtr));
+}
+
+CpuDescriptorTables g_boot_cpu_tables;
+
+}  // namespace
+
+void load_descriptors() {
+  fill_gdt(g_boot_cpu_tables,
+           reinterpret_cast<uint64_t>(g_double_fault_stack + sizeof g_double_fault_stack));
+  load_gdt(g_boot_cpu_tables);
 
   for (unsigned v = 0; v < kStubCount; ++v) {
     const uint64_t handler = reinterpret_cast<uint64_t>(native_trap_stubs) + v * kStubSize;
@@ -98,10 +125,22 @@ void load_descriptors() {
                        v == kBreakpointVector ? kUserInterruptGate : kInterruptGate,
                        static_cast<uint16_t>(handler >> 16), static_cast<uint32_t>(handler >> 32), 0};
   }
-  DescriptorPointer idtr{sizeof g_idt - 1, reinterpret_cast<uint64_t>(g_idt)};
-  asm volatile("lidt %0" : : "m"(idtr));
+  load_idt();
 }
 
-void set_kernel_stack(uint64_t rsp0) { g_tss.rsp[0] = rsp0; }
+static_assert(sizeof(CpuDescriptorTables) <= kApDescriptorBytes);
+static_assert(alignof(CpuDescriptorTables) <= 16);
+
+// The IDT is shared (it holds only code addresses); the GDT and TSS are the
+// AP's own, in `storage`.
+void load_ap_descriptors(void* storage, uint64_t double_fault_stack_top) {
+  // fill_gdt writes every byte the CPU reads (the whole GDT, the TSS).
+  auto* t = static_cast<CpuDescriptorTables*>(storage);
+  fill_gdt(*t, double_fault_stack_top);
+  load_gdt(*t);
+  load_idt();
+}
+
+void set_kernel_stack(uint64_t rsp0) { g_boot_cpu_tables.tss.rsp[0] = rsp0; }
 
 }  // namespace pvk::native

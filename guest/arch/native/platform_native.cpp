@@ -3,6 +3,7 @@
 #include "base/arch/cpu.h"
 #include "guest/arch/native/descriptors.h"
 #include "guest/arch/native/native.h"
+#include "guest/arch/native/smp_native.h"
 #include "guest/arch/trap_frame.h"
 #include "base/boot_info.h"
 #include "base/layout.h"
@@ -144,7 +145,8 @@ void set_kernel_stack_native(uint64_t top) {
 
 }  // namespace
 
-Platform g_native_platform{"native", "native", &serial_write, &shutdown, &fault_address, nullptr, nullptr, 0,
+// kernel_space_ready: the other CPUs start once the kernel's tables exist.
+Platform g_native_platform{"native", "native", &serial_write, &shutdown, &fault_address, nullptr, &start_secondary_cpus, 0,
                            kUserCs, kUserDs, &set_kernel_stack_native, &start_timer, &timer_ack, &from_user};
 
 namespace {
@@ -204,6 +206,7 @@ extern "C" [[noreturn]] void native_boot_entry(uint32_t start_info_paddr) {
     serial_write("pvk: bad hvm_start_info magic\n", 30);
     shutdown(ExitStatus::Fail);
   }
+  init_boot_cpu(si);  // the MADT is read while the early map reaches it
   copy_cmdline(si.cmdline_paddr);
   if (si.version >= 1) read_memory_map(si);
   // Low memory (BIOS, the PVH loader's tables) and the image are not ours.

@@ -10,6 +10,7 @@
 #include "guest/params/boot_params.h"
 #include "hypercalls/hypercall.h"
 #include "hypercalls/p2m.h"
+#include "guest/arch/pv/pv.h"
 #include "pvops/pte.h"
 #include "base/frames/physmap.h"
 
@@ -163,7 +164,12 @@ uint64_t tsc_khz() {
   return t.tsc_shift >= 0 ? khz >> t.tsc_shift : khz << -t.tsc_shift;
 }
 
-void install_traps() {
+}  // namespace
+
+// The virtual IDT, terminated by an entry with no address. Every vCPU gets
+// the same one: the boot CPU through set_trap_table, the others inside
+// their VCPUOP_initialise context (smp_pv.cpp).
+const trap_info* trap_table() {
   static const trap_info kTraps[] = {
 #define PVK_TRAP(n) {n, 0, FLAT_KERNEL_CS, reinterpret_cast<unsigned long>(&xen_trap_##n)},
       PVK_TRAP(0) PVK_TRAP(1) PVK_TRAP(3) PVK_TRAP(4) PVK_TRAP(5) PVK_TRAP(6) PVK_TRAP(7) PVK_TRAP(8)
@@ -177,12 +183,22 @@ void install_traps() {
   // raised by user code with a software interrupt (DPL 3, so it is SIGTRAP
   // as on hardware); any other `int N` from user mode is a #GP.
   static trap_info traps[sizeof kTraps / sizeof kTraps[0]];
+  if (traps[0].address) return traps;
   for (size_t i = 0; i < sizeof kTraps / sizeof kTraps[0]; ++i) {
     traps[i] = kTraps[i];
     if (!traps[i].address) continue;
     TI_SET_IF(&traps[i], 1);
     if (traps[i].vector == 3) TI_SET_DPL(&traps[i], 3);
   }
+  return traps;
+}
+
+shared_info* shared_info_page() { return shinfo(); }
+
+namespace {
+
+void install_traps() {
+  const trap_info* traps = trap_table();
   if (xen::set_trap_table(traps) < 0) {
     const char* msg = "pvk: Xen refused the trap table\n";
     console_io_write(msg, strlen(msg));
@@ -212,8 +228,15 @@ void install_traps() {
   xen::stack_switch(FLAT_KERNEL_SS, reinterpret_cast<uint64_t>(boot_stack_top));
 }
 
+// Once the kernel's tables are live: shared_info mapped into them, then the
+// other vCPUs started.
+void kernel_space_ready() {
+  map_shared_info();
+  start_secondary_cpus();
+}
+
 Platform g_xen_platform{"xen",          "domU",       &ring_write,       &shutdown,  &fault_address,
-                        &handle_event, &map_shared_info, 0, FLAT_USER_CS, FLAT_USER_SS, &set_kernel_stack,
+                        &handle_event, &kernel_space_ready, 0, FLAT_USER_CS, FLAT_USER_SS, &set_kernel_stack,
                         &start_timer,  &timer_ack,    &from_user};
 
 Pfn boot_pfn(uint64_t va) { return Pfn{(va - PVK_KERNEL_VMA) >> kPageShift}; }
@@ -245,6 +268,7 @@ extern "C" [[noreturn]] void xen_boot_entry(start_info_t* si, uint64_t entry_rsp
   }
   map_shared_info();
   install_traps();
+  init_boot_cpu();
   g_xen_platform.tsc_khz = tsc_khz();
 
   // Xen cuts a longer line to 1023 bytes and may leave the array without a

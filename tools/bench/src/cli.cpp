@@ -96,6 +96,7 @@ struct Commands::State {
   bool warmup = false;              // issue 14: a one-rep run of each item first, discarded
   std::string schedule = "paired";  // schedule.hpp
   std::string icount_spec = default_icount;
+  unsigned smp = 1;  // CPUs of every machine (issue 15): QEMU -smp, dom0_max_vcpus
   CLI::Option* reps_option = nullptr;
   // Three boots per configuration: TCG timings move with the host's load,
   // and the median of three boots is steadier than one boot's (the default
@@ -119,6 +120,7 @@ struct Commands::State {
     if (full) c += " --full";
     if (icount) c += icount_spec == default_icount ? " --icount" : " --icount --icount-spec " + icount_spec;
     if (reps != 3) c += fmt::format(" --reps {}", reps);
+    if (smp != 1) c += fmt::format(" --smp {}", smp);
     if (platforms != std::vector<std::string>{"native", "native-builtin", "xen"}) c += " --platforms " + fmt::format("{}", fmt::join(platforms, ","));
     if (with_linux) c += " --linux";
     if (!mmus.empty()) c += " --mmu " + fmt::format("{}", fmt::join(mmus, ","));
@@ -172,6 +174,7 @@ struct Commands::State {
     q.xen_gz = xen_gz;
     q.xen_cache_dir = build_dir / "cache" / "xen-4.17";
     q.icount = icount ? icount_spec : "";
+    q.smp = smp;
     q.cancel = &g_cancel;
     if (!fs::is_regular_file(q.kernel))
       throw std::runtime_error(fmt::format("kernel image {} not found (build target pvk_kernel)", q.kernel.string()));
@@ -186,6 +189,7 @@ struct Commands::State {
     l.xen_gz = xen_gz;
     l.xen_cache_dir = q.xen_cache_dir;
     l.icount = q.icount;
+    l.smp = q.smp;
     l.cancel = &g_cancel;
     return l;
   }
@@ -210,6 +214,7 @@ struct Commands::State {
             {"kernel", q.kernel.string()},
             {"qemu", first_line({"qemu-system-x86_64", "--version"})},
             {"icount", q.icount},
+            {"smp", q.smp},
             {"schedule", schedule},
             {"aa", aa},
             {"warmup", warmup},
@@ -335,6 +340,9 @@ Commands::Commands(CLI::App& app, const fs::path& build_dir, const fs::path& sou
   b->add_flag("--smoke", s.smoke, "the smoke suite (tiny sizes, one rep) on the first backend of each platform");
   b->add_flag("--icount", s.icount, "QEMU -icount: deterministic virtual time (slower, not realistic)");
   b->add_option("--icount-spec", s.icount_spec, "the -icount argument --icount passes")->capture_default_str();
+  b->add_option("--smp", s.smp, "CPUs of every machine: QEMU -smp N (MTTCG unless --icount), Xen dom0_max_vcpus=N")
+      ->check(CLI::Range(1u, 16u))
+      ->capture_default_str();
   s.reps_option = b->add_option("--reps", s.reps,
                                 "boots per configuration (the driver also repeats each benchmark 5 times per boot); "
                                 "--smoke: 1")

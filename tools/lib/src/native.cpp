@@ -10,10 +10,10 @@ std::vector<std::string> native_argv(const QemuConfig& config) {
   // fault into a QEMU exit instead of a silent reboot loop.
   std::vector<std::string> argv{
       config.qemu,
-      "-accel", "tcg",
+      "-accel", qemu_accel(config),
       "-cpu", "max",
       "-m", config.memory.empty() ? "512M" : config.memory,
-      "-smp", "1",
+      "-smp", std::to_string(config.smp),
       "-display", "none",
       "-monitor", "none",
       "-serial", "stdio",

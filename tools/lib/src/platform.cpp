@@ -40,6 +40,12 @@ std::chrono::seconds default_timeout(Platform platform) {
   return std::chrono::seconds{300};
 }
 
+std::string qemu_accel(const QemuConfig& config) {
+  if (config.smp < 1) throw std::invalid_argument("a machine needs at least one CPU (smp >= 1)");
+  if (config.smp == 1) return "tcg";
+  return config.icount.empty() ? "tcg,thread=multi" : "tcg,thread=single";
+}
+
 std::vector<std::string> qemu_argv(Platform platform, const QemuConfig& config) {
   return platform == Platform::xen ? xen_argv(config) : native_argv(config);
 }

@@ -97,6 +97,7 @@ QemuConfig qemu_config(const RunOptions& options) {
   qemu.memory = options.memory;
   qemu.dom0_memory = options.dom0_memory;
   qemu.icount = options.icount;
+  qemu.smp = options.smp;
   return qemu;
 }
 

@@ -24,14 +24,19 @@ bool contains_nocase(std::string_view haystack, std::string_view needle) {
          haystack.end();
 }
 
-// xen_command_line, with dom0's fixed size replaced when one is given.
-std::string hypervisor_command_line(const std::string& dom0_memory) {
+// xen_command_line, with dom0's fixed size replaced when one is given, and
+// dom0's vCPU count when the machine has several CPUs (Xen's default gives
+// dom0 one vCPU per physical CPU; saying it keeps the two in step on purpose).
+std::string hypervisor_command_line(const std::string& dom0_memory, unsigned smp) {
   std::string line(xen_command_line);
-  if (dom0_memory.empty()) return line;
-  constexpr std::string_view fixed = "dom0_mem=256M,max:256M";
-  const auto at = line.find(fixed);
-  if (at == std::string::npos) throw std::logic_error("xen_command_line has no dom0_mem=256M,max:256M");
-  return line.replace(at, fixed.size(), fmt::format("dom0_mem={0},max:{0}", dom0_memory));
+  if (!dom0_memory.empty()) {
+    constexpr std::string_view fixed = "dom0_mem=256M,max:256M";
+    const auto at = line.find(fixed);
+    if (at == std::string::npos) throw std::logic_error("xen_command_line has no dom0_mem=256M,max:256M");
+    line.replace(at, fixed.size(), fmt::format("dom0_mem={0},max:{0}", dom0_memory));
+  }
+  if (smp > 1) line += fmt::format(" dom0_max_vcpus={}", smp);
+  return line;
 }
 
 }  // namespace
@@ -49,16 +54,16 @@ std::vector<std::string> xen_argv(const QemuConfig& config) {
   // code under TCG (DESIGN.md, "Running under Xen").
   std::vector<std::string> argv{
       config.qemu,
-      "-accel", "tcg",
+      "-accel", qemu_accel(config),
       "-cpu", "max,-smap",
       "-m", config.memory.empty() ? "1024" : config.memory,
-      "-smp", "1",
+      "-smp", std::to_string(config.smp),
       "-display", "none",
       "-monitor", "none",
       "-serial", "stdio",
       "-no-reboot",
       "-kernel", config.xen_image.string(),
-      "-append", hypervisor_command_line(config.dom0_memory),
+      "-append", hypervisor_command_line(config.dom0_memory, config.smp),
       "-initrd", module,
   };
   if (!config.icount.empty()) argv.insert(argv.end(), {"-icount", config.icount});

@@ -82,10 +82,10 @@ std::vector<std::string> xen_domu_argv(const QemuConfig& config, const Dom0Image
   // SMAP under TCG. 2 GiB: 512 MiB for dom0, the rest for domUs.
   std::vector<std::string> argv{
       config.qemu,
-      "-accel", "tcg",
+      "-accel", qemu_accel(config),
       "-cpu", std::string(cpu),
       "-m", "2048",
-      "-smp", "1",
+      "-smp", std::to_string(config.smp),
       "-display", "none",
       "-monitor", "none",
       "-serial", "stdio",

@@ -40,7 +40,16 @@ struct QemuConfig {
   std::string memory;               // -m; empty: 512M native, 1024 xen
   std::string dom0_memory;          // xen only: dom0_mem=; empty: 256M
   std::string icount;               // -icount argument; empty: none
+  // CPUs of the machine: QEMU's -smp, and under Xen dom0's vCPUs
+  // (dom0_max_vcpus) or a domU's (vcpus). 1 leaves every command line as
+  // it was before SMP existed.
+  unsigned smp = 1;
 };
+
+// QEMU's -accel for a machine of `smp` CPUs: MTTCG (one host thread per
+// vCPU) when there are several, unless -icount asks for the single-threaded
+// round robin that deterministic virtual time needs.
+std::string qemu_accel(const QemuConfig& config);
 
 std::vector<std::string> native_argv(const QemuConfig& config);
 std::vector<std::string> xen_argv(const QemuConfig& config);

@@ -27,6 +27,8 @@ struct RunMachine {
   const std::atomic<bool>* cancel = nullptr;  // see ProcessOptions::cancel
   // The argument of -icount (empty: no -icount).
   std::string icount;
+  // CPUs: QEMU's -smp N, Xen's dom0_max_vcpus=N, a domU's vcpus=N.
+  unsigned smp = 1;
   // The source tree's tools/: the xl driver (xl, xen-domu), the dom0 image
   // builder (xen-domu), the libvirt templates and private libvirtd (libvirt),
   // linux/mklinux.sh (linux-native, linux-xen).

@@ -1,0 +1,27 @@
+#include "guest/smp/percpu.h"
+
+namespace pvk::smp {
+namespace {
+
+// Static (zeroed) storage: entry 0 must be usable before the frame
+// allocator exists, and the table is small (kMaxCpus entries).
+PerCpu g_cpus[kMaxCpus];
+CpuCounts g_counts;
+
+}  // namespace
+
+PerCpu& cpu(unsigned id) { return g_cpus[id < kMaxCpus ? id : 0]; }
+
+CpuCounts& counts() { return g_counts; }
+
+bool CpuCounts::mark_online(unsigned id) {
+  if (id >= kMaxCpus || id >= found_) return false;
+  const uint32_t bit = uint32_t{1} << id;
+  if (online_mask_ & bit) return false;
+  online_mask_ |= bit;
+  return true;
+}
+
+unsigned CpuCounts::online() const { return static_cast<unsigned>(__builtin_popcount(online_mask_)); }
+
+}  // namespace pvk::smp

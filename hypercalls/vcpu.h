@@ -1,0 +1,28 @@
+// vCPU operations for SMP bring-up under Xen PV: probing which vCPUs the
+// domain has, VCPUOP_initialise/VCPUOP_up, the kernel GS base, parking.
+// Uncounted (hypercall_uncounted): they happen once per vCPU at boot or on
+// a CPU other than the boot CPU, and the counters describe the measured path.
+#pragma once
+#include "hypercalls/hypercall.h"
+
+namespace pvk::xen {
+
+// VCPUOP_is_up: 1 up, 0 down, negative (-ENOENT) when the vCPU does not exist.
+inline long vcpu_is_up(unsigned vcpu) {
+  return hypercall_uncounted(__HYPERVISOR_vcpu_op, VCPUOP_is_up, vcpu, 0);
+}
+inline long vcpu_initialise(unsigned vcpu, vcpu_guest_context_t* ctx) {
+  return hypercall_uncounted(__HYPERVISOR_vcpu_op, VCPUOP_initialise, vcpu, arg(ctx));
+}
+inline long vcpu_up(unsigned vcpu) { return hypercall_uncounted(__HYPERVISOR_vcpu_op, VCPUOP_up, vcpu, 0); }
+inline long set_kernel_gs_base(uint64_t base) {
+  return hypercall_uncounted(__HYPERVISOR_set_segment_base, SEGBASE_GS_KERNEL, base);
+}
+inline long callback_register_uncounted(const callback_register* cb) {
+  return hypercall_uncounted(__HYPERVISOR_callback_op, CALLBACKOP_register, arg(cb));
+}
+// Blocks this vCPU until an event for it is pending (enables its event
+// delivery first, as SCHEDOP_block does).
+inline long block() { return hypercall_uncounted(__HYPERVISOR_sched_op, SCHEDOP_block, 0); }
+
+}  // namespace pvk::xen
