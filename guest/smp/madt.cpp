@@ -12,7 +12,7 @@ constexpr uint64_t kHeaderLength = 36;
 constexpr uint64_t kMadtFixedLength = kHeaderLength + 8;  // LAPIC address, flags
 constexpr uint32_t kMaxTableLength = 1u << 20;  // larger than any real MADT/XSDT: refuse, not read
 constexpr uint8_t kLocalApic = 0, kLapicOverride = 5, kLocalX2Apic = 9;
-constexpr uint32_t kEnabled = 1, kOnlineCapable = 2;
+constexpr uint32_t kEnabled = 1;
 
 uint32_t le32(const uint8_t* p) { return p[0] | (p[1] << 8) | (p[2] << 16) | (uint32_t{p[3]} << 24); }
 uint64_t le64(const uint8_t* p) { return le32(p) | (uint64_t{le32(p + 4)} << 32); }
@@ -38,11 +38,8 @@ ErrorOr<const uint8_t*> map_table(const PhysWindow& mem, uint64_t paddr, const c
 }
 
 void add_cpu(MadtCpus& out, uint32_t apic_id, uint32_t flags) {
-  if (!(flags & (kEnabled | kOnlineCapable))) {
-    ++out.disabled;
-    return;
-  }
-  // Online-capable but not enabled: hot-pluggable, absent at boot.
+  // Not enabled: absent, or (online-capable) hot-pluggable but not there at
+  // boot; either way nothing to start.
   if (!(flags & kEnabled)) {
     ++out.disabled;
     return;

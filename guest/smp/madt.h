@@ -20,7 +20,7 @@ struct MadtCpus {
   uint64_t lapic_base = 0;        // MADT's field, or its 64-bit override entry
   uint32_t apic_ids[kMaxCpus] = {};  // enabled processors, in table order
   unsigned count = 0;
-  unsigned disabled = 0;  // entries the firmware marks neither enabled nor online-capable
+  unsigned disabled = 0;  // entries not enabled (absent, or hot-pluggable and not there at boot)
   unsigned beyond_max = 0;  // enabled ones past kMaxCpus (not started)
 };
 

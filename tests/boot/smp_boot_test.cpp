@@ -1,0 +1,90 @@
+// SMP bring-up boot tests (issue 15, part 1): with `--smp N` every CPU the
+// machine has comes online and parks — natively through the MADT and
+// INIT/SIPI, under Xen PV (dom0) through VCPUOP_initialise/VCPUOP_up — the
+// boot record says so, and processes still run (on the boot CPU). Without
+// --smp nothing changes: one CPU, no smp record.
+#include "boot_support.hpp"
+
+namespace pvk::boot_test {
+namespace {
+
+struct SmpCase {
+  Platform platform;
+  std::string mmu;
+};
+
+void PrintTo(const SmpCase& c, std::ostream* out) { *out << platform_name(c.platform) << "_" << c.mmu; }
+
+RunResult boot_smp(Platform platform, const std::string& params, unsigned cpus) {
+  RunOptions options;
+  options.platform = platform;
+  options.kernel = PVK_KERNEL_PATH;
+  options.params = params;
+  options.xen_cache_dir = PVK_XEN_CACHE_DIR;
+  options.smp = cpus;
+  RunResult r = run_kernel(options);
+  EXPECT_TRUE(no_frame_leak(r)) << transcript(r);
+  return r;
+}
+
+// The boot record's cpus/cpus_online, and (with more than one CPU) the smp
+// record's, all equal to `cpus`.
+::testing::AssertionResult all_online(const RunResult& r, unsigned cpus) {
+  const auto boot = find_record(r, "boot");
+  if (!boot) return ::testing::AssertionFailure() << "no boot record";
+  const json& b = r.records[*boot];
+  if (b.value("cpus", 0u) != cpus || b.value("cpus_online", 0u) != cpus)
+    return ::testing::AssertionFailure() << "boot record says cpus=" << b.value("cpus", 0u)
+                                         << " cpus_online=" << b.value("cpus_online", 0u) << ", expected " << cpus;
+  const auto smp = find_record(r, "smp");
+  if (cpus == 1) {
+    if (smp) return ::testing::AssertionFailure() << "an smp record on a one-CPU boot";
+    return ::testing::AssertionSuccess();
+  }
+  if (!smp) return ::testing::AssertionFailure() << "no smp record";
+  const json& s = r.records[*smp];
+  if (s.value("cpus_online", 0u) != cpus || s.value("cpus_failed", 1u) != 0)
+    return ::testing::AssertionFailure() << "smp record: " << s.dump();
+  for (unsigned id = 1; id < cpus; ++id)
+    if (!s.contains("cpu" + std::to_string(id) + "_ns"))
+      return ::testing::AssertionFailure() << "smp record has no cpu" << id << "_ns: " << s.dump();
+  return ::testing::AssertionSuccess();
+}
+
+class Smp : public ::testing::TestWithParam<SmpCase> {
+ protected:
+  RunResult boot(const std::string& params, unsigned cpus) const {
+    return boot_smp(GetParam().platform, "mmu=" + GetParam().mmu + (params.empty() ? "" : " " + params), cpus);
+  }
+};
+
+TEST_P(Smp, OneCpuWithoutSmp) {
+  const RunResult r = boot("selftest=mm", 1);
+  ASSERT_TRUE(r.pass) << transcript(r);
+  EXPECT_TRUE(all_online(r, 1)) << transcript(r);
+}
+
+TEST_P(Smp, TwoCpusComeOnline) {
+  const RunResult r = boot("selftest=mm", 2);
+  ASSERT_TRUE(r.pass) << transcript(r);
+  EXPECT_TRUE(all_online(r, 2)) << transcript(r);
+}
+
+TEST_P(Smp, ProctestPassesWithTwoCpus) {
+  const RunResult r = boot("init=proctest", 2);
+  ASSERT_TRUE(r.pass) << transcript(r);
+  EXPECT_TRUE(all_online(r, 2)) << transcript(r);
+}
+
+TEST_P(Smp, FourCpusComeOnline) {
+  const RunResult r = boot("", 4);
+  ASSERT_TRUE(r.pass) << transcript(r);
+  EXPECT_TRUE(all_online(r, 4)) << transcript(r);
+}
+
+INSTANTIATE_TEST_SUITE_P(SmpNative, Smp, ::testing::Values(SmpCase{Platform::native, "native"}));
+INSTANTIATE_TEST_SUITE_P(SmpXen, Smp,
+                         ::testing::Values(SmpCase{Platform::xen, "batched"}, SmpCase{Platform::xen, "wrpt"}));
+
+}  // namespace
+}  // namespace pvk::boot_test
