@@ -90,8 +90,6 @@ int do_run(const Paths& paths, const RunArgs& args) {
   options.smp = args.smp;
   if (args.smp > 1 && options.via == pvk::Via::libvirt)
     throw std::runtime_error("--smp is not wired into the libvirt templates yet (use --via qemu)");
-  if (args.smp > 1 && (options.platform == pvk::Platform::xl || options.platform == pvk::Platform::xen_domu))
-    throw std::runtime_error("--smp is not wired into the xl driver yet (platforms native, xen, linux-*)");
   options.cancel = &cancelled;
   options.note = [](std::string_view line) { fmt::print(stderr, "pvk: {}\n", line); };
   if (options.via == pvk::Via::libvirt && args.gdb)
@@ -197,7 +195,8 @@ int main(int argc, char** argv) {
                   "seconds before the run counts as hung; 0 = none (default 60 native, 300 xen and xl, 420 xen-domu)")
       ->check(CLI::NonNegativeNumber);
   run->add_option("--smp", run_args.smp,
-                  "CPUs: QEMU -smp N (MTTCG unless -icount), under Xen dom0_max_vcpus=N")
+                  "CPUs: QEMU -smp N (MTTCG unless -icount); xen: dom0_max_vcpus=N; xl and xen-domu: the domU's "
+                  "vcpus=N (xen-domu: also the nested machine's -smp)")
       ->check(CLI::Range(1u, 64u))
       ->capture_default_str();
   run->add_flag("--gdb", run_args.gdb, "start paused with a gdb stub on :1234");

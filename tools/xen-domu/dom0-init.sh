@@ -56,7 +56,8 @@ say "toolstack ready: $(cut -d' ' -f1 /proc/uptime) s"
 [ -f /pvk/pvk.elf ] || fail "no /pvk/pvk.elf (the runner appends it as a second cpio)"
 params="$(cat /pvk/params 2>/dev/null)"
 timeout="$(cat /pvk/timeout 2>/dev/null)"
-pvk-xl --via "${via:-xl}" --timeout "${timeout:-240}" /pvk/pvk.elf "$params"
+vcpus="$(cat /pvk/vcpus 2>/dev/null)"
+pvk-xl --via "${via:-xl}" --vcpus "${vcpus:-1}" --timeout "${timeout:-240}" /pvk/pvk.elf "$params"
 status=$?
 # libvirtd's complaints go with dom0's console (shown when the run fails).
 [ "$status" != 0 ] && [ -f /run/libvirtd.log ] && cat /run/libvirtd.log

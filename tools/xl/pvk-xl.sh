@@ -5,7 +5,7 @@
 # (`--platform xen-domu` puts this file in its dom0 image as /bin/pvk-xl).
 # POSIX sh plus busybox-level tools, so the one source serves both.
 #
-#   pvk-xl [--name NAME] [--memory MIB] [--timeout S] [--xl XL]
+#   pvk-xl [--name NAME] [--memory MIB] [--vcpus N] [--timeout S] [--xl XL]
 #          [--via xl|libvirt] [--xml TEMPLATE] KERNEL [CMDLINE]
 #   (--xl, or $PVK_XL: the xl to run; default xl from PATH)
 #
@@ -34,6 +34,7 @@ set -u
 
 name="pvk-$$"
 memory=256
+vcpus=1
 timeout=240
 xl="${PVK_XL:-xl}"
 via=xl
@@ -42,6 +43,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --name) name="$2"; shift 2 ;;
     --memory) memory="$2"; shift 2 ;;
+    --vcpus) vcpus="$2"; shift 2 ;;
     --timeout) timeout="$2"; shift 2 ;;
     --xl) xl="$2"; shift 2 ;;
     --via) via="$2"; shift 2 ;;
@@ -121,7 +123,7 @@ run_xl() {
     echo "extra = $(quote "$cmdline")"
     echo "memory = $memory"
     echo "maxmem = $memory"
-    echo 'vcpus = 1'
+    echo "vcpus = $vcpus"
     echo 'on_poweroff = "destroy"'
     echo 'on_reboot = "destroy"'
     echo 'on_crash = "destroy"'

@@ -164,7 +164,7 @@ fs::path driver_path(const RunOptions& options) {
 RunResult run_xl(const RunOptions& options, const ConsoleEcho& echo, std::chrono::seconds timeout) {
   const std::chrono::seconds domain = domain_timeout(timeout, std::chrono::seconds{20});
   ProcessOptions process;
-  process.argv = xl_driver_argv(driver_path(options), options.kernel, options.params, domain);
+  process.argv = xl_driver_argv(driver_path(options), options.kernel, options.params, domain, options.smp);
   process.timeout = timeout;
   process.cancel = options.cancel;
   process.kill_grace = std::chrono::seconds{10};  // the driver destroys the domain on SIGTERM
@@ -200,7 +200,8 @@ RunResult run_xen_domu(const RunOptions& options, const ConsoleEcho& echo, std::
   const std::chrono::seconds domain = domain_timeout(timeout, std::chrono::seconds{90});
   static int runs = 0;
   TempFile initrd{cache / fmt::format("run-{}-{}.initrd", ::getpid(), ++runs)};
-  write_run_initrd(dom0, options.kernel, options.params, domain, initrd.path, libvirt ? "libvirt" : "xl");
+  write_run_initrd(dom0, options.kernel, options.params, domain, initrd.path, libvirt ? "libvirt" : "xl",
+                   options.smp);
 
   QemuConfig qemu = qemu_config(options);
   qemu.xen_image = xen_image(options.xen_gz, options.xen_cache_dir);

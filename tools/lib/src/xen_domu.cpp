@@ -51,23 +51,25 @@ Dom0Image dom0_image(const fs::path& tools_dir, const fs::path& cache_dir,
 }
 
 std::string run_archive(const std::string& kernel_image, const std::string& params,
-                        std::chrono::seconds domain_timeout, std::string_view via) {
+                        std::chrono::seconds domain_timeout, std::string_view via, unsigned vcpus) {
   std::string out;
   cpio_entry(out, "pvk", 040755, "");
   cpio_entry(out, "pvk/pvk.elf", 0100755, kernel_image);
   cpio_entry(out, "pvk/params", 0100644, params + "\n");
   cpio_entry(out, "pvk/timeout", 0100644, fmt::format("{}\n", domain_timeout.count()));
   cpio_entry(out, "pvk/via", 0100644, fmt::format("{}\n", via));
+  if (vcpus > 1) cpio_entry(out, "pvk/vcpus", 0100644, fmt::format("{}\n", vcpus));
   cpio_entry(out, "TRAILER!!!", 0, "");
   out.append((512 - out.size() % 512) % 512, '\0');
   return out;
 }
 
 void write_run_initrd(const Dom0Image& dom0, const fs::path& kernel, const std::string& params,
-                      std::chrono::seconds domain_timeout, const fs::path& out, std::string_view via) {
+                      std::chrono::seconds domain_timeout, const fs::path& out, std::string_view via,
+                      unsigned vcpus) {
   std::string initrd = read_file(dom0.initramfs);
   initrd.append((512 - initrd.size() % 512) % 512, '\0');
-  initrd += run_archive(read_file(kernel), params, domain_timeout, via);
+  initrd += run_archive(read_file(kernel), params, domain_timeout, via, vcpus);
   std::ofstream file(out, std::ios::binary | std::ios::trunc);
   file.write(initrd.data(), static_cast<std::streamsize>(initrd.size()));
   if (!file.flush()) throw std::runtime_error(fmt::format("cannot write {}", out.string()));

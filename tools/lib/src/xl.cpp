@@ -47,9 +47,12 @@ PlatformExit xl_exit(const std::optional<XlResult>& result, const ProcessResult&
 }
 
 std::vector<std::string> xl_driver_argv(const std::filesystem::path& driver, const std::filesystem::path& kernel,
-                                        const std::string& params, std::chrono::seconds domain_timeout) {
-  return {"sh", driver.string(), "--timeout", std::to_string(domain_timeout.count()), "--",
-          std::filesystem::absolute(kernel).string(), params};
+                                        const std::string& params, std::chrono::seconds domain_timeout,
+                                        unsigned vcpus) {
+  std::vector<std::string> argv{"sh", driver.string(), "--timeout", std::to_string(domain_timeout.count())};
+  if (vcpus > 1) argv.insert(argv.end(), {"--vcpus", std::to_string(vcpus)});
+  argv.insert(argv.end(), {"--", std::filesystem::absolute(kernel).string(), params});
+  return argv;
 }
 
 }  // namespace pvk

@@ -41,16 +41,17 @@ Dom0Image dom0_image(const std::filesystem::path& tools_dir, const std::filesyst
 
 // The bytes of a newc cpio archive holding /pvk/pvk.elf (the kernel's
 // contents), /pvk/params, /pvk/timeout (seconds the driver gives the domU)
-// and /pvk/via (xl or libvirt: how dom0 makes the domain).
+// and /pvk/via (xl or libvirt: how dom0 makes the domain); with more than
+// one vCPU also /pvk/vcpus (the domU's vcpus=).
 std::string run_archive(const std::string& kernel_image, const std::string& params,
-                        std::chrono::seconds domain_timeout, std::string_view via = "xl");
+                        std::chrono::seconds domain_timeout, std::string_view via = "xl", unsigned vcpus = 1);
 
 // Writes dom0's initrd for one run to `out`: the cached initramfs, zero
 // padding to a 512-byte boundary (Linux looks for the next archive at an
 // aligned offset), then run_archive(...). Linux unpacks both in order.
 void write_run_initrd(const Dom0Image& dom0, const std::filesystem::path& kernel, const std::string& params,
                       std::chrono::seconds domain_timeout, const std::filesystem::path& out,
-                      std::string_view via = "xl");
+                      std::string_view via = "xl", unsigned vcpus = 1);
 
 // QEMU's CPU model for the nested host. "max,-smap" as for the xen platform;
 // with libvirt a named model, because libvirtd's libxl driver decodes the
