@@ -1,6 +1,7 @@
 // SMP bring-up boot tests (issue 15, part 1): with `--smp N` every CPU the
 // machine has comes online and parks — natively through the MADT and
-// INIT/SIPI, under Xen PV (dom0) through VCPUOP_initialise/VCPUOP_up — the
+// INIT/SIPI, under Xen PV (dom0, and a domU made by xl) through
+// VCPUOP_initialise/VCPUOP_up — the
 // boot record says so, and processes still run (on the boot CPU). Without
 // --smp nothing changes: one CPU, no smp record.
 #include "boot_support.hpp"
@@ -21,6 +22,8 @@ RunResult boot_smp(Platform platform, const std::string& params, unsigned cpus) 
   options.kernel = PVK_KERNEL_PATH;
   options.params = params;
   options.xen_cache_dir = PVK_XEN_CACHE_DIR;
+  options.dom0_cache_dir = PVK_SMP_DOM0_CACHE_DIR;
+  options.tools_dir = PVK_SMP_TOOLS_DIR;
   options.smp = cpus;
   RunResult r = run_kernel(options);
   EXPECT_TRUE(no_frame_leak(r)) << transcript(r);
@@ -80,6 +83,15 @@ TEST_P(Smp, FourCpusComeOnline) {
   const RunResult r = boot("", 4);
   ASSERT_TRUE(r.pass) << transcript(r);
   EXPECT_TRUE(all_online(r, 4)) << transcript(r);
+}
+
+// A domU made by xl in the nested Xen host, with vcpus=2 (~45 s: Xen and a
+// Linux dom0 boot first).
+TEST(SmpDomU, TwoVcpusComeOnline) {
+  const RunResult r = boot_smp(Platform::xen_domu, "mmu=batched selftest=mm", 2);
+  ASSERT_TRUE(r.pass) << transcript(r);
+  EXPECT_TRUE(booted_with(r, "role", "domU")) << transcript(r);
+  EXPECT_TRUE(all_online(r, 2)) << transcript(r);
 }
 
 INSTANTIATE_TEST_SUITE_P(SmpNative, Smp, ::testing::Values(SmpCase{Platform::native, "native"}));
