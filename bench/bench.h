@@ -33,7 +33,7 @@ struct BenchDef {
 
 // True when SYS_pvk_counters works (pvk); false on Linux (-ENOSYS).
 extern bool g_have_counters;
-// argv[0] of the driver (to find kbworker next to it on Linux).
+// argv[0] of the driver (to find kbworker next to it on Linux: kbworker_path).
 extern const char* g_argv0;
 
 inline uint64_t rdtsc() {
@@ -149,6 +149,10 @@ int wait_child(Run& r, int64_t pid);
 // fork() that fails r on error.
 int64_t fork_or_fail(Run& r);
 
+// kbworker's path (bench/kbworker.cpp; kernbench and forkexec exec it): on
+// pvk the embedded program's name, on Linux the file next to the driver.
+const char* kbworker_path();
+
 // mmap of n pages (private anonymous RW) or fail r.
 uint64_t* map_pages_or_fail(Run& r, uint64_t pages);
 
@@ -158,11 +162,13 @@ void run_getppid(Run&);
 void run_segv(Run&);
 void run_divzero(Run&);
 void run_forkwait(Run&);
+void run_forkexec(Run&);
 void run_lat_pipe(Run&);
 void run_ctx(Run&);
 void run_fault_zero_read(Run&);
 void run_fault_zero_cow(Run&);
 void run_fault_write(Run&);
+void run_poke_full(Run&);
 void run_memset_present(Run&);
 void run_mprotect(Run&);
 void run_cpa(Run&);

@@ -28,11 +28,14 @@ const BenchDef kBenches[] = {
     {"fault_zero_read", "seed001", run_fault_zero_read, {{"pages", "2048"}}, "pages=16"},
     {"fault_zero_cow", "seed001", run_fault_zero_cow, {{"pages", "2048"}}, "pages=16"},
     {"fault_write", "seed001", run_fault_write, {{"pages", "2048"}}, "pages=16"},
+    {"poke_full", "seed001", run_poke_full, {{"pages", "2048"}}, "pages=16"},
+    {"forkexec", "seed001", run_forkexec, {{"iters", "20"}}, "iters=2"},
     {"memset_present", "seed001", run_memset_present, {{"pages", "2048"}}, "pages=16"},
     {"mprotect", "seed002", run_mprotect, {{"pages", "1+64+4096+16384"}, {"loops", "0"}}, "pages=1+64:loops=3"},
     {"cpa", "seed002", run_cpa, {{"pages", "1+64+512+4096"}}, "pages=1+8", true},
-    {"kernbench", "seed002", run_kernbench, {{"procs", "8"}, {"jobs", "4"}, {"pages", "256"}},
-     "procs=2:jobs=1:pages=16"},
+    // procs: seed 002's half, optimal and maximal load (bench/seed002.cpp).
+    {"kernbench", "seed002", run_kernbench, {{"procs", "1+4+8"}, {"jobs", "8"}, {"pages", "512"}, {"source_kb", "32"}},
+     "procs=1+4:jobs=4:pages=16:source_kb=8"},
     {"fork_dirty", "seed003", run_fork_dirty, {{"pages", "1280+12800"}, {"stride", "1"}}, "pages=64:stride=1+8"},
 };
 constexpr unsigned kNumBenches = sizeof kBenches / sizeof kBenches[0];

@@ -184,4 +184,21 @@ uint64_t* map_pages_or_fail(Run& r, uint64_t pages) {
   return reinterpret_cast<uint64_t*>(a);
 }
 
+
+
+const char* kbworker_path() {
+  // On pvk the embedded program's name; on Linux the file next to the
+  // driver (dirname(argv[0])/kbworker).
+  static char path[256];
+  if (path[0]) return path;
+  const char* slash = nullptr;
+  for (const char* s = g_argv0; *s; ++s)
+    if (*s == '/') slash = s;
+  if (!slash)
+    pvk::format(path, sizeof path, "kbworker");
+  else
+    pvk::format(path, sizeof path, "%.*s/kbworker", static_cast<int>(slash - g_argv0), g_argv0);
+  return path;
+}
+
 }  // namespace bench

@@ -1,5 +1,9 @@
 // Seed 001 (page-fault costs, in ns and cycles, per page over many pages):
-// fault_zero_read, fault_zero_cow, fault_write, memset_present.
+// fault_zero_read, fault_zero_cow, fault_write, poke_full, memset_present.
+// poke_full is the seed's Poke_full: a memset(0x55) of a whole fresh page, so
+// the fault (allocate + clear) plus a full-page store into the new frame.
+// And forkexec: lmbench's fork/exec, which Linus asked to see with and
+// without the zero page ("use once, then throw away").
 //
 // Each rep maps a fresh private anonymous region of `pages` pages (outside
 // the timed region), prepares it, times one access per page, and unmaps it.
@@ -10,7 +14,7 @@
 namespace bench {
 namespace {
 
-enum class Kind { ZeroRead, ZeroCow, Write, MemsetPresent };
+enum class Kind { ZeroRead, ZeroCow, Write, PokeFull, MemsetPresent };
 
 constexpr uint64_t kWordsPerPage = kPage / 8;
 
@@ -24,6 +28,7 @@ inline void access(Kind kind, uint64_t* page, uint64_t i) {
     case Kind::Write:
       poke(page, i + 1);
       break;
+    case Kind::PokeFull:
     case Kind::MemsetPresent:
       memset(page, 0x55, kPage);
       break;
@@ -70,9 +75,10 @@ void run_faults(Run& r, Kind kind) {
     // Checks (untimed): a zero-page read sees zeros, writes stick.
     for (uint64_t i = 0; i < pages && !r.failed(); i += (pages > 64 ? pages / 64 : 1)) {
       const uint64_t* page = region + i * kWordsPerPage;
-      const uint64_t want = kind == Kind::ZeroRead ? 0 : kind == Kind::MemsetPresent ? 0x5555555555555555ull : i + 1;
+      const bool full = kind == Kind::MemsetPresent || kind == Kind::PokeFull;
+      const uint64_t want = kind == Kind::ZeroRead ? 0 : full ? 0x5555555555555555ull : i + 1;
       if (peek(page) != want) r.fail("page %lu holds 0x%lx, want 0x%lx", i, peek(page), want);
-      if (kind == Kind::MemsetPresent && peek(page + kWordsPerPage - 1) != want) r.fail("page %lu: memset incomplete", i);
+      if (full && peek(page + kWordsPerPage - 1) != want) r.fail("page %lu: memset incomplete", i);
     }
     if (int64_t e = munmap(region, pages * kPage); e != 0) r.fail("munmap returned %ld", e);
 
@@ -95,6 +101,40 @@ void run_faults(Run& r, Kind kind) {
 void run_fault_zero_read(Run& r) { run_faults(r, Kind::ZeroRead); }
 void run_fault_zero_cow(Run& r) { run_faults(r, Kind::ZeroCow); }
 void run_fault_write(Run& r) { run_faults(r, Kind::Write); }
+void run_poke_full(Run& r) { run_faults(r, Kind::PokeFull); }
+
+// ---------------------------------------------------------------------------
+// forkexec: fork, the child execs kbworker without arguments (it exits 0 at
+// once), the parent waits.
+
+void run_forkexec(Run& r) {
+  const uint64_t n = r.p("iters");
+  r.ops = n;
+  const char* argv[] = {"kbworker", nullptr};
+  const char* path = kbworker_path();
+  for (unsigned rep = 0; rep < r.reps && !r.failed(); ++rep) {
+    r.start();
+    for (uint64_t i = 0; i < n; ++i) {
+      const int64_t pid = fork();
+      if (pid == 0) {
+        execve(path, argv, pvk_environ);
+        exit_group(12);
+      }
+      if (pid < 0) {
+        r.fail("fork returned %ld", pid);
+        break;
+      }
+      int st = 0;
+      const int64_t got = wait4(pid, &st, 0);
+      if (got != pid || st != 0) {
+        r.fail("wait4(%ld) returned %ld, status 0x%x%s", pid, got, st,
+               st == wait_exited(12) ? " (exec of kbworker failed)" : "");
+        break;
+      }
+    }
+    r.stop();
+  }
+}
 void run_memset_present(Run& r) { run_faults(r, Kind::MemsetPresent); }
 
 }  // namespace bench

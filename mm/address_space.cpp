@@ -3,6 +3,7 @@
 #include "base/layout.h"
 #include "base/lib/kstring.h"
 #include "base/abi.h"
+#include "base/arch/cpu.h"
 #include "base/frames/frame_allocator.h"
 #include "base/frames/frame_refs.h"
 #include "mm/kernel_space.h"
@@ -13,6 +14,20 @@
 namespace pvk {
 
 MmStats g_mm_stats;
+
+void clear_user_page(Pfn frame) {
+  const uint64_t t0 = cpu::rdtsc();
+  memset(phys_to_virt(frame), 0, kPageSize);
+  g_mm_stats.page_clear_cycles += cpu::rdtsc() - t0;
+  ++g_mm_stats.pages_cleared;
+}
+
+void copy_user_page(Pfn to, Pfn from) {
+  const uint64_t t0 = cpu::rdtsc();
+  memcpy(phys_to_virt(to), phys_to_virt(from), kPageSize);
+  g_mm_stats.page_copy_cycles += cpu::rdtsc() - t0;
+  ++g_mm_stats.pages_copied;
+}
 
 namespace {
 
@@ -289,7 +304,7 @@ ErrorOr<void> AddressSpace::populate_shared(VirtAddr addr, uint64_t size, uint32
         return f.error();
       }
       chunk[n] = f.value();
-      memset(phys_to_virt(chunk[n]), 0, kPageSize);
+      clear_user_page(chunk[n]);
     }
     TRY(map_frames(va, chunk, n, prot));  // on failure it keeps or frees each frame itself
     va = va + n * kPageSize;
@@ -450,7 +465,7 @@ FaultOutcome AddressSpace::handle_fault(VirtAddr va, Access access) {
         return FaultOutcome::out_of_memory(f.error());
       }
       fresh = f.value(), took = true;
-      memset(phys_to_virt(fresh), 0, kPageSize);
+      clear_user_page(fresh);
       frame_refs().set(fresh, 1);
       r = PVOP(range.remap)(root_, page, fresh, flags, section);
     }
@@ -465,7 +480,12 @@ FaultOutcome AddressSpace::handle_fault(VirtAddr va, Access access) {
         return FaultOutcome::out_of_memory(f.error());
       }
       fresh = f.value(), took = true, replaced = old, copied = true;
-      memcpy(phys_to_virt(fresh), phys_to_virt(old), kPageSize);
+      // The zero page's copy is a cleared frame: a memset writes one page
+      // where a copy would also read the zero page's (issue 14, seed 001).
+      if (old == g_zero_page)
+        clear_user_page(fresh);
+      else
+        copy_user_page(fresh, old);
       frame_refs().set(fresh, 1);
       r = PVOP(range.remap)(root_, page, fresh, flags, section);
     }

@@ -51,7 +51,7 @@ ErrorOr<void> load_segment(AddressSpace& as, const uint8_t* image, const ElfSegm
       }
       chunk[n] = f.value();
       uint8_t* dst = phys_to_virt<uint8_t>(chunk[n]);
-      memset(dst, 0, kPageSize);
+      clear_user_page(chunk[n]);
       const uint64_t page = va + n * kPageSize;
       // The file bytes that land in this page.
       const uint64_t from = page > seg.vaddr ? page : seg.vaddr;

@@ -89,6 +89,36 @@ TEST(BenchSmoke, NativeAndXen) {
     }
   }
   EXPECT_NE(summary.find("### Xen÷native"), std::string::npos);
+  // Issue 14, seed 001: the kernel times its page clearing; a fresh page's
+  // write fault clears one page, Poke_full's too, an exec clears its image's
+  // and stack's pages; the zero page's COW clears (copies nothing).
+  for (const char* config : {"native mmu=native", "native-builtin mmu=native", "xen mmu=batched"}) {
+    auto row = [&](const char* bench) -> const Row* {
+      for (const auto& r : results.rows)
+        if (r.bench == bench && r.config == config) return &r;
+      return nullptr;
+    };
+    for (const char* bench : {"fault_write", "poke_full", "fault_zero_cow"}) {
+      const Row* r = row(bench);
+      ASSERT_NE(r, nullptr) << bench << " on " << config;
+      EXPECT_EQ(r->field("pages_cleared"), r->ops) << bench << " on " << config;
+      EXPECT_GT(r->field("page_clear_cycles").value_or(0), 0) << bench << " on " << config;
+      EXPECT_EQ(r->field("pages_copied"), 0) << bench << " on " << config;
+    }
+    const Row* exec = row("forkexec");
+    ASSERT_NE(exec, nullptr) << config;
+    EXPECT_GE(exec->field("pages_cleared").value_or(0), 2 * exec->ops) << config;  // image and stack, each exec
+    // kernbench's smoke sweep: two loads (procs=1+4), each its own record.
+    EXPECT_EQ(std::count_if(results.rows.begin(), results.rows.end(),
+                            [&](const Row& r) { return r.bench == "kernbench" && r.config == config && r.pass; }),
+              2)
+        << config;
+  }
+  const size_t split_at = summary.find("### Seed 001: a fresh page's fault = fault path + clearing");
+  ASSERT_NE(split_at, std::string::npos);
+  const std::string split = summary.substr(split_at, summary.find("\n### ", split_at + 1) - split_at);
+  for (const char* label : {"| native | ", "| native-builtin/native | ", "| xen/batched | "})
+    EXPECT_NE(split.find(std::string(label)), std::string::npos) << label << "\n" << split;
   fs::remove_all(out);
 }
 

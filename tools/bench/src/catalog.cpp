@@ -16,11 +16,15 @@ const std::vector<BenchInfo>& benchmarks() {
       {"fault_zero_read", "seed001", {"pages"}, "read fault on fresh anonymous memory (zero page)"},
       {"fault_zero_cow", "seed001", {"pages"}, "write after a read fault (COW of the zero page)"},
       {"fault_write", "seed001", {"pages"}, "write fault on fresh anonymous memory (allocate + clear)"},
+      {"poke_full", "seed001", {"pages"}, "write fault plus a memset of the whole new page (the seed's Poke_full)"},
+      {"forkexec", "seed001", {"iters"}, "fork + child execs a small program (kbworker, exits at once) + wait"},
       {"memset_present", "seed001", {"pages"}, "memset of a present 4 KiB page"},
       {"mprotect", "seed002", {"pages", "loops"}, "mprotect RW->RO->RW of N present dirty pages (per cycle)"},
       {"cpa", "seed002", {"pages"}, "set_memory_wc then set_memory_wb over N kernel pages, timed in the kernel (per call; pvk only)",
        true},
-      {"kernbench", "seed002", {"procs", "jobs", "pages"}, "concurrent fork/exec/fault/mprotect/exit mix (per job)"},
+      {"kernbench", "seed002", {"procs", "jobs", "pages", "source_kb"},
+       "compile-like jobs (exec, source read from a pipe, faults, mprotect, fork, exit) by procs concurrent workers: "
+       "procs=1/4/8 = the seed's half/optimal/maximal load (per job)"},
       {"fork_dirty", "seed003", {"pages", "stride"},
        "fork after dirtying N pages (every stride-th of them), parent side (exit: child exit + reap; rewrite: the "
        "parent writes every dirtied page again; total: the three)"},
@@ -71,8 +75,14 @@ std::vector<ExtraColumn> extra_columns(std::string_view bench) {
             {"exit_hypercalls", "exit hypercalls", K::number}};
   if (bench == "ctx") return {{"switch_per_op", "switch", K::time}};
   if (bench == "mprotect") return {{"per_page", "per page", K::time}};
-  if (bench.starts_with("fault_") || bench == "memset_present")
-    return {{"page_median_cycles", "one page (cycles)", K::number}, {"zero_page_maps", "zero_page_maps", K::counter}};
+  // page_clear_cycles per op: the cycles of a fault (or an exec) spent
+  // clearing pages, the part seed 001 separates from the fault path.
+  if (bench.starts_with("fault_") || bench == "memset_present" || bench == "poke_full")
+    return {{"page_median_cycles", "one page (cycles)", K::number},
+            {"page_clear_cycles", "clearing (cycles)", K::counter},
+            {"zero_page_maps", "zero_page_maps", K::counter}};
+  if (bench == "forkexec" || bench == "forkwait" || bench == "kernbench")
+    return {{"pages_cleared", "pages cleared", K::counter}, {"pages_copied", "pages copied", K::counter}};
   return {};
 }
 

@@ -82,27 +82,35 @@ const std::vector<SeedFigure>& seed_figures() {
        "pgd_cache on÷off", "getpid"},
       {"000", "segv: pgd cache after÷before", "before cut off; \"of no significance\"", 0, Claim::no_difference,
        "pgd_cache on÷off", "segv"},
+      // Linus's list with seed 000's switch: not in seed 000, asked in 001.
+      {"000", "forkexec: pgd cache on÷off (not in the seed; Linus's list in seed 001)", "not measured", 0,
+       Claim::reference, "pgd_cache on÷off", "forkexec"},
+      {"000", "kernbench: pgd cache on÷off (not in the seed; each load)", "not measured", 0, Claim::reference,
+       "pgd_cache on÷off", "kernbench"},
       // Seed 001: the zero page (Pentium-M cycles).
       {"001", "COW of the zero page ÷ a fresh page's fault", "2,660 / 2,300 cycles = 1.16", 1.16, Claim::above_one,
        "zero-page COW÷fresh fault", "fault_zero_cow"},
       {"001", "fault path (nothing cleared) ÷ fault + clear",
        "~900 / ~2,300 cycles = 0.39 (Linus: ~1,400 of it clearing)", 0.39, Claim::below_one,
        "zero-page read÷fresh fault", "fault_zero_read"},
-      {"001", "cycles spent clearing/copying a page inside the fault", "~1,400 cycles", 0, Claim::reference, "", "",
-       "", "an in-kernel cycle counter around page clearing and copying"},
-      {"001", "Poke_full: fault + memset of the whole new page", "2,719 cycles", 0, Claim::reference, "", "", "",
-       "a Poke_full benchmark"},
+      // The fault path vs clearing split and Poke_full: "### Seed 001" below
+      // (figures within one boot, not a ratio of configurations).
       {"001", "fork/exit with zero_page on÷off (Linus asks for it)", "not measured in the thread", 0,
-       Claim::reference, "zero_page on÷off", "forkwait", "", ""},
-      {"001", "fork/exec and shell exec with zero_page on÷off", "not measured in the thread", 0, Claim::reference, "",
-       "", "", "a forkexec benchmark"},
-      // Seed 002: pte_flags through pvops vs pte_attrs, kernbench.
-      {"002", "pte_flags÷pte_attrs, kernbench at maximal load (AMD A8-3850)", "up to 1.13 (13 % worse)", 1.13,
-       Claim::above_one, "pte flags÷attrs", "kernbench"},
-      {"002", "pte_flags÷pte_attrs, kernbench (two Intel machines)", "no difference", 1.0, Claim::no_difference,
-       "pte flags÷attrs", "kernbench"},
-      {"002", "kernbench at half, optimal and maximal load", "difference only at maximal load", 0, Claim::reference,
-       "", "", "", "a kernbench load sweep"},
+       Claim::reference, "zero_page on÷off", "forkwait"},
+      {"001", "fork/exec with zero_page on÷off (Linus asks for it; pvk: forkexec)", "not measured in the thread", 0,
+       Claim::reference, "zero_page on÷off", "forkexec"},
+      {"001", "a real workload with zero_page on÷off (pvk: kernbench, each load)", "not measured in the thread", 0,
+       Claim::reference, "zero_page on÷off", "kernbench"},
+      // Seed 002: pte_flags through pvops vs pte_attrs, kernbench at the
+      // seed's three loads (bench/seed002.cpp: procs=1, 4, 8 on one vCPU).
+      {"002", "pte_flags÷pte_attrs, kernbench at maximal load (AMD A8-3850; pvk procs=8)", "up to 1.13 (13 % worse)",
+       1.13, Claim::above_one, "pte flags÷attrs", "kernbench", "procs=8"},
+      {"002", "pte_flags÷pte_attrs, kernbench at optimal load (pvk procs=4)", "no difference", 1.0,
+       Claim::no_difference, "pte flags÷attrs", "kernbench", "procs=4"},
+      {"002", "pte_flags÷pte_attrs, kernbench at half load (pvk procs=1)", "no difference", 1.0, Claim::no_difference,
+       "pte flags÷attrs", "kernbench", "procs=1"},
+      {"002", "pte_flags÷pte_attrs, kernbench (two Intel machines; pvk every load)", "no difference", 1.0,
+       Claim::no_difference, "pte flags÷attrs", "kernbench"},
       {"002", "pte_flags÷pte_attrs in mprotect (the seed's worry)", "\"really expensive in inner loops\", not measured",
        0, Claim::reference, "pte flags÷attrs", "mprotect", "pages=4096"},
       // Seed 003: fork after dirtying pages, writable page tables vs emulation.
@@ -177,6 +185,63 @@ std::string seed_verdict(const SeedFigure& f, const std::vector<const Ratio*>& m
   return fmt::format("reference: pvk {} ({} of {} with a difference shown)", range, below + above, n);
 }
 
+std::vector<FaultSplit> fault_splits(const Results& results) {
+  auto first_row = [&](std::string_view bench, const std::string& config) -> const Row* {
+    for (const auto& r : results.rows)
+      if (r.bench == bench && r.config == config && r.pass) return &r;
+    return nullptr;
+  };
+  // Cycles per page of a row, and the kernel's clearing cycles per cleared page.
+  auto cycles = [](const Row* r) { return r ? r->field("per_op_cycles").value_or(0) : 0; };
+  auto clearing = [](const Row* r) {
+    if (!r) return 0.0;
+    const double pages = r->field("pages_cleared").value_or(0);
+    return pages > 0 ? r->field("page_clear_cycles").value_or(0) / pages : 0;
+  };
+  std::vector<FaultSplit> out;
+  for (const auto& c : results.configs) {
+    const Row* fault = first_row("fault_write", c.id());
+    // Linux, or a kernel from before the counters: nothing to split.
+    if (!fault || !fault->field("pages_cleared") || cycles(fault) <= 0) continue;
+    FaultSplit s;
+    s.config = c.id();
+    s.fault = cycles(fault);
+    s.clearing = clearing(fault);
+    s.poke_full = cycles(first_row("poke_full", c.id()));
+    const Row* cow = first_row("fault_zero_cow", c.id());
+    s.cow = cycles(cow);
+    s.cow_clearing = clearing(cow);
+    double copied = 0, copy_cycles = 0;
+    for (const auto& r : results.rows)
+      if (r.config == c.id() && r.pass && r.field("pages_copied").value_or(0) > 0) {
+        copied += *r.field("pages_copied");
+        copy_cycles += r.field("page_copy_cycles").value_or(0);
+      }
+    s.copying = copied > 0 ? copy_cycles / copied : 0;
+    out.push_back(s);
+  }
+  return out;
+}
+
+FaultSplit seed001_split() { return {"seed 001 (Pentium-M)", 2300, 1400, 2719, 2660, 0}; }
+
+std::string fault_split_verdict(const FaultSplit& s) {
+  const double share = s.clearing_share(), seed = seed001_split().clearing_share();
+  std::string v = fmt::format("clearing {:.0f} % of the fault (seed ~{:.0f} %): ", share * 100, seed * 100);
+  // Within a third of the seed's share either way counts as its picture:
+  // clearing the page is the big cost.
+  if (share >= seed * 2 / 3)
+    v += "agrees, clearing is the big cost";
+  else if (share >= seed / 3)
+    v += "partly: clearing is a large part, the fault path the larger";
+  else
+    v += "differs: the fault path dominates (traps and page-table updates cost more here, a memset less)";
+  if (s.poke_full > 0)
+    v += fmt::format("; Poke_full's memset of the new page adds {} cycles (seed ~{})",
+                     format_count(s.poke_full - s.fault), format_count(2719 - 2300));
+  return v;
+}
+
 std::vector<ForkFit> fork_fits(const Results& results) {
   std::vector<ForkFit> out;
   for (const auto& c : results.configs) {
@@ -220,6 +285,30 @@ std::string seeds_section(const Results& results, const std::vector<Ratio>& rati
     md += fmt::format("| {} | {} | {} | {} | {} |\n", f.seed, f.experiment, seed_cell(f),
                       mine.empty() ? std::string("—") : pvk_cell(mine), seed_verdict(f, mine));
   }
+
+  // Seed 001's split of a fault: figures within each boot, not a ratio.
+  md += "\n### Seed 001: a fresh page's fault = fault path + clearing (cycles per page)\n\n"
+        "fault_write's cycles per fault, the part the kernel spent clearing the new frame (its page_clear_cycles "
+        "÷ pages_cleared counters, rdtsc around the memset), the fault path (the rest); Poke_full (poke_full: the "
+        "fault plus a memset of the whole new page) and the zero page's COW (fault_zero_cow: the new frame is "
+        "cleared, not copied from the zero page), with its clearing; and a page copy (the kernel's "
+        "page_copy_cycles ÷ pages_copied over this configuration's COW copies: what the zero page's COW cost "
+        "when it copied zeros). Medians over the boots.\n\n";
+  md += "| configuration | fault | clearing | fault path | Poke_full | zero-page COW (clearing) | a page copy | "
+        "verdict |\n|---|---:|---:|---:|---:|---:|---:|---|\n";
+  auto split_line = [&](const std::string& label, const FaultSplit& s, const std::string& verdict) {
+    auto n = [](double v) { return v > 0 ? format_count(v) : std::string("—"); };
+    md += fmt::format("| {} | {} | {} | {} | {} | {}{} | {} | {} |\n", label, n(s.fault), n(s.clearing),
+                      n(s.path()), n(s.poke_full), n(s.cow),
+                      s.cow > 0 && s.cow_clearing > 0 ? " (" + n(s.cow_clearing) + ")" : "", n(s.copying), verdict);
+  };
+  split_line(seed001_split().config, seed001_split(), "Linus: ~900 fault path, ~1,400 clearing");
+  const std::vector<FaultSplit> splits = fault_splits(results);
+  for (const auto& s : splits) {
+    const Config* c = results.find_config(s.config);
+    split_line(c ? c->label() : s.config, s, fault_split_verdict(s));
+  }
+  if (splits.empty()) md += "\nNo pvk configuration ran fault_write with the clearing counters.\n";
 
   // Seed 003's cost model. The seed's two points per mode give its line.
   md += "\n### Fork cost model: ms per fork = fixed + per page × dirty pages\n\n"

@@ -39,6 +39,33 @@ RatioStats seed000_stats(std::string_view bench);
 // One verdict line for pvk's ratios of a figure.
 std::string seed_verdict(const SeedFigure& figure, const std::vector<const Ratio*>& ratios);
 
+// Seed 001's split of a fresh page's fault, in cycles per page (medians over
+// the boots), for each configuration whose kernel counts its page clearing:
+// the whole fault (fault_write's per_op_cycles), the part spent clearing the
+// new frame (the kernel's page_clear_cycles ÷ pages_cleared, both deltas of
+// the same reps), the fault path (the rest); the seed's Poke_full (poke_full:
+// the fault plus a memset of the whole new page) and the zero page's COW
+// (fault_zero_cow, which clears its new frame: its clearing likewise); and
+// what copying a page costs in the same configuration (page_copy_cycles ÷
+// pages_copied over every row that copied: kernbench's COW copies), which is
+// what the zero page's COW paid when it copied zeros.
+struct FaultSplit {
+  std::string config;
+  double fault = 0, clearing = 0;
+  double poke_full = 0;              // 0: not run
+  double cow = 0, cow_clearing = 0;  // 0: not run (or, clearing, zero_page=off: nothing to COW)
+  double copying = 0;                // 0: nothing copied
+  double path() const { return fault - clearing; }
+  double clearing_share() const { return fault > 0 ? clearing / fault : 0; }
+};
+std::vector<FaultSplit> fault_splits(const Results& results);
+// The seed's Pentium-M figures as a split: 2,300 = ~900 + ~1,400; Poke_full
+// 2,719; COW of the zero page 2,660.
+FaultSplit seed001_split();
+// One line: clearing's share of the fault beside the seed's ~61 %, and what
+// the memset of Poke_full adds.
+std::string fault_split_verdict(const FaultSplit& split);
+
 // Least squares per configuration over every boot's fork_dirty time at each
 // dirty-page count (every page dirtied).
 struct ForkFit {
