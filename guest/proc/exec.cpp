@@ -34,7 +34,10 @@ uint32_t segment_prot(uint32_t pflags) {
 
 // Frames for one segment (checked by parse_elf_image), filled from the
 // image, mapped at once: programs are small and eager loading keeps the
-// fault path for anonymous memory.
+// fault path for anonymous memory. A page the file fills is copied, with only
+// its bytes outside the file zeroed; only pages without file bytes (.bss) are
+// cleared whole (the page_clear_cycles counter showed exec clearing every
+// page before copying over it: 41 % of forkexec natively).
 ErrorOr<void> load_segment(AddressSpace& as, const uint8_t* image, const ElfSegment& seg) {
   const uint64_t start = align_down(seg.vaddr, kPageSize);
   const uint64_t end = align_up(seg.vaddr + seg.memsz, kPageSize);
@@ -51,13 +54,18 @@ ErrorOr<void> load_segment(AddressSpace& as, const uint8_t* image, const ElfSegm
       }
       chunk[n] = f.value();
       uint8_t* dst = phys_to_virt<uint8_t>(chunk[n]);
-      clear_user_page(chunk[n]);
       const uint64_t page = va + n * kPageSize;
       // The file bytes that land in this page.
       const uint64_t from = page > seg.vaddr ? page : seg.vaddr;
       const uint64_t to_file = seg.vaddr + seg.filesz;
       const uint64_t to = page + kPageSize < to_file ? page + kPageSize : to_file;
-      if (to > from) memcpy(dst + (from - page), image + seg.offset + (from - seg.vaddr), to - from);
+      if (to > from) {
+        memset(dst, 0, from - page);
+        memcpy(dst + (from - page), image + seg.offset + (from - seg.vaddr), to - from);
+        memset(dst + (to - page), 0, page + kPageSize - to);
+      } else {
+        clear_user_page(chunk[n]);
+      }
     }
     TRY(as.map_frames(VirtAddr{va}, chunk, n, prot));  // on failure it keeps or frees each frame itself
     va += n * kPageSize;
@@ -73,7 +81,7 @@ ErrorOr<uint64_t> build_stack(AddressSpace& as, const char* const* argv, const c
               vm::Stack, /*fixed=*/true));
   const Pfn page = TRY(frames().try_alloc());
   uint8_t* mem = phys_to_virt<uint8_t>(page);
-  memset(mem, 0, kPageSize);
+  clear_user_page(page);
   constexpr unsigned kMaxStrings = 64;
   uint64_t ptrs[kMaxStrings];
   unsigned count[2] = {0, 0};
