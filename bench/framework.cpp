@@ -184,8 +184,6 @@ uint64_t* map_pages_or_fail(Run& r, uint64_t pages) {
   return reinterpret_cast<uint64_t*>(a);
 }
 
-
-
 const char* kbworker_path() {
   // On pvk the embedded program's name; on Linux the file next to the
   // driver (dirname(argv[0])/kbworker).

@@ -102,6 +102,7 @@ void run_fault_zero_read(Run& r) { run_faults(r, Kind::ZeroRead); }
 void run_fault_zero_cow(Run& r) { run_faults(r, Kind::ZeroCow); }
 void run_fault_write(Run& r) { run_faults(r, Kind::Write); }
 void run_poke_full(Run& r) { run_faults(r, Kind::PokeFull); }
+void run_memset_present(Run& r) { run_faults(r, Kind::MemsetPresent); }
 
 // ---------------------------------------------------------------------------
 // forkexec: fork, the child execs kbworker without arguments (it exits 0 at
@@ -135,6 +136,5 @@ void run_forkexec(Run& r) {
     r.stop();
   }
 }
-void run_memset_present(Run& r) { run_faults(r, Kind::MemsetPresent); }
 
 }  // namespace bench

@@ -196,14 +196,18 @@ TEST(Seeds, FaultPathAndClearingSplit) {
   // The seed's own: 1,400 of 2,300 cycles.
   EXPECT_NEAR(seed001_split().clearing_share(), 0.609, 0.001);
   EXPECT_EQ(fault_split_verdict(splits[0]),
-            "clearing 65 % of the fault (seed ~61 %): agrees, clearing is the big cost; Poke_full's memset of the new "
-            "page adds 498 cycles (seed ~419)");
+            "clearing 65 % of the fault (seed ~61 %): agrees, clearing is most of the fault; Poke_full's memset of "
+            "the new page adds 498 cycles (seed ~419)");
   EXPECT_EQ(fault_split_verdict(splits[1]),
             "clearing 5 % of the fault (seed ~61 %): differs: the fault path dominates (traps and page-table updates "
             "cost more here, a memset less)");
   FaultSplit middle{"x", 1000, 300};
   EXPECT_EQ(fault_split_verdict(middle).substr(0, 70),
             "clearing 30 % of the fault (seed ~61 %): partly: clearing is a large p");
+  // The verdict follows the share as printed: 24.6 % and 25.4 % both show
+  // 25 % and both count as a large part; 24.4 % shows 24 %.
+  EXPECT_EQ(fault_split_verdict(FaultSplit{"x", 1000, 246}), fault_split_verdict(FaultSplit{"x", 1000, 254}));
+  EXPECT_NE(fault_split_verdict(FaultSplit{"x", 1000, 244}).find("clearing 24 % of the fault (seed ~61 %): differs"), std::string::npos);
   const std::string md = seeds_section(r, compute_ratios(r, builtin_ratios()));
   auto has = [&](const std::string& text) { EXPECT_NE(md.find(text), std::string::npos) << text << "\n" << md; };
   has("### Seed 001: a fresh page's fault = fault path + clearing (cycles per page)");
