@@ -32,7 +32,7 @@ bool Bringup::wait_online(PerCpu& pc) {
   const uint64_t deadline = cpu::rdtsc() + kOnlineTimeoutMs * g_platform->tsc_khz;
   while (!__atomic_load_n(&pc.online, __ATOMIC_ACQUIRE)) {
     if (cpu::rdtsc() > deadline) {
-      fail(pc.id, "did not report in within 5 s");
+      fail(pc.id, pc.hw_id, "did not report in within 5 s");
       return false;
     }
     asm volatile("pause");
@@ -41,9 +41,9 @@ bool Bringup::wait_online(PerCpu& pc) {
   return true;
 }
 
-void Bringup::fail(unsigned id, const char* why) {
+void Bringup::fail(unsigned id, uint32_t hw_id, const char* why) {
   ++failed_;
-  kprintf("pvk: smp: CPU %u (hw id %u) not brought up: %s; going on with %u CPU(s)\n", id, cpu(id).hw_id, why,
+  kprintf("pvk: smp: CPU %u (hw id %u) not brought up: %s; going on with %u CPU(s)\n", id, hw_id, why,
           counts().online());
 }
 

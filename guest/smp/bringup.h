@@ -20,8 +20,8 @@ class Bringup {
 
   // Waits for `pc` to report in; false (and a line saying so) on timeout.
   bool wait_online(PerCpu& pc);
-  // One line: CPU `id` did not come up, and why.
-  void fail(unsigned id, const char* why);
+  // One line: CPU `id` (hardware id `hw_id`) did not come up, and why.
+  void fail(unsigned id, uint32_t hw_id, const char* why);
 
  private:
   const char* how_;

@@ -10,6 +10,8 @@ CpuCounts g_counts;
 
 }  // namespace
 
+// Ids come from bring-up, which hands out none at or past kMaxCpus; the
+// clamp only keeps a bad one inside the table.
 PerCpu& cpu(unsigned id) { return g_cpus[id < kMaxCpus ? id : 0]; }
 
 CpuCounts& counts() { return g_counts; }

@@ -162,7 +162,7 @@ void start_secondary_cpus() {
   if (!g_fw_ok || g_fw.count <= 1) return;
   smp::Bringup bringup("native");
   if (g_lapic_base + 0x400 > kEarlyMapLimit) {
-    bringup.fail(0, "the local APIC is out of the early map's reach");
+    bringup.fail(1, g_fw.apic_ids[1], "the local APIC is out of the early map's reach");
     return;
   }
   g_boot_cr0 = read_cr0();
@@ -173,14 +173,14 @@ void start_secondary_cpus() {
     const uint32_t apic_id = g_fw.apic_ids[i];
     if (apic_id == smp::cpu(0).hw_id) continue;
     if (apic_id > 0xff) {
-      bringup.fail(next_id, "x2APIC id beyond the xAPIC's 8 bits");
+      bringup.fail(next_id, apic_id, "x2APIC id beyond the xAPIC's 8 bits");
       break;
     }
     const unsigned id = next_id++;
     auto run = frames().try_alloc_run(kApPages);
     if (run.is_error() || raw(run.value()) + kApPages > (kEarlyMapLimit >> kPageShift)) {
       // A run the early map does not reach would be no use to the trampoline.
-      bringup.fail(id, "no frames below 4 GiB for its stacks");
+      bringup.fail(id, apic_id, "no frames below 4 GiB for its stacks");
       break;
     }
     auto* base = phys_to_virt<uint8_t>(run.value());
@@ -191,7 +191,7 @@ void start_secondary_cpus() {
     pc.hw_id = apic_id;
     pc.kernel_stack_top = stack_top;
     if (!kick(apic_id, stack_top, pc)) {
-      bringup.fail(id, "the local APIC did not send INIT/SIPI");
+      bringup.fail(id, apic_id, "the local APIC did not send INIT/SIPI");
       break;
     }
     // An AP that is late may still come up: it owns its frames for good and

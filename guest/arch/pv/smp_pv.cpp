@@ -86,7 +86,7 @@ void start_secondary_cpus() {
   smp::Bringup bringup("xen");
   auto ctx_frames = frames().try_alloc_run(kContextPages);
   if (ctx_frames.is_error()) {
-    bringup.fail(1, "no frames for a vCPU context");
+    bringup.fail(1, 1, "no frames for a vCPU context");
     return;
   }
   auto& ctx = *phys_to_virt<vcpu_guest_context_t>(ctx_frames.value());
@@ -97,7 +97,7 @@ void start_secondary_cpus() {
     pc.hw_id = id;
     auto stack = frames().try_alloc_run(kStackPages);
     if (stack.is_error()) {
-      bringup.fail(id, "no frames for its kernel stack");
+      bringup.fail(id, id, "no frames for its kernel stack");
       break;
     }
     pc.kernel_stack_top = reinterpret_cast<uint64_t>(phys_to_virt<uint8_t>(stack.value()) + kStackPages * kPageSize);
@@ -105,13 +105,13 @@ void start_secondary_cpus() {
     if (long rc = xen::vcpu_initialise(id, &ctx); rc < 0) {
       char why[64];
       format(why, sizeof why, "VCPUOP_initialise refused (%ld)", rc);
-      bringup.fail(id, why);
+      bringup.fail(id, id, why);
       break;
     }
     if (long rc = xen::vcpu_up(id); rc < 0) {
       char why[64];
       format(why, sizeof why, "VCPUOP_up refused (%ld)", rc);
-      bringup.fail(id, why);
+      bringup.fail(id, id, why);
       break;
     }
     if (!bringup.wait_online(pc)) break;
