@@ -18,6 +18,7 @@ Bringup::~Bringup() {
       .u64("cpus_online", counts().online())
       .u64("cpus_failed", failed_)
       .u64("bringup_ns", tsc_to_ns(cpu::rdtsc() - start_tsc_));
+  if (wakeups_sent_) r.u64("wakeups_sent", wakeups_sent_).u64("wakeups_taken", wakeups_taken_);
   // Per AP: how long after the pass began it reported in.
   char key[24];
   for (unsigned id = 1; id < kMaxCpus && id < counts().found(); ++id) {
@@ -38,6 +39,20 @@ bool Bringup::wait_online(PerCpu& pc) {
     asm volatile("pause");
   }
   counts().mark_online(pc.id);
+  return true;
+}
+
+bool Bringup::wait_wakeup(PerCpu& pc) {
+  ++wakeups_sent_;
+  const uint64_t deadline = cpu::rdtsc() + kWakeupTimeoutMs * g_platform->tsc_khz;
+  while (__atomic_load_n(&pc.ipis_taken, __ATOMIC_ACQUIRE) == 0) {
+    if (cpu::rdtsc() > deadline) {
+      kprintf("pvk: smp: CPU %u (hw id %u) is online but did not take a wake-up within 1 s\n", pc.id, pc.hw_id);
+      return false;
+    }
+    asm volatile("pause");
+  }
+  ++wakeups_taken_;
   return true;
 }
 

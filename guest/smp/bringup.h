@@ -6,8 +6,9 @@
 
 namespace pvk::smp {
 
-// How long a CPU gets from its start to reporting in.
+// How long a CPU gets from its start to reporting in, and to take a wake-up.
 inline constexpr uint64_t kOnlineTimeoutMs = 5000;
+inline constexpr uint64_t kWakeupTimeoutMs = 1000;
 
 // One bring-up pass; the destructor emits {"event":"smp",...} with the
 // CPUs found and online and the time the pass took.
@@ -20,6 +21,10 @@ class Bringup {
 
   // Waits for `pc` to report in; false (and a line saying so) on timeout.
   bool wait_online(PerCpu& pc);
+  // After a wake-up was sent to `pc`: waits (bounded) until it has taken
+  // it; false and one line if it does not. The record counts the answers.
+  bool wait_wakeup(PerCpu& pc);
+
   // One line: CPU `id` (hardware id `hw_id`) did not come up, and why.
   void fail(unsigned id, uint32_t hw_id, const char* why);
 
@@ -27,6 +32,7 @@ class Bringup {
   const char* how_;
   uint64_t start_tsc_;
   unsigned failed_ = 0;
+  unsigned wakeups_sent_ = 0, wakeups_taken_ = 0;
 };
 
 // Called by an AP once it runs on the kernel's tables with its own

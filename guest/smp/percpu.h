@@ -25,6 +25,10 @@ struct PerCpu {
   uint64_t kernel_stack_top;  // the stack it took at bring-up (0 on the boot CPU: boot_stack)
   uint64_t online_tsc;        // TSC when it reported in (for the bring-up record)
   uint32_t online;   // 1 once it runs on the kernel's tables with its own descriptors
+  // Wake-ups: under Xen the event channel bound to this vCPU (0: none);
+  // how many the CPU has taken (bring-up sends one to check the path).
+  uint32_t ipi_port;
+  uint32_t ipis_taken;
 };
 static_assert(__builtin_offsetof(PerCpu, self) == 0, "this_cpu() reads gs:0");
 

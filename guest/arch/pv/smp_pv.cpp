@@ -3,7 +3,7 @@
 // vCPU's own set-up — the same virtual IDT and callbacks, the kernel's root
 // (as an MFN, xen_pfn_to_cr3), its own kernel stack (also the one Xen
 // switches to on entry from user mode: kernel_ss/kernel_sp), its PerCpu as
-// kernel GS base — then VCPUOP_up. It reports in and parks in SCHEDOP_block.
+// kernel GS base — then VCPUOP_up. It reports in and parks in SCHEDOP_poll.
 //
 // No GDT of its own (gdt_ents 0), as the boot vCPU: a PV kernel runs on
 // the flat selectors of Xen's reserved GDT entries, and a GDT frame would
@@ -12,8 +12,12 @@
 //
 // Events: vCPUs below XEN_LEGACY_MAX_VCPUS (32) have their vcpu_info in
 // shared_info already; pvk starts at most smp::kMaxCpus (16), so no
-// VCPUOP_register_vcpu_info. No event channel is bound to an AP yet, so
-// its SCHEDOP_block lasts until one is (issue 15, part 2: IPIs, timers).
+// VCPUOP_register_vcpu_info. Each AP gets an IPI event channel
+// (EVTCHNOP_bind_ipi), kept masked: the AP keeps its upcalls masked too
+// (the event callback's handler still serves vCPU 0 only) and parks in
+// SCHEDOP_poll on that port, which wakes it whatever the masks. Bring-up
+// sends each AP one wake-up and waits for it to be taken, so the path is
+// known to work before anything relies on it.
 #include "base/arch/cpu.h"
 #include "base/console/console.h"
 #include "base/frames/frame_allocator.h"
@@ -101,6 +105,13 @@ void start_secondary_cpus() {
       break;
     }
     pc.kernel_stack_top = reinterpret_cast<uint64_t>(phys_to_virt<uint8_t>(stack.value()) + kStackPages * kPageSize);
+    if (long port = xen::bind_ipi(id); port > 0) {
+      pc.ipi_port = static_cast<uint32_t>(port);
+      // Masked: a send sets only the pending bit (and wakes the poller),
+      // never vCPU 0's or the AP's upcall.
+      __atomic_or_fetch(&shared_info_page()->evtchn_mask[port / 64], xen_ulong_t{1} << (port % 64),
+                        __ATOMIC_ACQ_REL);
+    }
     build_context(ctx, pc);
     if (long rc = xen::vcpu_initialise(id, &ctx); rc < 0) {
       char why[64];
@@ -115,6 +126,7 @@ void start_secondary_cpus() {
       break;
     }
     if (!bringup.wait_online(pc)) break;
+    if (pc.ipi_port && xen::send_uncounted(pc.ipi_port) >= 0) bringup.wait_wakeup(pc);
   }
   // Xen copied each context; the frames go back (the stacks stay).
   for (uint64_t i = 0; i < kContextPages; ++i) frames().must_free(Pfn{raw(ctx_frames.value()) + i});
@@ -137,5 +149,15 @@ extern "C" [[noreturn]] void xen_ap_entry(pvk::PerCpu* self) {
   xen::callback_register_uncounted(&syscall32);
   xen::callback_register_uncounted(&sysenter);
   smp::report_online(*self);
-  for (;;) xen::block();
+  if (!self->ipi_port) {
+    for (;;) xen::block();  // no wake-up channel: nothing is bound to this vCPU
+  }
+  evtchn_port_t port = self->ipi_port;
+  xen_ulong_t& pending = pv::shared_info_page()->evtchn_pending[port / 64];
+  const xen_ulong_t bit = xen_ulong_t{1} << (port % 64);
+  for (;;) {
+    xen::poll(&port);
+    if (__atomic_fetch_and(&pending, ~bit, __ATOMIC_ACQ_REL) & bit)
+      __atomic_add_fetch(&self->ipis_taken, 1, __ATOMIC_RELEASE);
+  }
 }
