@@ -93,6 +93,17 @@ ap_trampoline_target: .quad 0  /* native_ap_start */
 ap_trampoline_end:
 
     .text
+    /* A parked AP's NMI (its own IDT's vector 2, descriptors.cpp): the
+     * wake-up bring-up sends to check that the AP takes an interrupt on its
+     * own stack with its PerCpu behind GS. No EOI: an NMI needs none, which
+     * is why it is the wake-up while the kernel's tables do not map the
+     * local APIC. Back to the parking hlt. */
+#define PERCPU_IPIS_TAKEN 48  /* offsetof(PerCpu, ipis_taken), checked in smp_native.cpp */
+    .global native_ap_nmi
+native_ap_nmi:
+    lock incl %gs:PERCPU_IPIS_TAKEN
+    iretq
+
     /* From the trampoline, on the AP's own stack (16-byte aligned). */
     .global native_ap_start
 native_ap_start:

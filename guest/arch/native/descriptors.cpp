@@ -104,10 +104,20 @@ void load_gdt(CpuDescriptorTables& t) {
   asm volatile("ltr %w0" : : "r"(kTss));
 }
 
-void load_idt() {
-  DescriptorPointer idtr{sizeof g_idt - 1, reinterpret_cast<uint64_t>(g_idt)};
+void load_idt(const IdtGate* idt, uint64_t bytes) {
+  DescriptorPointer idtr{static_cast<uint16_t>(bytes - 1), reinterpret_cast<uint64_t>(idt)};
   asm volatile("lidt %0" : : "m"(idtr));
 }
+
+constexpr unsigned kNmiVector = 2;
+
+// An AP's tables: GDT and TSS as the boot CPU's, and an IDT of the stub
+// vectors (nothing beyond them is ever raised: the IDT limit turns anything
+// else into a #GP) with its own NMI gate.
+struct ApDescriptorTables {
+  CpuDescriptorTables cpu;
+  alignas(16) IdtGate idt[kStubCount];
+};
 
 CpuDescriptorTables g_boot_cpu_tables;
 
@@ -125,20 +135,22 @@ void load_descriptors() {
                        v == kBreakpointVector ? kUserInterruptGate : kInterruptGate,
                        static_cast<uint16_t>(handler >> 16), static_cast<uint32_t>(handler >> 32), 0};
   }
-  load_idt();
+  load_idt(g_idt, sizeof g_idt);
 }
 
-static_assert(sizeof(CpuDescriptorTables) <= kApDescriptorBytes);
-static_assert(alignof(CpuDescriptorTables) <= 16);
+static_assert(sizeof(ApDescriptorTables) <= kApDescriptorBytes);
+static_assert(alignof(ApDescriptorTables) <= 16);
 
-// The IDT is shared (it holds only code addresses); the GDT and TSS are the
-// AP's own, in `storage`.
-void load_ap_descriptors(void* storage, uint64_t double_fault_stack_top) {
-  // fill_gdt writes every byte the CPU reads (the whole GDT, the TSS).
-  auto* t = static_cast<CpuDescriptorTables*>(storage);
-  fill_gdt(*t, double_fault_stack_top);
-  load_gdt(*t);
-  load_idt();
+void load_ap_descriptors(void* storage, uint64_t double_fault_stack_top, void (*nmi_handler)()) {
+  // fill_gdt and the copy below write every byte the CPU reads.
+  auto* t = static_cast<ApDescriptorTables*>(storage);
+  fill_gdt(t->cpu, double_fault_stack_top);
+  load_gdt(t->cpu);
+  memcpy(t->idt, g_idt, sizeof t->idt);
+  const uint64_t nmi = reinterpret_cast<uint64_t>(nmi_handler);
+  t->idt[kNmiVector] = IdtGate{static_cast<uint16_t>(nmi), kKernelCs, 0, kInterruptGate,
+                               static_cast<uint16_t>(nmi >> 16), static_cast<uint32_t>(nmi >> 32), 0};
+  load_idt(t->idt, sizeof t->idt);
 }
 
 void set_kernel_stack(uint64_t rsp0) { g_boot_cpu_tables.tss.rsp[0] = rsp0; }

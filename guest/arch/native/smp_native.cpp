@@ -28,6 +28,7 @@ extern "C" char early_pml4[];
 extern "C" char ap_trampoline_start[], ap_trampoline_end[];
 extern "C" uint64_t ap_trampoline_cr3, ap_trampoline_stack, ap_trampoline_arg, ap_trampoline_target;
 extern "C" char native_ap_start[];
+extern "C" void native_ap_nmi();
 
 namespace pvk::native {
 namespace {
@@ -40,7 +41,7 @@ constexpr uint64_t kEarlyMapLimit = uint64_t{PVK_EARLY_PHYSMAP_GIB} << 30;
 // Local APIC registers (SDM vol. 3, 11.4.1) and ICR encodings.
 constexpr uint32_t kApicSvr = 0xf0, kApicIcrLow = 0x300, kApicIcrHigh = 0x310;
 constexpr uint32_t kSvrEnable = 1u << 8, kSpuriousVector = 0xff;
-constexpr uint32_t kIcrInit = 0x500, kIcrStartup = 0x600, kIcrAssert = 1u << 14, kIcrLevel = 1u << 15;
+constexpr uint32_t kIcrNmi = 0x400, kIcrInit = 0x500, kIcrStartup = 0x600, kIcrAssert = 1u << 14, kIcrLevel = 1u << 15;
 constexpr uint32_t kIcrPending = 1u << 12;
 
 // An AP's frames, in this order from its PerCpu::kernel_stack_top down and
@@ -128,6 +129,13 @@ bool kick(uint32_t apic_id, uint64_t stack_top, PerCpu& pc) {
   });
 }
 
+// The parked AP's wake-up: an NMI (see native_ap_nmi).
+bool send_wakeup(uint32_t apic_id) {
+  return on_early_tables([&] { return send_ipi(apic_id, kIcrNmi); });
+}
+
+static_assert(__builtin_offsetof(PerCpu, ipis_taken) == 48, "ap_trampoline.S's PERCPU_IPIS_TAKEN");
+
 // Where ACPI 1.0 says to look when no loader hands the RSDP over: the BIOS
 // read-only area, on 16-byte boundaries.
 uint64_t scan_bios_for_rsdp() {
@@ -198,6 +206,7 @@ void start_secondary_cpus() {
     // only ever touches its own PerCpu, so nothing here is undone. The next
     // AP would reuse the trampoline's slots under it, so stop.
     if (!bringup.wait_online(pc)) break;
+    if (send_wakeup(apic_id)) bringup.wait_wakeup(pc);
   }
 }
 
@@ -215,11 +224,12 @@ extern "C" [[noreturn]] void native_ap_entry(pvk::PerCpu* self) {
   enable_syscalls();
   *lapic(kApicSvr) = kSvrEnable | kSpuriousVector;
   const uint64_t ist_top = self->kernel_stack_top + kIstPages * kPageSize;
-  load_ap_descriptors(reinterpret_cast<void*>(ist_top), ist_top);
+  load_ap_descriptors(reinterpret_cast<void*>(ist_top), ist_top, &native_ap_nmi);
   cpu::wrmsr(kMsrGsBase, reinterpret_cast<uint64_t>(self));
   cpu::write_cr3(g_kernel_cr3);
   smp::report_online(*self);
   // Parked with interrupts off: nothing routes interrupts to an AP yet, and
-  // the trap paths still assume one CPU. INIT or NMI is what wakes it.
+  // the trap paths still assume one CPU. An NMI wakes it (native_ap_nmi
+  // counts it and returns here, to the next hlt).
   cpu::halt_forever();
 }
