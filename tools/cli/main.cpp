@@ -197,7 +197,7 @@ int main(int argc, char** argv) {
   run->add_option("--smp", run_args.smp,
                   "CPUs: QEMU -smp N (MTTCG unless -icount); xen: dom0_max_vcpus=N; xl and xen-domu: the domU's "
                   "vcpus=N (xen-domu: also the nested machine's -smp)")
-      ->check(CLI::Range(1u, 64u))
+      ->check(CLI::Range(1u, 16u))  // pvk starts at most smp::kMaxCpus (guest/smp/percpu.h)
       ->capture_default_str();
   run->add_flag("--gdb", run_args.gdb, "start paused with a gdb stub on :1234");
   run->add_option("--kernel", run_args.kernel, "kernel image (default <build>/guest/pvk.elf)");
