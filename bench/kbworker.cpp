@@ -9,11 +9,14 @@
 // checks every byte; uses its "compiler tables" (kTables: 64 KiB of
 // initialized .rodata, so the image exec loads is ~18 pages instead of 2 —
 // pvk copies the whole image at exec, Linux maps it from the page cache and
-// faults in what is touched) once per source chunk; maps PAGES private
-// anonymous pages (its heap), writes every page, mprotects the heap read-only
-// and back, forks a child that checks a few pages, writes one (a COW copy)
-// and exits, waits for it, unmaps the heap and exits. Exit status 0 if every
-// step worked and the data held; 1..7 name the failing step.
+// faults in what is touched) once per source chunk; maps a symbol table of
+// PAGES/4 + 1 pages that it reads all through (lookups that miss: zeros) and
+// fills every 8th page of (where the zero page matters, seed 001: a read
+// maps it, the later write copies it); maps PAGES private anonymous pages
+// (its heap), writes every page, mprotects the heap read-only and back,
+// forks a child that checks a few pages, writes one (a COW copy) and exits,
+// waits for it, unmaps the heap and exits. Exit status 0 if every step
+// worked and the data held; 1..8 name the failing step.
 #include "bench/kbjob.h"
 #include "bench/libc/user.h"
 
@@ -63,6 +66,16 @@ int main(int argc, char** argv) {
     h = consult_tables(h + got);
   }
   if (got != bytes || (bytes && h == 0)) return 7;
+
+  // The symbol table: looked up everywhere, filled sparsely.
+  const uint64_t table_pages = pages / 4 + 1, table_len = table_pages * kPage;
+  auto* table = static_cast<volatile uint64_t*>(map_anon(table_len));
+  if (!table) return 8;
+  uint64_t misses = 0;
+  for (uint64_t i = 0; i < table_pages; ++i) misses += table[i * (kPage / 8) + (h + i) % (kPage / 8)] == 0;
+  for (uint64_t i = 0; i < table_pages; i += 8) table[i * (kPage / 8)] = word(i);
+  if (misses != table_pages || table[0] != word(0)) return 8;
+  if (munmap(const_cast<uint64_t*>(table), table_len) != 0) return 8;
 
   const uint64_t len = pages * kPage;
   auto* region = static_cast<volatile uint64_t*>(map_anon(len));
