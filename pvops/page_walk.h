@@ -142,15 +142,30 @@ class PageWalk {
     return {};
   }
 
+  // Write-protects a parent's leaf and marks it shared, returning the entry
+  // as the child gets it: the hot loop of fork after dirtying memory, the
+  // one batching exists to speed up. Read-only and PROT_NONE leaves are
+  // marked too, or a later mprotect would make the shared frame writable in
+  // both.
+  static ErrorOr<Pte> write_protect_for_fork(Pte* slot, VirtAddr at, LazyMmuSection& section) {
+    const Pte old = P::modify_prot_start(slot);
+    const Pte e{(old.raw & ~pte_bit::Write) | pte_bit::Cow};
+    TRY(P::modify_prot_commit(slot, old, e));
+    if (has(old, pte_bit::Write)) section.invalidate(at);
+    return e;
+  }
+
   static ErrorOr<void> fork_range(Pfn parent, Pfn child, VirtAddr va, uint64_t pages, ForkMode mode,
                                   LazyMmuSection& section) {
     return each_table(parent, va, pages, Alloc::No, Gate::Keep, &section, [&](Pte* src, unsigned first, unsigned count, uint64_t i) -> ErrorOr<void> {
-      if constexpr (P::kTableHints) {
-        // The parent's stores: one write-protect per leaf not Cow yet.
-        unsigned stores = 0;
-        for (unsigned k = 0; k < count; ++k) stores += mapped(src[first + k]) && !has(src[first + k], pte_bit::Cow);
-        TRY(announce(parent, va + i * kPageSize, stores));
-      }
+      // A table-granular backend must hear how many stores the parent's
+      // table takes before the first of them. Rather than a counting pass
+      // (512 entries read per table: most of a sparse fork's difference from
+      // batched under mmu=auto), the copy pass notes which parent leaves
+      // need the write-protect and a second pass stores those. Other
+      // backends write-protect as they copy.
+      uint16_t protect[P::kTableHints ? kEntriesPerTable : 1];
+      unsigned protects = 0;
       // The child's table for this stretch. A table the child does not have
       // yet is filled as ordinary private memory and published (validated,
       // under Xen) in one store when complete, as Linux fills a new mm
@@ -177,14 +192,12 @@ class PageWalk {
           }
         }
         if (mode == ForkMode::CopyOnWrite && !has(e, pte_bit::Cow)) {
-          // Write-protect the parent's leaf and mark it shared: the hot loop
-          // of fork after dirtying memory, the one batching exists to speed
-          // up. Read-only and PROT_NONE leaves are marked too, or a later
-          // mprotect would make the shared frame writable in both.
-          const Pte old = P::modify_prot_start(&src[first + k]);
-          e = Pte{(old.raw & ~pte_bit::Write) | pte_bit::Cow};
-          TRY(P::modify_prot_commit(&src[first + k], old, e));
-          if (has(old, pte_bit::Write)) section.invalidate(at);
+          if constexpr (P::kTableHints) {
+            e = Pte{(e.raw & ~pte_bit::Write) | pte_bit::Cow};
+            protect[protects++] = static_cast<uint16_t>(first + k);
+          } else {
+            e = TRY(write_protect_for_fork(&src[first + k], at, section));
+          }
         }
         frame_refs().inc(P::pfn_of(e));
         if (fresh_slot) {
@@ -192,6 +205,11 @@ class PageWalk {
         } else {
           TRY(store(&dst[first + k], e, Level::L1));
         }
+      }
+      if (protects) {
+        TRY(announce(parent, va + i * kPageSize, protects));
+        for (unsigned n = 0; n < protects; ++n)
+          TRY(write_protect_for_fork(&src[protect[n]], va + (i + (protect[n] - first)) * kPageSize, section));
       }
       if (fresh_slot) {
         auto prepared = P::prepare_table(fresh, Level::L1);
