@@ -112,7 +112,14 @@ MmuOps make_ops(const char* name, PteAccess access, unsigned batch, TableMode mo
 
 // A 2 MiB stretch of the kernel's scratch region no selftest uses.
 constexpr VirtAddr kCalibrationVa{PVK_SCRATCH_BASE + (uint64_t{64} << 30)};
+// Three rounds, the cheapest of each timing kept (a round the host
+// preempted does not count, unless all three were). The per-entry slopes come
+// from kSlopeEntries entries (the 512-entry runs cost a millisecond each
+// under TCG and measured the same slope); the table cycle from a table of
+// 512 present leaves, as fork's tables are full and a rehook validates every
+// present entry. Under TCG the rehooks dominate what remains (~0.4 ms each).
 constexpr unsigned kRounds = 3;
+constexpr unsigned kSlopeEntries = 64;
 
 template <typename Walk>
 uint64_t timed_protect(Pfn root, unsigned pages, PteFlags set, PteFlags clear) {
@@ -157,8 +164,9 @@ ErrorOr<AutoCalibration> calibrate_auto(Pfn kernel_root) {
   static Pfn repeated[kEntriesPerTable];
   for (Pfn& p : repeated) p = frame;
   {
+    // Filled with plain stores and hooked once: cheaper than 512 queued entries.
     LazyMmuSection section(kernel_root);
-    Tables::configure(TableMode::Auto, {0, 0});  // queued while setting up
+    Tables::configure(TableMode::Auto, {1, 0});
     auto r = Walk::map(kernel_root, kCalibrationVa, kEntriesPerTable, FrameSource{repeated, {}}, pte_flags::KernelRo);
     auto f = section.finish();
     if (r.is_error() || f.is_error()) {
@@ -172,21 +180,30 @@ ErrorOr<AutoCalibration> calibrate_auto(Pfn kernel_root) {
   // within FASTPATH_FLAG_WHITELIST (NX, A/D, global, user, available bits),
   // so toggling Dirty would time a cheaper update than the ones that matter.
   // The frame is an ordinary one nothing writes through.
+  uint64_t mark = start;
+  auto lap = [&mark](uint64_t& into) {
+    const uint64_t now = cpu::rdtsc();
+    into = now - mark;
+    mark = now;
+  };
+  lap(c.setup_ticks);
   const PteFlags write{pte_bit::Write};
   uint64_t queued = ~uint64_t{0}, queued_one = ~uint64_t{0}, full = ~uint64_t{0}, one = ~uint64_t{0};
   for (unsigned round = 0; round < kRounds; ++round) {
+    // Each pair toggles the same entries there and back.
     Tables::configure(TableMode::Auto, {0, 0});  // never unhook
-    queued = min_of(queued, timed_protect<Walk>(kernel_root, kEntriesPerTable, write, {}));
+    queued = min_of(queued, timed_protect<Walk>(kernel_root, kSlopeEntries, write, {}));
     queued_one = min_of(queued_one, timed_protect<Walk>(kernel_root, 1, {}, write));
     Tables::configure(TableMode::Auto, {1, 0});  // always unhook
-    full = min_of(full, timed_protect<Walk>(kernel_root, kEntriesPerTable, {}, write));
+    full = min_of(full, timed_protect<Walk>(kernel_root, kSlopeEntries, {}, write));
     one = min_of(one, timed_protect<Walk>(kernel_root, 1, write, {}));
   }
   // A section's own cost (enter, TLB flush, leave) is in every timing once:
   // the one-entry runs carry it, so differences cancel it.
-  c.queued_ticks = queued > queued_one ? (queued - queued_one) / (kEntriesPerTable - 1) : 0;
-  c.plain_ticks = full > one ? (full - one) / (kEntriesPerTable - 1) : 0;
+  c.queued_ticks = queued > queued_one ? (queued - queued_one) / (kSlopeEntries - 1) : 0;
+  c.plain_ticks = full > one ? (full - one) / (kSlopeEntries - 1) : 0;
   c.table_cycle_ticks = one > queued_one ? one - queued_one : 0;
+  lap(c.rounds_ticks);
   // One L2 store (a gate toggle, as ptshare makes them), timed.
   {
     Pte* l2 = l2_slot_of(kernel_root, kCalibrationVa);
@@ -208,14 +225,16 @@ ErrorOr<AutoCalibration> calibrate_auto(Pfn kernel_root) {
     c.trap_ticks = best == ~uint64_t{0} ? 0 : best;
     xen::vm_assist(VMASST_CMD_disable, VMASST_TYPE_writable_pagetables);
   }
+  lap(c.probes_ticks);
   {
     LazyMmuSection section(kernel_root, OnRefusal::Retry);
-    Tables::configure(TableMode::Auto, {0, 0});
+    Tables::configure(TableMode::Auto, {1, 0});
     auto r = Walk::unmap(kernel_root, kCalibrationVa, kEntriesPerTable, {}, section);
     must(section.finish(), "calibration teardown");
     must(r, "calibration unmap");
   }
   frames().must_free(frame);
+  lap(c.teardown_ticks);
   c.thresholds = given;
   if (c.thresholds.unhook_at == 0) {
     c.calibrated = true;

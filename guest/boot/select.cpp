@@ -83,7 +83,11 @@ ErrorOr<void> finish_mmu_backend(const BootParams& params, Pfn kernel_root, uint
       .u64("unhook_rehook_ns", ticks_to_ns(c.table_cycle_ticks))
       .u64("l2_store_ns", ticks_to_ns(c.l2_store_ticks))
       .u64("trap_ns", ticks_to_ns(c.trap_ticks))
-      .u64("calibration_us", ticks_to_ns(c.elapsed_ticks) / 1000);
+      .u64("calibration_us", ticks_to_ns(c.elapsed_ticks) / 1000)
+      .u64("setup_us", ticks_to_ns(c.setup_ticks) / 1000)
+      .u64("rounds_us", ticks_to_ns(c.rounds_ticks) / 1000)
+      .u64("probes_us", ticks_to_ns(c.probes_ticks) / 1000)
+      .u64("teardown_us", ticks_to_ns(c.teardown_ticks) / 1000);
   g_auto_thresholds = c.thresholds;
   return {};
 #endif

@@ -80,6 +80,12 @@ INSTANTIATE_TEST_SUITE_P(
                       // openings and whole-table mprotects (ptshare=on, issue 10).
                       FaultCase{Platform::xen, "batched", "mmu_update:1/60,mmuext_op:1/30,frame_alloc:1/100", 7,
                                 {"mmu_update", "mmuext_op", "frame_alloc"}, "init=proctest ptshare=on"},
+                      // Issue 12: refused L2 stores when a table is unhooked or
+                      // rehooked, refused queued entries in auto's queued tables.
+                      FaultCase{Platform::xen, "unhook", "mmu_update:1/40,mmuext_op:1/30,frame_alloc:1/100", 8,
+                                {"mmu_update", "frame_alloc"}},
+                      FaultCase{Platform::xen, "auto", "mmu_update:1/40,mmuext_op:1/30,frame_alloc:1/100", 9,
+                                {"mmu_update", "frame_alloc"}},
                       // The syscall fuzzer under refusals: hostile calls and
                       // failing page-table work at once.
                       FaultCase{Platform::xen, "batched", "mmu_update:1/30,mmuext_op:1/20,frame_alloc:1/100", 21,
