@@ -63,20 +63,39 @@ TEST(Matrix, DefaultIsEveryBackendPlusTheSeedVariations) {
       // seed 002's flag reads through them.
       "native mmu=native pvpatch=off", "native mmu=native pte=flags pvpatch=off", "xen mmu=batched pvpatch=off",
       "xen mmu=batched pte=flags pvpatch=off",
+      // Issue 12: unhook and auto, with fork and mprotect only.
+      "xen mmu=unhook", "xen mmu=auto",
   };
   EXPECT_EQ(ids(plan), expected);
-  // One boot per configuration, plus the 128,000-page sizes of issue 10's
-  // targets once on each configuration they compare with another of this
-  // run: batched ptshare=on and wrpt (ptshare=off), fork_dirty. (The others
-  // compare with Linux: --linux.)
-  EXPECT_EQ(plan.boots.size(), 26u);
+  // One boot per configuration, plus the 128,000-page sizes of the targets
+  // once on each configuration they compare with another of this run:
+  // issue 10's batched ptshare=on and wrpt (ptshare=off), issue 12's auto
+  // against batched, wrpt and unhook; fork_dirty. (The others compare with
+  // Linux: --linux.)
+  EXPECT_EQ(plan.boots.size(), 31u);
   std::map<std::string, std::string> sized;  // configuration -> bench= of its 128000 boot
   for (const auto& b : plan.boots)
     if (b.group == "128000") sized[plan.configs[b.config].id()] = b.bench;
   EXPECT_EQ(sized, (std::map<std::string, std::string>{
                        {"xen mmu=batched ptshare=on", "fork_dirty:pages=128000:reps=1"},
                        {"xen mmu=wrpt", "fork_dirty:pages=128000:reps=1"},
+                       {"xen mmu=batched", "fork_dirty:pages=128000:reps=1"},
+                       {"xen mmu=unhook", "fork_dirty:pages=128000:reps=1"},
+                       {"xen mmu=auto", "fork_dirty:pages=128000:reps=1"},
                    }));
+  // unhook and auto: fork and mprotect (with the density series), no variations.
+  for (const char* id : {"xen mmu=unhook", "xen mmu=auto"}) {
+    std::map<std::string, std::string> focused;  // group -> command line
+    for (const Boot* b : boots_of(plan, id)) focused[b->group] = b->cmdline;
+    const std::string mmu = config_from_id(id).cmdline();
+    EXPECT_EQ(focused, (std::map<std::string, std::string>{
+                           {mmu + ": fork_dirty,mprotect", mmu + " bench=fork_dirty,mprotect," + kDensity},
+                           {"128000", mmu + " bench=fork_dirty:pages=128000:reps=1"},
+                       }))
+        << id;
+  }
+  for (const auto& c : plan.configs)
+    if (c.get("mmu") == "unhook" || c.get("mmu") == "auto") EXPECT_EQ(c.switches.size(), 1u) << c.id();
   std::map<std::string, std::string> wrpt;  // group -> command line
   for (const Boot* b : boots_of(plan, "xen mmu=wrpt")) wrpt[b->group] = b->cmdline;
   EXPECT_EQ(wrpt["all"], "mmu=wrpt bench=all," + kDensity);
@@ -129,8 +148,9 @@ TEST(Matrix, PtshareOnIsAVariationOfForkAndMprotectOnEveryBackend) {
   }
   // The seed variations do not get the large sizes.
   for (const Boot* b : boots_of(plan, "xen mmu=wrpt pgd_cache=off")) EXPECT_EQ(b->bench, kPgdCacheOff);
-  // 20 configurations x 3, 4 ptshare=on x 3, two 128,000-page boots.
-  EXPECT_EQ(plan.boots.size(), 74u);
+  // 22 configurations x 3 (unhook and auto among them), 4 ptshare=on x 3,
+  // five 128,000-page boots.
+  EXPECT_EQ(plan.boots.size(), 83u);
 }
 
 // Issue 12: the sparse fork series rides in the first boot of every
@@ -142,11 +162,12 @@ TEST(Matrix, DensitySeriesOnceInTheFirstBootOfEachForkConfiguration) {
   MatrixOptions o;
   o.reps = 3;
   const Plan plan = build_plan(o);
-  EXPECT_EQ(plan.boots.size(), 74u);  // as many boots as without it
+  EXPECT_EQ(plan.boots.size(), 83u);  // as many boots as without it
   std::map<std::string, int> with;    // configuration -> boots carrying the series
   for (const auto& b : plan.boots) {
     const bool has = b.bench.find("stride=") != std::string::npos;
     const bool runs_fork = b.group == "all" || b.group == "ptshare=on: fork_dirty,mprotect" ||
+                           b.group == "mmu=unhook: fork_dirty,mprotect" || b.group == "mmu=auto: fork_dirty,mprotect" ||
                            b.group == "pvpatch=off: fork_dirty,mprotect,fault_write,forkwait";
     EXPECT_EQ(has, b.rep == 1 && runs_fork) << plan.describe_boot(b);
     if (has) {
@@ -156,6 +177,8 @@ TEST(Matrix, DensitySeriesOnceInTheFirstBootOfEachForkConfiguration) {
     }
   }
   EXPECT_EQ(with, (std::map<std::string, int>{{"native mmu=native", 1},
+                                             {"xen mmu=unhook", 1},
+                                             {"xen mmu=auto", 1},
                                              {"native mmu=native ptshare=on", 1},
                                              {"native mmu=native pvpatch=off", 1},
                                              {"xen mmu=batched", 1},
@@ -189,8 +212,12 @@ TEST(Matrix, TableItemsFollowTheTargets) {
   EXPECT_EQ(text("native mmu=native ptshare=on"), "fork_dirty:pages=128000:reps=1");
   EXPECT_EQ(text("linux-xen"), "fork_dirty:pages=128000:reps=1,mprotect:pages=128000:reps=1");
   EXPECT_EQ(text("linux-native"), "fork_dirty:pages=128000:reps=1");
+  // Issue 12: auto against the best of batched, wrpt and unhook.
+  EXPECT_EQ(text("xen mmu=auto"), "fork_dirty:pages=128000:reps=1");
+  EXPECT_EQ(text("xen mmu=unhook"), "fork_dirty:pages=128000:reps=1");
+  EXPECT_EQ(text("xen mmu=batched"), "fork_dirty:pages=128000:reps=1");
   // Not a side of any of them: other backends, other switches.
-  EXPECT_EQ(text("xen mmu=batched"), "");
+  EXPECT_EQ(text("xen mmu=direct"), "");
   EXPECT_EQ(text("xen mmu=direct ptshare=on"), "");
   EXPECT_EQ(text("xen mmu=wrpt pgd_cache=off"), "");
   EXPECT_EQ(text("xen mmu=batched batch=8 ptshare=on"), "");
@@ -208,9 +235,10 @@ TEST(Matrix, TableItemsFollowTheTargets) {
   run.mmus = {"batched"};  // no wrpt
   run.platforms = {"xen"};
   EXPECT_EQ(join_items(table_items(batched_on, &run)), "");
-  run.mmus = {};
-  run.with_variations = false;  // no ptshare=on
+  run.mmus = {"wrpt", "batched"};  // no auto
+  run.with_variations = false;      // no ptshare=on
   EXPECT_EQ(join_items(table_items(config_from_id("xen mmu=wrpt"), &run)), "");
+  run.mmus = {};
   run.sets = {parse_set("ptshare=off,on")};
   EXPECT_EQ(join_items(table_items(config_from_id("xen mmu=wrpt ptshare=off"), &run)), "fork_dirty:pages=128000:reps=1");
 }
@@ -246,15 +274,46 @@ TEST(Matrix, SetPtshareCrossesInsteadOfTheVariation) {
 TEST(Matrix, NoVariationsNoTableSizes) {
   MatrixOptions o;
   o.with_variations = false;
+  o.mmus = {"native", "batched", "direct", "wrpt"};
   const Plan plan = build_plan(o);
   EXPECT_EQ(plan.configs.size(), 4u);
-  EXPECT_EQ(plan.boots.size(), 4u);  // no ptshare=on to compare wrpt's 128,000-page fork with
+  EXPECT_EQ(plan.boots.size(), 4u);  // no ptshare=on to compare wrpt's 128,000-page fork with, no auto
+  // With auto (the default list), auto's target boots 128,000 pages on it
+  // and on batched, wrpt and unhook; not on direct.
+  o.mmus = {};
+  const Plan all = build_plan(o);
+  EXPECT_EQ(all.configs.size(), 6u);
+  EXPECT_EQ(all.boots.size(), 10u);
+  std::set<std::string> sized;
+  for (const auto& b : all.boots)
+    if (b.group == "128000") sized.insert(all.configs[b.config].id());
+  EXPECT_EQ(sized, (std::set<std::string>{"xen mmu=auto", "xen mmu=batched", "xen mmu=unhook", "xen mmu=wrpt"}));
+}
+
+// Issue 12: unhook and auto boot with every benchmark when --mmu names them,
+// and not at all with --smoke or a --bench list that has none of theirs.
+TEST(Matrix, UnhookAndAutoAreFocusedUnlessNamed) {
+  MatrixOptions o;
+  o.with_variations = false;
+  o.mmus = {"unhook"};
+  const Plan named = build_plan(o);
+  ASSERT_EQ(ids(named), (std::set<std::string>{"xen mmu=unhook"}));
+  EXPECT_EQ(boots_of(named, "xen mmu=unhook")[0]->bench, "all," + kDensity);
+  o = {};
+  o.smoke = true;
+  for (const auto& c : build_plan(o).configs) EXPECT_NE(c.get("mmu"), "auto") << c.id();
+  o = {};
+  o.items = parse_items("getppid");
+  for (const auto& c : build_plan(o).configs) EXPECT_NE(c.get("mmu"), "unhook") << c.id();
+  o.items = parse_items("getppid,mprotect:pages=64");
+  EXPECT_EQ(boots_of(build_plan(o), "xen mmu=auto")[0]->bench, "mprotect:pages=64");
 }
 
 TEST(Matrix, FullAddsTheLargeSizesOnBigMachines) {
   MatrixOptions o;
   o.full = true;
   o.with_variations = false;
+  o.mmus = {"native", "batched", "direct", "wrpt"};
   const Plan plan = build_plan(o);
   EXPECT_EQ(plan.configs.size(), 4u);
   const auto xen = boots_of(plan, "xen mmu=batched");
@@ -279,7 +338,8 @@ TEST(Matrix, SetCrossesAnySwitchOnlyWhereItMatters) {
   const std::set<std::string> expected{
       "native mmu=native pvpatch=off",        "xen mmu=batched batch=1 pvpatch=off",
       "xen mmu=batched batch=32 pvpatch=off", "xen mmu=direct pvpatch=off",
-      "xen mmu=wrpt pvpatch=off",
+      "xen mmu=wrpt pvpatch=off",          "xen mmu=unhook pvpatch=off",
+      "xen mmu=auto pvpatch=off",
   };
   EXPECT_EQ(ids(plan), expected);
 }

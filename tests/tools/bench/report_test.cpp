@@ -351,3 +351,53 @@ TEST(Summary, SparseForkDensityTablesAndBreakEven) {
 
 }  // namespace
 }  // namespace pvk::bench
+
+namespace pvk::bench {
+namespace {
+
+// Issue 12: auto against the best fixed backend at every size and density
+// (named), and auto better than each fixed backend somewhere.
+TEST(Summary, AutoAgainstTheBestFixedBackend) {
+  Results r;
+  auto add = [&](const std::string& id, long pages, long stride, long ns) {
+    if (!r.find_config(id)) r.configs.push_back(config_from_id(id));
+    r.records.push_back(sample(
+        id, bench_line("fork_dirty", fmt::format(R"("pages":{},"stride":{})", pages, stride), ns, ns, ns, 1)));
+  };
+  // Dense: unhook is best (8), auto 8.2 (1.025, met). Sparse: batched best
+  // (1), auto 1.1 (1.10, missed). direct is never a candidate (it would be
+  // best at the sparse point, 0.5), wrpt is slowest.
+  add("xen mmu=batched", 12800, 1, 12000);
+  add("xen mmu=unhook", 12800, 1, 8000);
+  add("xen mmu=wrpt", 12800, 1, 25000);
+  add("xen mmu=direct", 12800, 1, 19000);
+  add("xen mmu=auto", 12800, 1, 8200);
+  add("xen mmu=batched", 12800, 512, 1000);
+  add("xen mmu=unhook", 12800, 512, 1500);
+  add("xen mmu=wrpt", 12800, 512, 1100);
+  add("xen mmu=direct", 12800, 512, 500);
+  add("xen mmu=auto", 12800, 512, 1100);
+  aggregate(r);
+  const auto ratios = compute_ratios(r, builtin_ratios());
+  // One auto÷best fixed per size and density, against the fastest candidate.
+  std::map<std::string, std::string> best;  // stride -> denominator
+  for (const auto& ratio : ratios)
+    if (ratio.spec == "auto÷best fixed") best[params_text(ratio.params)] = ratio.denominator;
+  EXPECT_EQ(best, (std::map<std::string, std::string>{{"pages=12800 stride=1", "xen mmu=unhook"},
+                                                      {"pages=12800 stride=512", "xen mmu=batched"}}));
+  const std::string md = summary_markdown(r, builtin_ratios(), ratios);
+  auto has = [&](const std::string& text) { EXPECT_NE(md.find(text), std::string::npos) << text << "\n" << md; };
+  has("| fork after dirtying, every size and density: auto ≤ 1.05 × the best fixed backend — defaults, pages=12800 "
+      "stride=1 vs xen/unhook | 1.02 | met |");
+  has("| fork after dirtying, every size and density: auto ≤ 1.05 × the best fixed backend — defaults, pages=12800 "
+      "stride=512 vs xen/batched | 1.10 | missed |");
+  has("| auto better than batched somewhere — best at fork_dirty pages=12800 stride=1 | 0.68 | met |");
+  has("| auto better than unhook somewhere — best at fork_dirty pages=12800 stride=512 | 0.73 | met |");
+  has("| auto better than wrpt somewhere — best at fork_dirty pages=12800 stride=1 | 0.33 | met |");
+  // direct beats auto at the sparse point, and auto beats it when dense.
+  has("| auto better than direct somewhere — best at fork_dirty pages=12800 stride=1 | 0.43 | met |");
+  has("| fork after dirtying 128,000 pages under Xen: auto ≤ 1.05 × the best fixed backend | — | not in this run");
+}
+
+}  // namespace
+}  // namespace pvk::bench

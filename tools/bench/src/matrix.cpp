@@ -290,11 +290,29 @@ std::vector<Group> item_groups(const MatrixOptions& options) {
   return groups;
 }
 
-// Backends a platform boots only when --mmu names them (issue 12's unhook
-// and auto: measured on request, not in the default matrix).
-std::vector<std::string> on_request_backends(const PlatformSpec& spec) {
+// Backends a platform boots with only the benchmarks they are about unless
+// --mmu names them: issue 12's unhook and auto change how fork, exit and
+// mprotect reach page tables, nothing else, so the default matrix boots them
+// with fork_dirty (its density series and 128,000 pages included) and
+// mprotect, without variations; `--mmu unhook,auto` boots every benchmark.
+std::vector<std::string> focused_backends(const PlatformSpec& spec) {
   if (spec.name == "xen") return {"unhook", "auto"};
   return {};
+}
+
+const std::vector<std::string>& focused_benches() {
+  static const std::vector<std::string> benches{"fork_dirty", "mprotect"};
+  return benches;
+}
+
+bool named(const std::vector<std::string>& list, const std::string& name) {
+  return std::find(list.begin(), list.end(), name) != list.end();
+}
+
+// Whether this backend boots focused in this run: a focused backend --mmu
+// did not name (the default matrix, or --bench without --mmu).
+bool boots_focused(const PlatformSpec& spec, const MatrixOptions& options, const std::string& mmu) {
+  return named(focused_backends(spec), mmu) && !named(options.mmus, mmu);
 }
 
 // The --set keys (each given once); every --mmu names a known backend.
@@ -306,9 +324,7 @@ std::set<std::string> checked_set_keys(const MatrixOptions& options) {
   }
   for (const auto& mmu : options.mmus) {
     const bool known = std::any_of(platform_specs().begin(), platform_specs().end(), [&](const PlatformSpec& p) {
-      const auto extra = on_request_backends(p);
-      return std::find(p.backends.begin(), p.backends.end(), mmu) != p.backends.end() ||
-             std::find(extra.begin(), extra.end(), mmu) != extra.end();
+      return named(p.backends, mmu) || named(focused_backends(p), mmu);
     });
     if (!known) throw std::invalid_argument(fmt::format("--mmu: no backend named '{}'", mmu));
   }
@@ -358,10 +374,10 @@ std::vector<std::string> backends_for(const PlatformSpec& spec, const MatrixOpti
   for (const auto& b : spec.backends)
     if (options.mmus.empty() || std::find(options.mmus.begin(), options.mmus.end(), b) != options.mmus.end())
       backends.push_back(b);
-  for (const auto& b : on_request_backends(spec))
-    if (std::find(options.mmus.begin(), options.mmus.end(), b) != options.mmus.end()) backends.push_back(b);
-  if (spec.backends.empty()) backends.emplace_back();
   if (options.smoke && options.mmus.empty() && !backends.empty()) backends.resize(1);
+  for (const auto& b : focused_backends(spec))
+    if (named(options.mmus, b) || (options.mmus.empty() && !options.smoke)) backends.push_back(b);
+  if (spec.backends.empty()) backends.emplace_back();
   return backends;
 }
 
@@ -434,10 +450,18 @@ Plan build_plan(const MatrixOptions& options) {
     }
 
     for (const auto& mmu : backends) {
+      const bool focused = boots_focused(*spec, options, mmu);
+      std::vector<Group> mmu_groups = groups;
+      if (focused) {
+        // As a variation of the backend switch narrowed to its benchmarks.
+        const Variation as{"mmu", mmu, "", "", focused_benches(), true};
+        mmu_groups = variation_groups(groups, as);
+        if (mmu_groups.empty()) continue;
+      }
       for (const auto& switches : crossed_switches(mmu, options)) {
         const Config base = make_config(name, switches);
-        add_config(plan, seen, options, *spec, base, groups);
-        if (!options.with_variations || options.smoke || mmu.empty() || !spec->variations) continue;
+        add_config(plan, seen, options, *spec, base, mmu_groups);
+        if (!options.with_variations || options.smoke || mmu.empty() || !spec->variations || focused) continue;
         for (const auto& v : variations()) {
           if (set_keys.count(v.key) || base.effective(v.key) == v.value) continue;
           if (!v.mmus.empty() && std::find(v.mmus.begin(), v.mmus.end(), mmu) == v.mmus.end()) continue;

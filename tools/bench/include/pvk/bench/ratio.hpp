@@ -43,6 +43,10 @@ struct RatioSpec {
   // selectors empty (Selector{} matches everything) the two rows come from
   // one configuration. "" = one benchmark over itself.
   std::string numerator_bench{}, denominator_bench{};
+  // Against the best of several (issue 12's "auto ÷ the best fixed
+  // backend"): of the rows the denominator matches for one numerator row,
+  // only the fastest (lowest per-op figure) pairs, and the pair names it.
+  bool best_denominator = false;
 };
 
 // The ratios every summary shows (when the run has both sides).
@@ -69,6 +73,12 @@ struct Target {
   std::string relative_to;
   bool each_pair = false;
   bool in_default_matrix = false;
+  // Also issue 12's sparse forks (fork_dirty stride=k): every density measured.
+  bool sparse_too = false;
+  // The goal holds somewhere: of all pairs and parameters the ratio has, the
+  // lowest must be at most `at_most` (issue 12: auto better than each fixed
+  // backend somewhere); the line says where.
+  bool somewhere = false;
 };
 const std::vector<Target>& targets();
 

@@ -29,8 +29,9 @@ std::string time_mode(const Results& results);
 std::string ratio_cell(const Ratio& ratio);
 
 // True if every "k=v" of `wanted` (blank-separated) is among the parameters,
-// and, unless `wanted` names a stride, the parameters have none but 1.
-bool has_params(const Params& params, std::string_view wanted);
+// and, unless `wanted` names a stride or any_density is set, the parameters
+// have none but 1.
+bool has_params(const Params& params, std::string_view wanted, bool any_density = false);
 
 // The targets (ratio.hpp, targets()) as this run's ratios judge them, one
 // line per goal (per pair of configurations for each_pair goals): "met",
