@@ -140,7 +140,7 @@ TEST(Seeds, VerdictsAndNotMeasured) {
   EXPECT_EQ(md.find("not measured (needs"), std::string::npos) << md;
   has("| 001 | fork/exec with zero_page on÷off (Linus asks for it; pvk: forkexec) | not measured in the thread | — | "
       "not in this run |");
-  has("not in this run (--full boots batched and wrpt at 128,000 pages)");
+  has("not in this run (the default matrix boots both sides at 128,000 pages; --mmu or --bench left one out)");
   // Seed 000's own figures, with their interval.
   has("16.99 → 16.67 s, \"improved slightly.. but it could be noise\" (after÷before 0.981 [");
 }
