@@ -1,8 +1,10 @@
 // Native bring-up of the other CPUs: INIT, then two startup IPIs at the
 // real-mode trampoline (ap_trampoline.S) at 0x8000, one AP at a time, each
-// with its own kernel stack, double-fault stack, GDT and TSS (one run of
-// frames, kept for good) and its PerCpu behind its GS base. An AP reports
-// in on the kernel's tables and parks; it runs no process yet.
+// with its own kernel stack, double-fault stack, GDT, TSS and IDT (one run
+// of frames, kept for good) and its PerCpu behind its GS base. An AP reports
+// in on the kernel's tables and parks in hlt with interrupts off; bring-up
+// then sends it one NMI, its wake-up, and waits for it to be counted. It
+// runs no process yet.
 //
 // The local APIC's registers are memory-mapped below 4 GiB, which the
 // kernel's tables do not map (they hold RAM only, and mm/ owns them), so
@@ -40,14 +42,17 @@ constexpr uint64_t kEarlyMapLimit = uint64_t{PVK_EARLY_PHYSMAP_GIB} << 30;
 
 // Local APIC registers (SDM vol. 3, 11.4.1) and ICR encodings.
 constexpr uint32_t kApicSvr = 0xf0, kApicIcrLow = 0x300, kApicIcrHigh = 0x310;
+// The spurious vector is never raised while an AP keeps interrupts off.
 constexpr uint32_t kSvrEnable = 1u << 8, kSpuriousVector = 0xff;
 constexpr uint32_t kIcrNmi = 0x400, kIcrInit = 0x500, kIcrStartup = 0x600, kIcrAssert = 1u << 14, kIcrLevel = 1u << 15;
 constexpr uint32_t kIcrPending = 1u << 12;
 
 // An AP's frames, in this order from its PerCpu::kernel_stack_top down and
-// up: kernel stack below it, then the double-fault stack, then its GDT and TSS.
+// up: kernel stack below it, then the double-fault stack, then its GDT, TSS
+// and IDT (descriptors.h, kApDescriptorBytes).
 constexpr uint64_t kStackPages = 4, kIstPages = 2, kDescPages = 1;
 constexpr uint64_t kApPages = kStackPages + kIstPages + kDescPages;
+static_assert(kApDescriptorBytes <= kDescPages * kPageSize);
 
 smp::MadtCpus g_fw;
 bool g_fw_ok = false;
