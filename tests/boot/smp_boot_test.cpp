@@ -82,6 +82,15 @@ TEST_P(Smp, ProctestPassesWithTwoCpus) {
   EXPECT_TRUE(all_online(r, 2)) << transcript(r);
 }
 
+// The attack suite (tests/user/hostile*) with a second CPU present: the
+// boot CPU's GDT and gates are as before, and its GS base (now its PerCpu)
+// points at kernel memory user mode cannot read.
+TEST_P(Smp, HostileSuitePassesWithTwoCpus) {
+  const RunResult r = boot("bench=hostile", 2);
+  ASSERT_TRUE(r.pass) << transcript(r);
+  EXPECT_TRUE(all_online(r, 2)) << transcript(r);
+}
+
 TEST_P(Smp, FourCpusComeOnline) {
   const RunResult r = boot("", 4);
   ASSERT_TRUE(r.pass) << transcript(r);
