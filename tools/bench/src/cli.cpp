@@ -1,12 +1,14 @@
 #include "pvk/bench/cli.hpp"
 
 #include "pvk/bench/compare.hpp"
+#include "pvk/bench/figures.hpp"
 #include "pvk/bench/linux_runner.hpp"
 #include "pvk/bench/matrix.hpp"
 #include "pvk/bench/output.hpp"
 #include "pvk/bench/ratio.hpp"
 #include "pvk/bench/runner.hpp"
 #include "pvk/bench/schedule.hpp"
+#include "pvk/bench/text_file.hpp"
 #include "pvk/process.hpp"
 #include "pvk/xen.hpp"
 
@@ -83,6 +85,7 @@ struct Commands::State {
   const fs::path& source_dir;
   CLI::App* bench = nullptr;
   CLI::App* compare = nullptr;
+  CLI::App* figures = nullptr;
 
   // bench
   std::vector<std::string> platforms{"native", "native-builtin", "xen"};
@@ -111,6 +114,11 @@ struct Commands::State {
 
   // compare
   fs::path old_json, new_json, compare_out;
+  bool repeat = false;  // --repeat: issue 14's check that significant ratios repeat within 5 %
+
+  // figures
+  fs::path figures_results, figures_readme;
+  bool figures_print = false;
 
   State(const fs::path& b, const fs::path& s) : build_dir(b), source_dir(s) {}
 
@@ -319,6 +327,13 @@ struct Commands::State {
   int run_compare() {
     const Results old_results = load_results(old_json);
     const Results new_results = load_results(new_json);
+    if (repeat) {
+      const RepeatCheck check = repeat_check(old_results, new_results);
+      const std::string text = repeat_text(check, old_json.string(), new_json.string());
+      fmt::print("{}", text);
+      if (!compare_out.empty()) std::ofstream(compare_out) << text;
+      return check.ok() ? 0 : 1;
+    }
     const Comparison c = compare_results(old_results, new_results);
     const std::string md = compare_markdown(c, old_json.string(), new_json.string());
     fmt::print("{}", md);
@@ -326,6 +341,37 @@ struct Commands::State {
       std::ofstream out(compare_out);
       out << md;
     }
+    return 0;
+  }
+
+  // figures: README.md's block between the figures markers, from one run.
+  int run_figures() {
+    Results results = load_results(figures_results);
+    if (!results.records.empty()) aggregate(results);  // as --from does: the summary's own rows
+    const std::string block = figures_block(results, figures_results.string());
+    if (figures_print) {
+      fmt::print("{}", block);
+      return 0;
+    }
+    const fs::path readme = figures_readme.empty() ? source_dir / "README.md" : figures_readme;
+    const auto text = read_text_file(readme);
+    if (!text) throw std::runtime_error(fmt::format("cannot read {}", readme.string()));
+    std::string updated;
+    try {
+      updated = replace_figures_block(*text, block);
+    } catch (const std::runtime_error& e) {
+      throw std::runtime_error(fmt::format("{}: {}", readme.string(), e.what()));
+    }
+    // Written beside it and renamed over it: an interrupted run leaves the old README.
+    const fs::path temp = fs::path(readme.string() + ".figures-tmp");
+    {
+      std::ofstream out(temp, std::ios::binary);
+      out << updated;
+      if (!out.flush()) throw std::runtime_error(fmt::format("cannot write {}", temp.string()));
+    }
+    fs::rename(temp, readme);
+    fmt::print(stderr, "pvk figures: rewrote the figures block of {} from {}\n", readme.string(),
+               figures_results.string());
     return 0;
   }
 };
@@ -397,15 +443,32 @@ Commands::Commands(CLI::App& app, const fs::path& build_dir, const fs::path& sou
   c->add_option("new", s.new_json, "the later run: its results directory or results.json")
       ->required()
       ->check(CLI::ExistingPath);
-  c->add_option("--out", s.compare_out, "also write the Markdown here");
+  c->add_option("--out", s.compare_out, "also write the Markdown (with --repeat: the check) here");
+  c->add_flag("--repeat", s.repeat,
+              "issue 14's repeat check instead of the row table: every ratio of the summary that both runs print "
+              "without ~ must agree within 5 % (|new/old - 1| <= 0.05); one line per disagreement, a count, the "
+              "ratios not counted; exit status 1 if any differs");
+
+  CLI::App* f = s.figures = app.add_subcommand(
+      "figures", "rewrite README.md's figures block (between <!-- figures:begin --> and <!-- figures:end -->) from "
+                 "one run: its provenance, Targets table and Seeds section");
+  f->add_option("results", s.figures_results, "the run: its results directory or results.json")
+      ->required()
+      ->check(CLI::ExistingPath);
+  f->add_option("--readme", s.figures_readme, "the README to rewrite (default: the source tree's README.md)")
+      ->check(CLI::ExistingFile);
+  f->add_flag("--print", s.figures_print, "print the block instead of rewriting a README");
 }
 
 Commands::~Commands() = default;
 
-bool Commands::selected() const { return state_->bench->parsed() || state_->compare->parsed(); }
+bool Commands::selected() const {
+  return state_->bench->parsed() || state_->compare->parsed() || state_->figures->parsed();
+}
 
 int Commands::run() {
   try {
+    if (state_->figures->parsed()) return state_->run_figures();
     return state_->bench->parsed() ? state_->run_bench() : state_->run_compare();
   } catch (const std::exception& e) {
     fmt::print(stderr, "pvk: error: {}\n", e.what());

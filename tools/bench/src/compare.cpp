@@ -7,9 +7,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <stdexcept>
+#include <string_view>
 
 namespace pvk::bench {
 namespace {
@@ -27,12 +29,13 @@ std::string normal_id(const Results& results, const std::string& id) {
 
 // The parameters that make two rows the same: fork_dirty's stride=1 is
 // what a record from before issue 12 (no stride) measured.
-std::string params_key(const Row& row) {
+std::string params_key(const std::string& bench, const Params& params) {
   Params kept;
-  for (const auto& p : row.params)
-    if (!(row.bench == "fork_dirty" && p.first == "stride" && p.second == 1)) kept.push_back(p);
+  for (const auto& p : params)
+    if (!(bench == "fork_dirty" && p.first == "stride" && p.second == 1)) kept.push_back(p);
   return params_text(kept);
 }
+std::string params_key(const Row& row) { return params_key(row.bench, row.params); }
 
 std::string label(const Results& results, const std::string& id) {
   const Config* c = results.find_config(id);
@@ -158,6 +161,113 @@ std::string compare_markdown(const Comparison& c, const std::string& old_name, c
     for (const auto& s : c.only_new) md += "- " + s + "\n";
   }
   return md;
+}
+
+namespace {
+
+// What makes two runs' ratios the same ratio: the spec, the benchmark(s), the
+// parameters and the two configurations (a switch at its default counting
+// as absent). Against the best of several (RatioSpec::best_denominator) the
+// denominator is whichever was fastest in each run: the numerator decides.
+std::string ratio_key(const Results& results, const Ratio& r, bool best_denominator) {
+  return fmt::format("{}\n{}\n{}\n{}\n{}\n{}", r.spec, r.bench, r.denominator_bench, params_key(r.bench, r.params),
+                     normal_id(results, r.numerator), best_denominator ? "" : normal_id(results, r.denominator));
+}
+
+std::string ratio_what(const Ratio& r) {
+  const std::string bench = r.denominator_bench.empty() ? r.bench : r.bench + "÷" + r.denominator_bench;
+  const std::string params = params_text(r.params);
+  return fmt::format("{} {}{} ({})", r.spec, bench, params.empty() ? "" : " " + params,
+                     r.pair.empty() ? "defaults" : r.pair);
+}
+
+// A ratio's figure as the summary prints it, in plain text.
+std::string ratio_figure(const Ratio& r) {
+  if (!r.stats.estimated) return fmt::format("{} (1 boot)", format_ratio(r.value));
+  return fmt::format("{}{} [{}, {}]", r.stats.same() ? "~ " : "", format_ratio(r.stats.center),
+                     format_ratio(r.stats.low), format_ratio(r.stats.high));
+}
+
+// Why a ratio is not counted in one run ("" when it is significant there).
+std::string not_significant(const Ratio& r, std::string_view run) {
+  if (!r.stats.estimated) return fmt::format("1 boot in the {} run", run);
+  if (r.stats.same()) return fmt::format("~ in the {} run", run);
+  return "";
+}
+
+std::string percent_text(double fraction) { return fmt::format("{:g} %", fraction * 100); }
+
+}  // namespace
+
+RepeatCheck repeat_check(const Results& old_results, const Results& new_results, const std::vector<RatioSpec>& specs,
+                         double tolerance) {
+  RepeatCheck out;
+  out.tolerance = tolerance;
+  auto best = [&](const std::string& name) {
+    const auto it = std::find_if(specs.begin(), specs.end(), [&](const RatioSpec& s) { return s.name == name; });
+    return it != specs.end() && it->best_denominator;
+  };
+  const std::vector<Ratio> old_ratios = compute_ratios(old_results, specs);
+  const std::vector<Ratio> new_ratios = compute_ratios(new_results, specs);
+  std::map<std::string, const Ratio*> old_by_key;
+  for (const auto& r : old_ratios) old_by_key.emplace(ratio_key(old_results, r, best(r.spec)), &r);
+  std::map<std::string, bool> matched;
+  for (const auto& n : new_ratios) {
+    const std::string key = ratio_key(new_results, n, best(n.spec));
+    const auto it = old_by_key.find(key);
+    if (it == old_by_key.end()) {
+      out.only_new.push_back(ratio_what(n));
+      continue;
+    }
+    matched[key] = true;
+    RepeatLine line{ratio_what(n), *it->second, n};
+    std::string why = not_significant(line.old_ratio, "old");
+    const std::string why_new = not_significant(line.new_ratio, "new");
+    if (!why_new.empty()) why = why.empty() ? why_new : why + ", " + why_new;
+    line.why_not = why;
+    line.counted = why.empty();
+    if (line.counted) {
+      // A hair of slack for the rounding of figures exactly at the edge.
+      line.repeats = std::fabs(line.change() - 1) <= tolerance + 1e-12;
+      ++out.counted;
+      out.repeated += line.repeats;
+    }
+    out.lines.push_back(std::move(line));
+  }
+  for (const auto& o : old_ratios)
+    if (!matched.count(ratio_key(old_results, o, best(o.spec)))) out.only_old.push_back(ratio_what(o));
+  return out;
+}
+
+std::string repeat_text(const RepeatCheck& c, const std::string& old_name, const std::string& new_name) {
+  const std::string tol = percent_text(c.tolerance);
+  std::string text = fmt::format("pvk compare --repeat: old {}, new {}\n", old_name, new_name);
+  for (const auto& l : c.lines)
+    if (l.counted && !l.repeats)
+      text += fmt::format("differs: {}: old {}, new {}: new÷old {:.3f} ({:+.1f} %, beyond ±{})\n", l.what,
+                          ratio_figure(l.old_ratio), ratio_figure(l.new_ratio), l.change(), (l.change() - 1) * 100, tol);
+  text += fmt::format("{} of {} significant ratios repeat within {}{}\n", c.repeated, c.counted, tol,
+                      c.counted == 0 ? " (no ratio is significant in both runs)"
+                      : c.ok()       ? ""
+                                     : fmt::format("; {} differ", c.counted - c.repeated));
+  size_t not_counted = 0;
+  for (const auto& l : c.lines) not_counted += !l.counted;
+  if (not_counted) {
+    text += fmt::format("not counted ({}: `~` or one boot in a run):\n", not_counted);
+    for (const auto& l : c.lines)
+      if (!l.counted)
+        text += fmt::format("  {}: {}: old {}, new {}\n", l.what, l.why_not, ratio_figure(l.old_ratio),
+                            ratio_figure(l.new_ratio));
+  }
+  if (!c.only_old.empty()) {
+    text += fmt::format("only in the old run ({}):\n", c.only_old.size());
+    for (const auto& s : c.only_old) text += "  " + s + "\n";
+  }
+  if (!c.only_new.empty()) {
+    text += fmt::format("only in the new run ({}):\n", c.only_new.size());
+    for (const auto& s : c.only_new) text += "  " + s + "\n";
+  }
+  return text;
 }
 
 }  // namespace pvk::bench

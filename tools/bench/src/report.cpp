@@ -86,6 +86,8 @@ std::string target_verdict(const Target& t, const Ratio& r) {
   return fmt::format("unclear: the interval spans {}", format_ratio(t.at_most));
 }
 
+}  // namespace
+
 std::string targets_section(const std::vector<Ratio>& ratios) {
   std::string md = "\n## Targets\n\nThe goals of issues 5, 10, 11 and 12, from this run's ratios (base configurations; a goal "
                    "per backend where it says so). With several boots a side, the 95 % interval: met or missed when "
@@ -96,6 +98,8 @@ std::string targets_section(const std::vector<Ratio>& ratios) {
     md += fmt::format("| {} | {} | {} |\n", line.goal, line.measured, line.verdict);
   return md;
 }
+
+namespace {
 
 // Whether a row is fork_dirty at full density (stride=1, or no stride: a
 // record from before issue 12).

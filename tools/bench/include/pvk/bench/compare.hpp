@@ -6,6 +6,7 @@
 // is then flagged when the new median lies outside the old run's min-max.
 #pragma once
 
+#include "pvk/bench/ratio.hpp"
 #include "pvk/bench/results.hpp"
 #include "pvk/bench/stats.hpp"
 
@@ -52,5 +53,39 @@ Comparison compare_results(const Results& old_results, const Results& new_result
 Results load_results(const std::filesystem::path& path);
 
 std::string compare_markdown(const Comparison& comparison, const std::string& old_name, const std::string& new_name);
+
+// `pvk compare OLD NEW --repeat`: issue 14's done-criterion, that every
+// ratio a summary prints without `~` repeats within 5 % in a second run.
+// Each ratio of the two runs (the same spec, benchmark(s), parameters and
+// configurations, matched as above) counts when both runs print it without
+// `~`: an interval over the boots that excludes 1 in both. It repeats when
+// |new ÷ old − 1| ≤ tolerance, new and old being the figures the summaries
+// print (Ratio::shown). A ratio `~` in either run, or from one boot on a
+// side (no interval), is listed as not counted.
+inline constexpr double kRepeatTolerance = 0.05;
+
+struct RepeatLine {
+  std::string what;  // "batched÷wrpt fork_dirty pages=1280 (defaults)"
+  Ratio old_ratio, new_ratio;
+  bool counted = false;  // significant in both runs
+  bool repeats = false;  // counted and within the tolerance
+  std::string why_not;   // not counted: "~ in the old run", "1 boot in the new run", ...
+  double change() const { return new_ratio.shown() / old_ratio.shown(); }  // new ÷ old of the printed figures
+};
+
+struct RepeatCheck {
+  double tolerance = kRepeatTolerance;
+  std::vector<RepeatLine> lines;                // ratios of both runs, in the new run's order
+  std::vector<std::string> only_old, only_new;  // RepeatLine::what of ratios one run lacks
+  int counted = 0, repeated = 0;
+  bool ok() const { return repeated == counted; }
+};
+
+RepeatCheck repeat_check(const Results& old_results, const Results& new_results,
+                         const std::vector<RatioSpec>& specs = builtin_ratios(), double tolerance = kRepeatTolerance);
+
+// One line per disagreement, then "N of M significant ratios repeat within
+// 5 %", then the ratios not counted and those only one run has.
+std::string repeat_text(const RepeatCheck& check, const std::string& old_name, const std::string& new_name);
 
 }  // namespace pvk::bench

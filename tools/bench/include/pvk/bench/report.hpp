@@ -42,6 +42,8 @@ struct TargetLine {
   std::string verdict;
 };
 std::vector<TargetLine> evaluate_targets(const std::vector<Ratio>& ratios);
+// "## Targets": the summary's table of evaluate_targets, with its explanation.
+std::string targets_section(const std::vector<Ratio>& ratios);
 
 // fork_dirty's parameters: `pages` (the span) and `stride` (every stride-th
 // page dirtied; 1 when the record has none, as before issue 12).

@@ -1,0 +1,35 @@
+// `pvk figures RESULTS.json [--readme README.md]` (issue 14, item 6): the
+// README's figures, regenerated from one run. The block between the two
+// marker comments of README.md's "## Figures" section is replaced by what
+// one run's results.json says: its provenance first (date, the exact
+// command, commit, machine, wall or virtual time), then the run's Targets
+// table and Seeds section as summary.md renders them (report.hpp,
+// seeds.hpp). Everything outside the block is left as it is.
+#pragma once
+
+#include "pvk/bench/ratio.hpp"
+#include "pvk/bench/results.hpp"
+
+#include <string>
+#include <string_view>
+
+namespace pvk::bench {
+
+inline constexpr std::string_view kFiguresBegin = "<!-- figures:begin -->";
+inline constexpr std::string_view kFiguresEnd = "<!-- figures:end -->";
+
+// One line: "From one run: started <date> ..., `<command>`, pvk <commit>;
+// machine ...; <mode>". Mode is "wall time" or "virtual time (-icount SPEC)".
+std::string figures_provenance(const Results& results, const std::string& results_name);
+
+// The block's content (between the markers, without them): the provenance,
+// then the Targets table and the Seeds section of the run's builtin ratios,
+// their headings one level down (they sit under "## Figures").
+std::string figures_block(const Results& results, const std::string& results_name);
+
+// `readme` with the text between the markers replaced by `block`. Throws
+// std::runtime_error (one line) when the markers are missing, repeated or
+// out of order.
+std::string replace_figures_block(const std::string& readme, const std::string& block);
+
+}  // namespace pvk::bench
