@@ -155,8 +155,23 @@ TEST_F(FiguresCommand, RewritesTheReadme) {
   EXPECT_TRUE(out.ends_with("<!-- figures:end -->\n\nAfter the block, `<!-- figures:begin -->` in prose.\n\n## Next\n"))
       << out;
   EXPECT_EQ(out.find("No run has been recorded yet."), std::string::npos) << out;
+  // Named from the source tree's root (here the test's directory).
+  EXPECT_NE(out.find("_Written by `tools/pvk figures results.json`"), std::string::npos) << out;
   EXPECT_NE(out.find("mode: **virtual time (-icount shift=0,sleep=off)**"), std::string::npos) << out;
   EXPECT_FALSE(fs::exists(dir_ / "README.md.figures-tmp"));
+}
+
+TEST_F(FiguresCommand, NotAResultsFileFails) {
+  const fs::path readme = dir_ / "README.md";
+  std::ofstream(readme) << kReadme;
+  std::ofstream(dir_ / "results.json") << "# not JSON\n";
+  ::testing::internal::CaptureStderr();
+  const int status = figures(readme);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(status, 0);
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_NE(err.find("results.json is not JSON"), std::string::npos) << err;
+  EXPECT_EQ(read_text_file(readme).value(), kReadme);
 }
 
 TEST_F(FiguresCommand, ReadmeWithoutMarkersFails) {

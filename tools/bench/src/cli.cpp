@@ -348,7 +348,15 @@ struct Commands::State {
   int run_figures() {
     Results results = load_results(figures_results);
     if (!results.records.empty()) aggregate(results);  // as --from does: the summary's own rows
-    const std::string block = figures_block(results, figures_results.string());
+    // The run by its own name (not `latest`, which moves), from the source tree's root when inside it.
+    std::string name = figures_results.string();
+    std::error_code ec;
+    const fs::path real = fs::canonical(figures_results, ec);
+    if (!ec) {
+      const fs::path relative = real.lexically_relative(fs::weakly_canonical(source_dir, ec));
+      name = !ec && !relative.empty() && *relative.begin() != ".." ? relative.string() : real.string();
+    }
+    const std::string block = figures_block(results, name);
     if (figures_print) {
       fmt::print("{}", block);
       return 0;
@@ -370,8 +378,7 @@ struct Commands::State {
       if (!out.flush()) throw std::runtime_error(fmt::format("cannot write {}", temp.string()));
     }
     fs::rename(temp, readme);
-    fmt::print(stderr, "pvk figures: rewrote the figures block of {} from {}\n", readme.string(),
-               figures_results.string());
+    fmt::print(stderr, "pvk figures: rewrote the figures block of {} from {}\n", readme.string(), name);
     return 0;
   }
 };

@@ -104,7 +104,17 @@ Results load_results(const std::filesystem::path& path) {
       std::filesystem::is_directory(path) ? path / "results.json" : path;
   std::ifstream in(file);
   if (!in) throw std::runtime_error(fmt::format("cannot read {}", file.string()));
-  return results_from_json(OJson::parse(in));
+  OJson json;
+  try {
+    json = OJson::parse(in);
+  } catch (const OJson::parse_error& e) {
+    throw std::runtime_error(fmt::format("{} is not JSON ({})", file.string(), e.what()));
+  }
+  try {
+    return results_from_json(json);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(fmt::format("{}: {}", file.string(), e.what()));
+  }
 }
 
 std::string compare_markdown(const Comparison& c, const std::string& old_name, const std::string& new_name) {
