@@ -130,7 +130,10 @@ void start_timer(uint64_t period_ns) {
 
 void timer_ack() {}
 
-// Clears every pending event; true if the timer was among them.
+// Clears every pending unmasked event; true if the timer was among them.
+// Masked ports stay pending: they never raise this upcall, and an AP's
+// wake-up channel (smp_pv.cpp, masked, polled by that AP) may share a word
+// with the timer's port — clearing the whole word would eat its wake-up.
 bool handle_event() {
   vcpu_info& v = shinfo()->vcpu_info[0];
   v.evtchn_upcall_pending = 0;
@@ -138,7 +141,8 @@ bool handle_event() {
   const xen_ulong_t sel = __atomic_exchange_n(&v.evtchn_pending_sel, 0, __ATOMIC_ACQ_REL);
   for (unsigned w = 0; w < sizeof(xen_ulong_t) * 8; ++w) {
     if (!(sel & (xen_ulong_t{1} << w))) continue;
-    const xen_ulong_t fired = __atomic_exchange_n(&shinfo()->evtchn_pending[w], 0, __ATOMIC_ACQ_REL);
+    const xen_ulong_t masked = __atomic_load_n(&shinfo()->evtchn_mask[w], __ATOMIC_ACQUIRE);
+    const xen_ulong_t fired = __atomic_fetch_and(&shinfo()->evtchn_pending[w], masked, __ATOMIC_ACQ_REL) & ~masked;
     if (g_timer_period_ns && w == g_timer_port / 64 && (fired & (xen_ulong_t{1} << (g_timer_port % 64)))) tick = true;
   }
   if (tick) arm_timer();
