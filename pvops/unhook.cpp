@@ -113,13 +113,17 @@ MmuOps make_ops(const char* name, PteAccess access, unsigned batch, TableMode mo
 // A 2 MiB stretch of the kernel's scratch region no selftest uses.
 constexpr VirtAddr kCalibrationVa{PVK_SCRATCH_BASE + (uint64_t{64} << 30)};
 // Three rounds, the cheapest of each timing kept (a round the host
-// preempted does not count, unless all three were). The per-entry slopes come
-// from kSlopeEntries entries (the 512-entry runs cost a millisecond each
-// under TCG and measured the same slope); the table cycle from a table of
-// 512 present leaves, as fork's tables are full and a rehook validates every
-// present entry. Under TCG the rehooks dominate what remains (~0.4 ms each).
+// preempted does not count, unless all three were). The queued slope comes
+// from kQueuedEntries entries (512 queued entries cost a millisecond under
+// TCG and measured the same slope); the plain slope from a whole table, as a
+// plain store is ~10x cheaper than a queued entry and 64 of them vanish in a
+// rehook's noise (wall time on a loaded host put one boot's threshold at
+// 512); the table cycle from a table of 512 present leaves, as fork's tables
+// are full and a rehook validates every present entry. Under TCG the
+// rehooks dominate what remains (0.15-0.4 ms each).
 constexpr unsigned kRounds = 3;
-constexpr unsigned kSlopeEntries = 64;
+constexpr unsigned kQueuedEntries = 64;
+constexpr unsigned kPlainEntries = kEntriesPerTable;
 
 template <typename Walk>
 uint64_t timed_protect(Pfn root, unsigned pages, PteFlags set, PteFlags clear) {
@@ -192,16 +196,16 @@ ErrorOr<AutoCalibration> calibrate_auto(Pfn kernel_root) {
   for (unsigned round = 0; round < kRounds; ++round) {
     // Each pair toggles the same entries there and back.
     Tables::configure(TableMode::Auto, {0, 0});  // never unhook
-    queued = min_of(queued, timed_protect<Walk>(kernel_root, kSlopeEntries, write, {}));
+    queued = min_of(queued, timed_protect<Walk>(kernel_root, kQueuedEntries, write, {}));
     queued_one = min_of(queued_one, timed_protect<Walk>(kernel_root, 1, {}, write));
     Tables::configure(TableMode::Auto, {1, 0});  // always unhook
-    full = min_of(full, timed_protect<Walk>(kernel_root, kSlopeEntries, {}, write));
+    full = min_of(full, timed_protect<Walk>(kernel_root, kPlainEntries, {}, write));
     one = min_of(one, timed_protect<Walk>(kernel_root, 1, write, {}));
   }
   // A section's own cost (enter, TLB flush, leave) is in every timing once:
   // the one-entry runs carry it, so differences cancel it.
-  c.queued_ticks = queued > queued_one ? (queued - queued_one) / (kSlopeEntries - 1) : 0;
-  c.plain_ticks = full > one ? (full - one) / (kSlopeEntries - 1) : 0;
+  c.queued_ticks = queued > queued_one ? (queued - queued_one) / (kQueuedEntries - 1) : 0;
+  c.plain_ticks = full > one ? (full - one) / (kPlainEntries - 1) : 0;
   c.table_cycle_ticks = one > queued_one ? one - queued_one : 0;
   lap(c.rounds_ticks);
   // One L2 store (a gate toggle, as ptshare makes them), timed.
