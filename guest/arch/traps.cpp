@@ -9,6 +9,7 @@
 #include "base/console/record.h"
 #include "guest/kernel/finish.h"
 #include "guest/proc/process.h"
+#include "guest/smp/percpu.h"
 
 namespace pvk {
 namespace {
@@ -57,6 +58,10 @@ void check_entry_state(const TrapFrame& frame) {
             flags, frame.vector);
     report_crash(frame, 0);
   }
+  // The GS base is this CPU's PerCpu whatever user mode left in %gs: the
+  // entry stubs swapped it in (natively) or Xen did (PV). Stops the kernel
+  // otherwise, so a missed swapgs fails every boot test at its first entry.
+  smp::check_this_cpu();
 }
 
 extern "C" void trap_dispatch(TrapFrame* frame) {

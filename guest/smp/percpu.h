@@ -3,10 +3,15 @@
 // to the guest kernel). Set on every CPU, the boot CPU included, before it
 // runs anything that may ask which CPU it is.
 //
-// Natively pvk does not swapgs yet: user mode runs with the kernel's GS
-// base and could reload GS. Until processes run on several CPUs (issue 15,
-// part 2) only code that runs before user mode, or on a CPU that never ran
-// user mode (the parked APs), may trust this_cpu().
+// Natively every way into the kernel from ring 3 swaps the user's GS base
+// out (swapgs) and every way back swaps it in again (guest/arch/native/
+// syscall_entry.S, trap_entry.S); entries that may interrupt the kernel
+// between the two (NMI, #DB, #DF, #MC, and any entry from ring 0) decide
+// from the GS base MSR itself. Under Xen PV, Xen keeps the kernel's and
+// the user's GS bases apart and switches them on every guest kernel/user
+// transition. So in kernel code this_cpu() is always this CPU's PerCpu,
+// whatever user mode loaded into %gs; check_entry_state (guest/arch/
+// traps.cpp) proves it on every entry (check_this_cpu below).
 #pragma once
 #include <stdint.h>
 
@@ -29,8 +34,24 @@ struct PerCpu {
   // how many the CPU has taken (bring-up sends one to check the path).
   uint32_t ipi_port;
   uint32_t ipis_taken;
+  // Natively: the kernel stack the `syscall` entry switches to (the
+  // running process's, as TSS.RSP0) and where it keeps the user's %rsp
+  // meanwhile (syscall_entry.S reads both through %gs).
+  uint64_t syscall_rsp;
+  uint64_t user_rsp;
+  // Entries into the kernel whose GS base check_this_cpu() verified.
+  uint64_t entry_checks;
 };
 static_assert(__builtin_offsetof(PerCpu, self) == 0, "this_cpu() reads gs:0");
+// The entry stubs' offsets (guest/arch/native/*.S spell them out).
+static_assert(__builtin_offsetof(PerCpu, syscall_rsp) == 56 && __builtin_offsetof(PerCpu, user_rsp) == 64,
+              "syscall_entry.S's PERCPU_SYSCALL_RSP / PERCPU_USER_RSP");
+static_assert(sizeof(PerCpu) == 80, "trap_entry.S's PERCPU_AREA_BYTES is 16 * 80");
+
+// Every CPU's PerCpu, in one array (index = PerCpu::id): the only values a
+// kernel GS base ever takes. The native paranoid entry (trap_entry.S)
+// recognises the kernel's GS base by its falling inside this array.
+extern "C" PerCpu pvk_percpus[smp::kMaxCpus];
 
 inline PerCpu* this_cpu() {
   PerCpu* p;
@@ -39,6 +60,27 @@ inline PerCpu* this_cpu() {
 }
 
 namespace smp {
+
+// Whether p is one of pvk_percpus' entries (exactly, not inside one).
+inline bool is_percpu(const void* p) {
+  const auto a = reinterpret_cast<uint64_t>(p), base = reinterpret_cast<uint64_t>(pvk_percpus);
+  return a - base < sizeof pvk_percpus && (a - base) % sizeof(PerCpu) == 0;
+}
+
+// Where the platform reads this CPU's active GS base without using it
+// (natively the IA32_GS_BASE MSR, in debug builds); null where that is not
+// cheap (release images; Xen PV, where rdmsr traps into Xen), and then
+// check_this_cpu reads gs:0 and checks the PerCpu it names: a base no
+// PerCpu sits at either fails that check or faults in the kernel (user
+// bases are 0, and page 0 is never mapped), so the kernel stops either way.
+extern uint64_t (*g_read_gs_base)();
+
+// Called on every entry into the kernel (check_entry_state): stops the
+// kernel unless the GS base is one of pvk_percpus (with g_read_gs_base:
+// read before anything is read through it) and gs:0 points at that same
+// PerCpu, whose self pointer is itself. Counts the entry in it and returns
+// it (null before the boot CPU's PerCpu exists).
+PerCpu* check_this_cpu();
 
 // The table of every CPU's PerCpu (index = PerCpu::id). Entry 0 is the
 // boot CPU from the start; the others are filled in as CPUs are found.

@@ -97,7 +97,9 @@ ap_trampoline_end:
      * wake-up bring-up sends to check that the AP takes an interrupt on its
      * own stack with its PerCpu behind GS. No EOI: an NMI needs none, which
      * is why it is the wake-up while the kernel's tables do not map the
-     * local APIC. Back to the parking hlt. */
+     * local APIC. Back to the parking hlt. The %gs access needs no swapgs
+ * check: a parked AP has never been in user mode, so its live GS base is
+ * its PerCpu (set in native_ap_entry before it enables anything). */
 #define PERCPU_IPIS_TAKEN 48  /* offsetof(PerCpu, ipis_taken), checked in smp_native.cpp */
     .global native_ap_nmi
 native_ap_nmi:

@@ -12,8 +12,8 @@
 #include "hypercalls/xen_abi.h"
 #include "base/frames/physmap.h"
 #include "pvops/pte_attrs.h"
+#include "guest/smp/percpu.h"
 
-extern "C" uint64_t native_kernel_rsp;
 extern "C" char native_syscall_entry[], native_compat_syscall_entry[], native_ret_to_user[];
 extern "C" uint8_t pvk_smap;
 extern "C" void* pvk_ret_to_user;
@@ -140,7 +140,7 @@ bool from_user(const TrapFrame& f) { return (f.cs & 3) == 3; }
 
 void set_kernel_stack_native(uint64_t top) {
   set_kernel_stack(top);  // TSS.RSP0: exceptions and interrupts from ring 3
-  native_kernel_rsp = top;  // the syscall entry's stack
+  this_cpu()->syscall_rsp = top;  // the syscall entry's stack (syscall_entry.S)
 }
 
 }  // namespace

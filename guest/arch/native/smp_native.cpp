@@ -36,6 +36,17 @@ namespace pvk::native {
 namespace {
 
 constexpr uint32_t kMsrGsBase = 0xc0000101;
+constexpr uint32_t kMsrKernelGsBase = 0xc0000102;  // the swapgs partner: the user's base while in the kernel
+
+[[maybe_unused]] uint64_t read_gs_base() { return cpu::rdmsr(kMsrGsBase); }
+
+// This CPU's GS bases before it can enter user mode: its PerCpu live, and
+// 0 waiting for user mode (the base a user selector load gives, so the
+// first swapgs into user mode hands it no kernel address).
+void set_gs_bases(PerCpu& pc) {
+  cpu::wrmsr(kMsrGsBase, reinterpret_cast<uint64_t>(&pc));
+  cpu::wrmsr(kMsrKernelGsBase, 0);
+}
 constexpr uint64_t kTrampolinePhys = 0x8000;  // ap_trampoline.S's AP_TRAMPOLINE_PHYS
 constexpr uint8_t kStartupVector = kTrampolinePhys >> 12;
 constexpr uint64_t kEarlyMapLimit = uint64_t{PVK_EARLY_PHYSMAP_GIB} << 30;
@@ -157,7 +168,14 @@ void init_boot_cpu(const hvm_start_info& si) {
   boot.id = 0;
   boot.hw_id = cpuid_apic_id();
   boot.online = 1;
-  cpu::wrmsr(kMsrGsBase, reinterpret_cast<uint64_t>(&boot));
+  set_gs_bases(boot);
+#ifndef NDEBUG
+  // Debug builds: check_this_cpu reads the MSR itself on every entry. Not
+  // in release images: under TCG the rdmsr made getpid measurably slower,
+  // and the self-pointer check already fails a wrong base (a user base is
+  // 0, and gs:0 then faults in the kernel: a crash report, not a panic).
+  smp::g_read_gs_base = &read_gs_base;
+#endif
   const uint64_t rsdp = si.rsdp_paddr ? si.rsdp_paddr : scan_bios_for_rsdp();
   if (!rsdp) return;  // no ACPI: one CPU
   auto parsed = smp::parse_madt_cpus(rsdp, smp::PhysWindow{&early_window, nullptr});
@@ -230,7 +248,7 @@ extern "C" [[noreturn]] void native_ap_entry(pvk::PerCpu* self) {
   *lapic(kApicSvr) = kSvrEnable | kSpuriousVector;
   const uint64_t ist_top = self->kernel_stack_top + kIstPages * kPageSize;
   load_ap_descriptors(reinterpret_cast<void*>(ist_top), ist_top, &native_ap_nmi);
-  cpu::wrmsr(kMsrGsBase, reinterpret_cast<uint64_t>(self));
+  set_gs_bases(*self);
   cpu::write_cr3(g_kernel_cr3);
   smp::report_online(*self);
   // Parked with interrupts off: nothing routes interrupts to an AP yet, and

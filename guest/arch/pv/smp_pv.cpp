@@ -22,6 +22,7 @@
 #include "base/console/console.h"
 #include "base/frames/frame_allocator.h"
 #include "base/frames/physmap.h"
+#include "base/lib/error_or.h"
 #include "base/lib/format.h"
 #include "base/lib/kstring.h"
 #include "guest/arch/pv/pv.h"
@@ -74,13 +75,26 @@ void build_context(vcpu_guest_context_t& c, PerCpu& pc) {
 
 }  // namespace
 
+// GS under Xen PV (64-bit; Xen 4.17, xen/arch/x86/pv/misc-hypercalls.c and
+// domain.c): a PV kernel runs in ring 3 and cannot swapgs, so Xen keeps two
+// GS bases per vCPU, gs_base_kernel and gs_base_user, and toggle_guest_mode
+// saves the live one and swaps on every guest kernel<->user switch (a
+// syscall, trap or event from user mode; the iret hypercall back). The
+// user's %gs selector stays loaded in the kernel, but its base is not the
+// one the kernel sees. HYPERVISOR_set_segment_base(SEGBASE_GS_KERNEL, b),
+// made in kernel mode, writes the live base and the saved kernel one; a new
+// vCPU gets it from its VCPUOP_initialise context (gs_base_kernel, above).
+// User code can change only the user base (selector loads; wrgsbase if the
+// kernel enabled FSGSBASE, which pvk does not), so this_cpu() in the kernel
+// is this vCPU's PerCpu from here on; check_this_cpu checks it per entry.
 void init_boot_cpu() {
   PerCpu& boot = smp::cpu(0);
   boot.self = &boot;
   boot.id = 0;
   boot.hw_id = 0;
   boot.online = 1;
-  xen::set_kernel_gs_base(reinterpret_cast<uint64_t>(&boot));
+  if (long rc = xen::set_kernel_gs_base(reinterpret_cast<uint64_t>(&boot)); rc < 0)
+    panic("Xen refused the kernel GS base (set_segment_base: %ld)", rc);
 }
 
 void start_secondary_cpus() {

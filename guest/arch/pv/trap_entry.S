@@ -3,7 +3,13 @@
  * them leaves the native frame, so the rest is the shared TrapFrame path
  * (KERNEL_ENTRY, the prologue the native stubs end with too).
  * Return is the iret hypercall: its stub pushes %rcx, %r11 and %rax itself,
- * so we leave (flags, rip, cs, rflags, rsp, ss) and jump to it. */
+ * so we leave (flags, rip, cs, rflags, rsp, ss) and jump to it.
+ *
+ * No swapgs here or anywhere under PV: the kernel runs in ring 3, where
+ * swapgs faults, and Xen itself switches between the kernel's and the
+ * user's GS base on every kernel/user transition (smp_pv.cpp,
+ * init_boot_cpu), so every stub starts with the kernel's GS base whatever
+ * user mode loaded into %gs (check_entry_state verifies it). */
 #include <xen/xen.h>
 #include "guest/arch/trap_regs.inc"
 

@@ -19,12 +19,12 @@ namespace {
 
 // hostile's attacks (tests/user/hostile_attacks.cpp, kAttacks), each of
 // which must report {"event":"test","name":...,"pass":true} exactly once.
-constexpr std::array<std::string_view, 22> kAttacks = {
+constexpr std::array<std::string_view, 24> kAttacks = {
     "nx_exec",           "ud2_sigill",       "int3_sigtrap",     "int_n",
     "sysenter_int80_64", "flags_entries",    "flags_tf",         "flags_timer",
     "sigreturn_forged",  "sigaction_bad_handler", "top_page_syscall", "huge_write_console",
     "huge_pipe_kill",    "signal_high_bits", "default_ignored",  "kill_pid_high_bits",
-    "fake_done_record",  "shared_stack_push", "kill_init",        "compat_far",       "compat_far_lret",
+    "fake_done_record",  "shared_stack_push", "gs_selectors",     "gs_wrgsbase",      "kill_init",        "compat_far",       "compat_far_lret",
     "compat_syscall",
 };
 
