@@ -50,6 +50,34 @@ const char* vector_name(uint64_t v) {
 
 }  // namespace
 
+// Kernel-only (it panics), so here rather than in guest/smp/percpu.cpp,
+// which the host tests link too.
+namespace smp {
+
+uint64_t (*g_read_gs_base)() = nullptr;
+
+PerCpu* check_this_cpu() {
+  // Until the boot CPU's PerCpu is filled in (the first lines of either
+  // entry) no GS base is set up to check; a trap that early is a crash.
+  if (!pvk_percpus[0].self) return nullptr;
+  if (g_read_gs_base) {
+    const uint64_t base = g_read_gs_base();
+    if (!is_percpu(reinterpret_cast<void*>(base)))
+      panic("kernel entered with GS base 0x%lx, not a PerCpu (a path into the kernel missed swapgs)", base);
+    PerCpu* p = this_cpu();
+    if (reinterpret_cast<uint64_t>(p) != base || p->self != p)
+      panic("GS base 0x%lx holds self %p: PerCpu corrupt", base, static_cast<void*>(p));
+    ++p->entry_checks;
+    return p;
+  }
+  PerCpu* p = this_cpu();
+  if (!is_percpu(p) || p->self != p) panic("kernel entered with gs:0 = %p, not a PerCpu", static_cast<void*>(p));
+  ++p->entry_checks;
+  return p;
+}
+
+}  // namespace smp
+
 void check_entry_state(const TrapFrame& frame) {
   uint64_t flags;
   asm volatile("pushfq; popq %0" : "=r"(flags));

@@ -250,6 +250,9 @@ extern "C" [[noreturn]] void native_ap_entry(pvk::PerCpu* self) {
   load_ap_descriptors(reinterpret_cast<void*>(ist_top), ist_top, &native_ap_nmi);
   set_gs_bases(*self);
   cpu::write_cr3(g_kernel_cr3);
+  // An AP that cannot find itself through its GS base never reports in,
+  // and bring-up names it.
+  if (this_cpu() != self || self->self != self) cpu::halt_forever();
   smp::report_online(*self);
   // Parked with interrupts off: nothing routes interrupts to an AP yet, and
   // the trap paths still assume one CPU. An NMI wakes it (native_ap_nmi

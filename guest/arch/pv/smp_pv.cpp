@@ -162,6 +162,11 @@ extern "C" [[noreturn]] void xen_ap_entry(pvk::PerCpu* self) {
                              reinterpret_cast<xen_callback_t>(&xen_compat_syscall_callback)};
   xen::callback_register_uncounted(&syscall32);
   xen::callback_register_uncounted(&sysenter);
+  // Its kernel GS base came with the context (gs_base_kernel): a vCPU that
+  // cannot find itself through it never reports in, and bring-up names it.
+  if (this_cpu() != self || self->self != self) {
+    for (;;) xen::block();
+  }
   smp::report_online(*self);
   if (!self->ipi_port) {
     for (;;) xen::block();  // no wake-up channel: nothing is bound to this vCPU
