@@ -151,7 +151,8 @@ std::string case_name(const ::testing::TestParamInfo<SecCase>& p) {
 
 // Discovered by tests/boot/security/CMakeLists.txt (labels boot;security;<platform>).
 INSTANTIATE_TEST_SUITE_P(SecurityNative, Security, ::testing::ValuesIn(cases(Platform::native, {"native"})), case_name);
-INSTANTIATE_TEST_SUITE_P(SecurityXen, Security, ::testing::ValuesIn(cases(Platform::xen, {"batched", "direct", "wrpt"})),
+INSTANTIATE_TEST_SUITE_P(SecurityXen, Security,
+                         ::testing::ValuesIn(cases(Platform::xen, {"batched", "direct", "wrpt", "unhook", "auto"})),
                          case_name);
 
 }  // namespace
