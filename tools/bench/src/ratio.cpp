@@ -81,10 +81,12 @@ const std::vector<RatioSpec>& builtin_ratios() {
       // updates as batched, one hypercall each, so it is never the fastest
       // (auto÷direct shows it), and leaving it out keeps its 128,000-page
       // boot out of the default matrix.
-      {"auto÷best fixed", parse_selector("platform=xen,mmu=auto"), parse_selector("platform=xen,mmu=batched|wrpt|unhook"),
-       "Xen: the adaptive backend vs whichever of batched, wrpt and unhook was fastest at that size and density "
-       "(named); issue 12",
-       "", "", "", true},
+      {.name = "auto÷best fixed",
+       .numerator = parse_selector("platform=xen,mmu=auto"),
+       .denominator = parse_selector("platform=xen,mmu=batched|wrpt|unhook"),
+       .about = "Xen: the adaptive backend vs whichever of batched, wrpt and unhook was fastest at that size and "
+                "density (named); issue 12",
+       .best_denominator = true},
       {"Xen÷native", parse_selector("platform=xen,mmu=batched"), parse_selector("platform=native,mmu=native"),
        "the cost of running under Xen (batched) over running natively"},
       {"pgd_cache on÷off", parse_selector("pgd_cache=on"), parse_selector("pgd_cache=off"),
@@ -184,16 +186,22 @@ const std::vector<Target>& targets() {
       // measured (the density series included), at 128,000 pages in the
       // default matrix (which boots every Xen backend there, seed 003's
       // unhook÷wrpt with it), and better than each somewhere.
-      {"fork after dirtying 128,000 pages under Xen: auto ≤ 1.05 × the best fixed backend", "auto÷best fixed",
-       "fork_dirty", "pages=128000", 1.05, "", false, true},
-      {"fork after dirtying, every size and density: auto ≤ 1.05 × the best fixed backend", "auto÷best fixed",
-       "fork_dirty", "", 1.05, "", true, false, true},
-      {"mprotect RW→RO→RW, every size: auto ≤ 1.05 × the best fixed backend", "auto÷best fixed", "mprotect", "", 1.05,
-       "", true},
-      {"auto better than batched somewhere", "auto÷batched", "", "", 1.0, "", false, false, true, true},
-      {"auto better than unhook somewhere", "auto÷unhook", "", "", 1.0, "", false, false, true, true},
-      {"auto better than wrpt somewhere", "auto÷wrpt", "", "", 1.0, "", false, false, true, true},
-      {"auto better than direct somewhere", "auto÷direct", "", "", 1.0, "", false, false, true, true},
+      {.goal = "fork after dirtying 128,000 pages under Xen: auto ≤ 1.05 × the best fixed backend",
+       .ratio = "auto÷best fixed", .bench = "fork_dirty", .params = "pages=128000", .at_most = 1.05,
+       .in_default_matrix = true},
+      {.goal = "fork after dirtying, every size and density: auto ≤ 1.05 × the best fixed backend",
+       .ratio = "auto÷best fixed", .bench = "fork_dirty", .at_most = 1.05, .each_pair = true, .sparse_too = true},
+      {.goal = "mprotect RW→RO→RW, every size: auto ≤ 1.05 × the best fixed backend", .ratio = "auto÷best fixed",
+       .bench = "mprotect", .at_most = 1.05, .each_pair = true},
+      // Any benchmark (bench ""), any size and density.
+      {.goal = "auto better than batched somewhere", .ratio = "auto÷batched", .at_most = 1.0, .sparse_too = true,
+       .somewhere = true},
+      {.goal = "auto better than unhook somewhere", .ratio = "auto÷unhook", .at_most = 1.0, .sparse_too = true,
+       .somewhere = true},
+      {.goal = "auto better than wrpt somewhere", .ratio = "auto÷wrpt", .at_most = 1.0, .sparse_too = true,
+       .somewhere = true},
+      {.goal = "auto better than direct somewhere", .ratio = "auto÷direct", .at_most = 1.0, .sparse_too = true,
+       .somewhere = true},
       // At every size both sides ran, per backend.
       {"fork + child exit + parent rewrite: ptshare=on ≤ 1.05 × off", "ptshare on÷off, fork+exit+rewrite",
        "fork_dirty", "", 1.05, "", true},

@@ -69,7 +69,7 @@ struct RepeatLine {
   Ratio old_ratio, new_ratio;
   bool counted = false;  // significant in both runs
   bool repeats = false;  // counted and within the tolerance
-  std::string why_not;   // not counted: "~ in the old run", "1 boot in the new run", ...
+  std::string why_not{};  // not counted: "~ in the old run", "1 boot in the new run", ...
   double change() const { return new_ratio.shown() / old_ratio.shown(); }  // new ÷ old of the printed figures
 };
 

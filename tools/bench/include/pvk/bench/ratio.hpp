@@ -65,12 +65,12 @@ RatioSpec parse_ratio(std::string_view text);
 // boots `bench` with `params` (once per configuration) on the base
 // configurations the ratio's two selectors name (matrix.hpp, table_items).
 struct Target {
-  std::string goal;  // one line
-  std::string ratio;
-  std::string bench;
-  std::string params;  // "pages=128000": these must be among the row's
+  std::string goal{};  // one line
+  std::string ratio{};
+  std::string bench{};  // "" with `somewhere`: any benchmark
+  std::string params{};  // "pages=128000": these must be among the row's
   double at_most = 0;
-  std::string relative_to;
+  std::string relative_to{};
   bool each_pair = false;
   bool in_default_matrix = false;
   // Also issue 12's sparse forks (fork_dirty stride=k): every density measured.
