@@ -206,11 +206,6 @@ class PageWalk {
           TRY(store(&dst[first + k], e, Level::L1));
         }
       }
-      if (protects) {
-        TRY(announce(parent, va + i * kPageSize, protects));
-        for (unsigned n = 0; n < protects; ++n)
-          TRY(write_protect_for_fork(&src[protect[n]], va + (i + (protect[n] - first)) * kPageSize, section));
-      }
       if (fresh_slot) {
         auto prepared = P::prepare_table(fresh, Level::L1);
         if (!prepared.is_error()) prepared = store(fresh_slot, P::make_table(fresh), Level::L2);
@@ -221,6 +216,13 @@ class PageWalk {
           frames().must_free(fresh);
           return prepared.error();
         }
+      }
+      // After the child's table is published: a refused write-protect then
+      // leaves a child whose teardown frees that table and its references.
+      if (protects) {
+        TRY(announce(parent, va + i * kPageSize, protects));
+        for (unsigned n = 0; n < protects; ++n)
+          TRY(write_protect_for_fork(&src[protect[n]], va + (i + (protect[n] - first)) * kPageSize, section));
       }
       return {};
     });
