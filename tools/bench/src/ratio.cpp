@@ -273,6 +273,8 @@ bool bench_is(const std::string& bench, const std::string& wanted, const std::st
 
 std::vector<Ratio> compute_ratios(const Results& results, const std::vector<RatioSpec>& specs) {
   const bool paired_run = paired_in_time(results);
+  const auto icount = results.run.find("icount");
+  const bool deterministic = icount != results.run.end() && icount->is_string() && !icount->get<std::string>().empty();
   std::vector<Ratio> out;
   for (const auto& spec : specs) {
     for (const auto& a : results.rows) {
@@ -331,6 +333,7 @@ std::vector<Ratio> compute_ratios(const Results& results, const std::vector<Rati
         r.pass = a.pass && b.pass;
         // Two rows of one configuration come from the same boots: paired.
         r.stats = stats_of(a, b, spec.field, paired_run || same_config);
+        r.deterministic = deterministic;
         out.push_back(std::move(r));
       }
       if (spec.best_denominator && out.size() > first + 1) {

@@ -78,7 +78,8 @@ struct RepeatCheck {
   std::vector<RepeatLine> lines;                // ratios of both runs, in the new run's order
   std::vector<std::string> only_old, only_new;  // RepeatLine::what of ratios one run lacks
   int counted = 0, repeated = 0;
-  bool ok() const { return repeated == counted; }
+  // Nothing significant in both runs checks nothing: not a pass.
+  bool ok() const { return counted > 0 && repeated == counted; }
 };
 
 RepeatCheck repeat_check(const Results& old_results, const Results& new_results,

@@ -96,6 +96,9 @@ struct Ratio {
   // paired by rep when the run scheduled each rep's boots together
   // (results.run "schedule": "paired"), else Welch.
   RatioStats stats;
+  // From a run in virtual time (-icount): one boot a side is an exact figure,
+  // not a sample (A/A is 1.000), so a target may be judged on it.
+  bool deterministic = false;
   // The figure the summary shows: the interval's center when there is one,
   // else the ratio of medians.
   double shown() const { return stats.estimated ? stats.center : value; }
