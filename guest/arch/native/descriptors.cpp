@@ -42,6 +42,12 @@ struct [[gnu::packed]] DescriptorPointer {
 constexpr uint64_t kGdtEntries = 8;
 alignas(16) IdtGate g_idt[256];
 alignas(16) uint8_t g_double_fault_stack[8192];
+// NMI and #MC may arrive between `syscall` and its stack switch, when %rsp
+// is still the user's: without a stack of their own they would push the
+// kernel's frame wherever user code pointed it. The boot CPU's own stacks
+// (APs run no user code yet: their gates stay on the current stack).
+alignas(16) uint8_t g_nmi_stack[8192];
+alignas(16) uint8_t g_machine_check_stack[8192];
 
 constexpr uint64_t kKernelCode64 = 0x00af9a000000ffff;
 constexpr uint64_t kKernelData = 0x00cf92000000ffff;
@@ -53,6 +59,9 @@ constexpr uint8_t kInterruptGate = 0x8e;      // present, DPL 0: `int N` from us
 constexpr uint8_t kUserInterruptGate = 0xee;  // DPL 3: int3 from user mode is a #BP (SIGTRAP)
 constexpr unsigned kBreakpointVector = 3;
 constexpr unsigned kDoubleFaultIst = 1;
+constexpr unsigned kNmiIst = 2;
+constexpr unsigned kMachineCheckIst = 3;
+constexpr unsigned kDoubleFaultVector = 8, kMachineCheckVector = 18;
 
 }  // namespace
 
@@ -123,15 +132,25 @@ CpuDescriptorTables g_boot_cpu_tables;
 
 }  // namespace
 
+// The IST slot a vector's gate names on the boot CPU (0: the current stack).
+static uint8_t boot_ist_of(unsigned vector) {
+  if (vector == kDoubleFaultVector) return kDoubleFaultIst;
+  if (vector == kNmiVector) return kNmiIst;
+  if (vector == kMachineCheckVector) return kMachineCheckIst;
+  return 0;
+}
+
 void load_descriptors() {
   fill_gdt(g_boot_cpu_tables,
            reinterpret_cast<uint64_t>(g_double_fault_stack + sizeof g_double_fault_stack));
+  g_boot_cpu_tables.tss.ist[kNmiIst - 1] = reinterpret_cast<uint64_t>(g_nmi_stack + sizeof g_nmi_stack);
+  g_boot_cpu_tables.tss.ist[kMachineCheckIst - 1] =
+      reinterpret_cast<uint64_t>(g_machine_check_stack + sizeof g_machine_check_stack);
   load_gdt(g_boot_cpu_tables);
 
   for (unsigned v = 0; v < kStubCount; ++v) {
     const uint64_t handler = reinterpret_cast<uint64_t>(native_trap_stubs) + v * kStubSize;
-    g_idt[v] = IdtGate{static_cast<uint16_t>(handler), kKernelCs,
-                       static_cast<uint8_t>(v == 8 ? kDoubleFaultIst : 0),
+    g_idt[v] = IdtGate{static_cast<uint16_t>(handler), kKernelCs, boot_ist_of(v),
                        v == kBreakpointVector ? kUserInterruptGate : kInterruptGate,
                        static_cast<uint16_t>(handler >> 16), static_cast<uint32_t>(handler >> 32), 0};
   }
@@ -147,6 +166,8 @@ void load_ap_descriptors(void* storage, uint64_t double_fault_stack_top, void (*
   fill_gdt(t->cpu, double_fault_stack_top);
   load_gdt(t->cpu);
   memcpy(t->idt, g_idt, sizeof t->idt);
+  // Only the double-fault IST slot is filled on an AP: #MC on its current stack.
+  t->idt[kMachineCheckVector].ist = 0;
   const uint64_t nmi = reinterpret_cast<uint64_t>(nmi_handler);
   t->idt[kNmiVector] = IdtGate{static_cast<uint16_t>(nmi), kKernelCs, 0, kInterruptGate,
                                static_cast<uint16_t>(nmi >> 16), static_cast<uint32_t>(nmi >> 32), 0};

@@ -207,6 +207,12 @@ void start_secondary_cpus() {
       bringup.fail(next_id, apic_id, "x2APIC id beyond the xAPIC's 8 bits");
       break;
     }
+    // The MADT may list the boot CPU after kMaxCpus others: ids stop there
+    // (smp::cpu() of a larger id would be the boot CPU's own PerCpu).
+    if (next_id >= smp::kMaxCpus) {
+      bringup.fail(next_id, apic_id, "beyond the kernel's CPU limit");
+      break;
+    }
     const unsigned id = next_id++;
     auto run = frames().try_alloc_run(kApPages);
     if (run.is_error() || raw(run.value()) + kApPages > (kEarlyMapLimit >> kPageShift)) {
