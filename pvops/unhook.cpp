@@ -194,7 +194,8 @@ ErrorOr<AutoCalibration> calibrate_auto(Pfn kernel_root) {
   const PteFlags write{pte_bit::Write};
   uint64_t queued = ~uint64_t{0}, queued_one = ~uint64_t{0}, full = ~uint64_t{0}, one = ~uint64_t{0};
   for (unsigned round = 0; round < kRounds; ++round) {
-    // Each pair toggles the same entries there and back.
+    // Each timing toggles the write bit of present leaves (set on some, cleared
+    // on others: every leaf is stored either way, so the counts are exact).
     Tables::configure(TableMode::Auto, {0, 0});  // never unhook
     queued = min_of(queued, timed_protect<Walk>(kernel_root, kQueuedEntries, write, {}));
     queued_one = min_of(queued_one, timed_protect<Walk>(kernel_root, 1, {}, write));

@@ -52,6 +52,7 @@ static_assert(sizeof(PerCpu) == 80, "trap_entry.S's PERCPU_AREA_BYTES is 16 * 80
 // kernel GS base ever takes. The native paranoid entry (trap_entry.S)
 // recognises the kernel's GS base by its falling inside this array.
 extern "C" PerCpu pvk_percpus[smp::kMaxCpus];
+static_assert(sizeof pvk_percpus == 16 * 80, "trap_entry.S's PERCPU_AREA_BYTES is sizeof pvk_percpus");
 
 inline PerCpu* this_cpu() {
   PerCpu* p;
