@@ -32,6 +32,10 @@ std::vector<std::string> split(std::string_view text, char sep) {
   return out;
 }
 
+bool named(const std::vector<std::string>& list, const std::string& name) {
+  return std::find(list.begin(), list.end(), name) != list.end();
+}
+
 // How much a backend adds to a Xen boot's time (wrpt and direct trap or
 // call once per PTE write), for scheduling the longest boots first.
 double backend_weight(std::string_view mmu) {
@@ -224,9 +228,9 @@ bool could_run(const Selector& selector, const MatrixOptions* options) {
   if (!options) return true;
   auto producible = [&](const std::string& key, const std::string& value) {
     if (key == "platform")
-      return std::find(options->platforms.begin(), options->platforms.end(), value) != options->platforms.end();
+      return named(options->platforms, value);
     if (key == "mmu")
-      return options->mmus.empty() || std::find(options->mmus.begin(), options->mmus.end(), value) != options->mmus.end();
+      return options->mmus.empty() || named(options->mmus, value);
     for (const auto& axis : options->sets)
       if (axis.key == key) return std::find(axis.values.begin(), axis.values.end(), value) != axis.values.end();
     if (switch_default(key) == value) return true;
@@ -305,10 +309,6 @@ const std::vector<std::string>& focused_benches() {
   return benches;
 }
 
-bool named(const std::vector<std::string>& list, const std::string& name) {
-  return std::find(list.begin(), list.end(), name) != list.end();
-}
-
 // Whether this backend boots focused in this run: a focused backend --mmu
 // did not name (the default matrix, or --bench without --mmu).
 bool boots_focused(const PlatformSpec& spec, const MatrixOptions& options, const std::string& mmu) {
@@ -372,7 +372,7 @@ void add_config(Plan& plan, std::set<std::string>& seen, const MatrixOptions& op
 std::vector<std::string> backends_for(const PlatformSpec& spec, const MatrixOptions& options) {
   std::vector<std::string> backends;
   for (const auto& b : spec.backends)
-    if (options.mmus.empty() || std::find(options.mmus.begin(), options.mmus.end(), b) != options.mmus.end())
+    if (options.mmus.empty() || named(options.mmus, b))
       backends.push_back(b);
   if (options.smoke && options.mmus.empty() && !backends.empty()) backends.resize(1);
   for (const auto& b : focused_backends(spec))

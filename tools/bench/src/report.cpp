@@ -79,11 +79,13 @@ std::string target_measured(const Ratio& r) {
   if (!r.stats.estimated) return format_ratio(r.value);
   return fmt::format("{} [{}, {}]", format_ratio(r.shown()), format_ratio(r.stats.low), format_ratio(r.stats.high));
 }
+// One boot a side in wall time is one sample of a noisy host: said beside
+// the verdict (issue 12's density rows run once per configuration).
+std::string one_sample_note(const Ratio& r) {
+  return !r.stats.estimated && !r.deterministic ? " (1 boot in wall time: no interval)" : "";
+}
 std::string target_verdict(const Target& t, const Ratio& r) {
-  // One boot a side in wall time is one sample of a noisy host: say so
-  // beside the verdict (issue 12's density rows run once per configuration).
-  if (!r.stats.estimated)
-    return target_verdict(t, r.value) + (r.deterministic ? "" : " (1 boot in wall time: no interval)");
+  if (!r.stats.estimated) return target_verdict(t, r.value) + one_sample_note(r);
   if (r.stats.high <= t.at_most) return "met";
   if (r.stats.low > t.at_most) return "missed";
   return fmt::format("unclear: the interval spans {}", format_ratio(t.at_most));
@@ -270,12 +272,9 @@ std::vector<TargetLine> evaluate_targets(const std::vector<Ratio>& ratios) {
       }
       const double high = top(*best);
       const std::string params = params_text(best->params);
-      const bool one_sample = !best->stats.estimated && !best->deterministic;
       out.push_back({fmt::format("{} — best at {}{}{}", t.goal, best->bench, params.empty() ? "" : " " + params,
                                  best->pair.empty() ? "" : " (" + best->pair + ")"),
-                     target_measured(*best),
-                     std::string(high < t.at_most ? "met" : "missed") +
-                         (one_sample ? " (1 boot in wall time: no interval)" : "")});
+                     target_measured(*best), (high < t.at_most ? "met" : "missed") + one_sample_note(*best)});
       continue;
     }
     if (t.each_pair) {
