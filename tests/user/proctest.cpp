@@ -39,6 +39,13 @@ const Test kTests[] = {
     {"ptshare_mprotect", test_ptshare_mprotect},
     {"ptshare_read_into", test_ptshare_read_into},
     {"ptshare_munmap", test_ptshare_munmap},
+    {"threads_shared", test_threads_shared},
+    {"threads_futex", test_threads_futex},
+    {"threads_signals", test_threads_signals},
+    {"threads_exit", test_threads_exit},
+    {"threads_fork", test_threads_fork},
+    {"threads_hostile", test_threads_hostile},
+    {"threads_churn", test_threads_churn},
     // The harness's own checks: each must be reported as a failure.
     {"_fail", [] { CHECK_EQ(1 + 1, 3); }, true},
     {"_crash", [] { poke(0); }, true},
