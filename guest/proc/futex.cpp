@@ -7,6 +7,7 @@
 #include "base/arch/cpu.h"
 #include "base/arch/platform.h"
 #include "guest/proc/process.h"
+#include "guest/proc/thread_args.h"
 #include "guest/proc/user_copy.h"
 
 namespace pvk {
@@ -36,12 +37,7 @@ ErrorOr<uint64_t> timeout_from_user(uint64_t user_ts) {
   if (!user_ts) return uint64_t{0};
   abi::Timespec ts;
   TRY(copy_from_user(&ts, user_ts, sizeof ts));
-  if (ts.tv_sec < 0 || ts.tv_nsec < 0 || ts.tv_nsec >= 1000000000) return Errno::EINVAL;
-  // At least 1 ns (0 means "no timeout" below); capped where ns would overflow.
-  constexpr int64_t kMaxSec = 1000000000;
-  const int64_t sec = ts.tv_sec > kMaxSec ? kMaxSec : ts.tv_sec;
-  const uint64_t ns = static_cast<uint64_t>(sec) * 1000000000 + static_cast<uint64_t>(ts.tv_nsec);
-  return ns ? ns : 1;
+  return futex_timeout_ns(ts);
 }
 
 }  // namespace

@@ -7,40 +7,18 @@
 #include "base/lib/kstring.h"
 #include "guest/proc/futex.h"
 #include "guest/proc/process.h"
+#include "guest/proc/thread_args.h"
 #include "guest/proc/user_copy.h"
 
 namespace pvk {
 namespace {
 
-using abi::ARCH_GET_FS, abi::ARCH_SET_FS, abi::CSIGNAL, abi::kNumSignals, abi::kUserTop;
-using abi::CLONE_VM, abi::CLONE_FS, abi::CLONE_FILES, abi::CLONE_SIGHAND, abi::CLONE_THREAD, abi::CLONE_SYSVSEM,
-    abi::CLONE_SETTLS, abi::CLONE_PARENT_SETTID, abi::CLONE_CHILD_CLEARTID, abi::CLONE_CHILD_SETTID;
-
-// What clone understands. The rest (CLONE_VFORK, CLONE_PARENT, namespaces,
-// pidfds, ptrace) pvk cannot honour: EINVAL, never a silent half-clone.
-constexpr uint64_t kKnownCloneFlags = CSIGNAL | CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD |
-                                      CLONE_SYSVSEM | CLONE_SETTLS | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID |
-                                      CLONE_CHILD_SETTID;
+using abi::ARCH_GET_FS, abi::ARCH_SET_FS, abi::kNumSignals, abi::kUserTop;
+using abi::CLONE_SETTLS, abi::CLONE_PARENT_SETTID, abi::CLONE_CHILD_CLEARTID, abi::CLONE_CHILD_SETTID;
 
 bool live(const Process& t) { return t.state != ProcState::Free && t.state != ProcState::Zombie; }
 
 uint64_t sig_bit(uint64_t sig) { return uint64_t{1} << (sig - 1); }
-
-ErrorOr<void> check_clone_flags(uint64_t flags, uint64_t newsp, uint64_t tls) {
-  if (flags & ~kKnownCloneFlags) return Errno::EINVAL;
-  // Linux's own rules: a thread shares the signal actions, which only make
-  // sense with the same memory.
-  if ((flags & CLONE_THREAD) && !(flags & CLONE_SIGHAND)) return Errno::EINVAL;
-  if ((flags & CLONE_SIGHAND) && !(flags & CLONE_VM)) return Errno::EINVAL;
-  // pvk shares a space only within a thread group, and a group's file
-  // table with it; nor does it share a file table between processes.
-  if ((flags & CLONE_VM) && !((flags & CLONE_THREAD) && (flags & CLONE_FILES))) return Errno::EINVAL;
-  if (!(flags & CLONE_VM) && (flags & (CLONE_FILES | CLONE_CHILD_SETTID))) return Errno::EINVAL;
-  // A stack the thread could never use; the TLS base as arch_prctl checks it.
-  if (newsp >= kUserTop) return Errno::EINVAL;
-  if ((flags & CLONE_SETTLS) && tls >= kUserTop) return Errno::EPERM;
-  return {};
-}
 
 ErrorOr<int> clone_thread(uint64_t flags, uint64_t newsp, uint64_t parent_tid, uint64_t child_tid, uint64_t tls) {
   Process& self = *current();
@@ -102,8 +80,8 @@ Process* signal_target(Process& group, uint64_t sig) {
 }  // namespace
 
 ErrorOr<int> do_clone(uint64_t flags, uint64_t newsp, uint64_t parent_tid, uint64_t child_tid, uint64_t tls) {
-  TRY(check_clone_flags(flags, newsp, tls));
-  if (flags & CLONE_VM) return clone_thread(flags, newsp, parent_tid, child_tid, tls);
+  if (TRY(check_clone_args(flags, newsp, tls)) == CloneKind::Thread)
+    return clone_thread(flags, newsp, parent_tid, child_tid, tls);
   return clone_process(flags, newsp, parent_tid, child_tid, tls);
 }
 

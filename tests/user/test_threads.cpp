@@ -153,7 +153,9 @@ void test_threads_futex() {
   for (unsigned i = 0; i < 3; ++i) {
     g_waiter_args[i].index = i;
     g_fw.result[i] = 1;
-    CHECK(thread_create(&threads[i], futex_waiter, &g_waiter_args[i]) > 0);
+    const int64_t tid = thread_create(&threads[i], futex_waiter, &g_waiter_args[i]);
+    CHECK(tid > 0);
+    if (tid <= 0) exit_group(1);  // (out of memory under fail=): no sleepers to count
   }
   while (__atomic_load_n(&g_fw.ready, __ATOMIC_SEQ_CST) < 3) sched_yield();
   pause_ms(50);  // from the count to the futex call is a few instructions
@@ -219,7 +221,9 @@ void faulting_thread(void*) {
 void test_threads_signals() {
   CHECK_EQ(sigaction(SIGUSR1, record_handler), 0);
   Thread t;
-  CHECK(thread_create(&t, futex_blocker, nullptr) > 0);
+  const int64_t created = thread_create(&t, futex_blocker, nullptr);
+  CHECK(created > 0);
+  if (created <= 0) return;
   while (!g_blocker_tid) sched_yield();
   pause_ms(30);  // let it reach FUTEX_WAIT
   const int64_t blocker = g_blocker_tid;
@@ -272,9 +276,9 @@ void group_exiter(void*) {
 
 void exit_group_helper(void*) {
   Thread a, b, c;
-  thread_create(&a, spinner, nullptr);
-  thread_create(&b, sleeper, nullptr);
-  thread_create(&c, group_exiter, nullptr);
+  if (thread_create(&a, spinner, nullptr) <= 0 || thread_create(&b, sleeper, nullptr) <= 0 ||
+      thread_create(&c, group_exiter, nullptr) <= 0)
+    exit_group(98);
   for (;;) futex(&g_never, FUTEX_WAIT, 0);  // the main thread sleeps too
 }
 
