@@ -287,7 +287,8 @@ ErrorOr<int> do_fork() {
 void do_exit(int wait_status) {
   Process& p = *g_current;
   Process& group = *p.leader;
-  if (group.live_threads > 1) {
+  // (While an execve ends the other threads, their deaths end only them.)
+  if (group.live_threads > 1 && !group.exec_thread) {
     // Every other thread dies as if by SIGKILL (woken if blocked) the next
     // time it is on its way to user mode; the last one out ends the process.
     if (!group.group_exiting) group.group_exiting = true, group.group_exit_status = wait_status;

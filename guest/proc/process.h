@@ -45,6 +45,7 @@ struct Process {
   unsigned live_threads = 0;   // on the leader: threads not yet exited, itself included
   bool group_exiting = false;  // on the leader: exit_group or a fatal signal ends every thread
   int group_exit_status = 0;   // on the leader: the status wait4 reports then
+  Process* exec_thread = nullptr;  // on the leader: the thread whose execve is ending the others
   uint64_t clear_child_tid = 0;  // CLONE_CHILD_CLEARTID / set_tid_address: zeroed and woken at exit
   uint64_t fs_base = 0;          // the user FS base (TLS), loaded when this thread is switched to
 

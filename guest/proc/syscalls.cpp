@@ -161,7 +161,10 @@ int64_t sys_execve(TrapFrame&, const Args& a) {
   const char* envp[kMaxArgs + 1];
   if (auto r = strings_from_user(a[1], arg_store, kMaxArgs, argv); r.is_error()) return result(r.error());
   if (auto r = strings_from_user(a[2], env_store, kMaxArgs, envp); r.is_error()) return result(r.error());
-  if (auto r = exec_allowed(*current()); r.is_error()) return result(r.error());
+  // An unknown program costs the other threads nothing; from here on,
+  // exec (if it works) replaces the whole process.
+  if (!program_exists(path)) return result(Errno::ENOENT);
+  if (auto r = become_single_threaded(*current()); r.is_error()) return result(r.error());
   if (auto r = exec_program(*current(), path, argv, envp); r.is_error()) return result(r.error());
   reset_thread_state_after_exec(*current());
   return static_cast<int64_t>(current()->frame()->rax);  // the new image's rax (0)

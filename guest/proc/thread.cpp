@@ -126,8 +126,42 @@ ErrorOr<uint64_t> do_arch_prctl(uint64_t code, uint64_t addr) {
   }
 }
 
-ErrorOr<void> exec_allowed(const Process& p) {
-  if (p.leader != &p || p.live_threads != 1) return Errno::EINVAL;
+namespace {
+
+// After the others are gone: a thread that is not the leader takes the
+// leader's place (its pid, files, actions); the leader's slot is freed.
+void take_over_leader(Process& self, Process& old) {
+  memcpy(self.fds, old.fds, sizeof self.fds);  // moved: the references go with them
+  memset(old.fds, 0, sizeof old.fds);
+  memcpy(self.actions, old.actions, sizeof self.actions);
+  self.pid = old.pid;
+  self.tgid = old.pid;
+  self.ppid = old.ppid;
+  self.leader = &self;
+  self.live_threads = 1;
+  old.as = nullptr;
+  free_unstarted(old);  // a zombie that never runs again: its slot is free
+}
+
+}  // namespace
+
+ErrorOr<void> become_single_threaded(Process& self) {
+  Process& group = *self.leader;
+  if (group.live_threads > 1) {
+    if (group.group_exiting) return Errno::EINTR;  // the whole group is dying anyway
+    group.exec_thread = &self;
+    for (unsigned i = 0; Process* t = process_at(i); ++i)
+      if (t != &self && t->leader == &group && live(*t)) send_signal(*t, abi::SIGKILL);
+    while (group.live_threads > 1) {
+      if (self.pending & sig_bit(abi::SIGKILL)) {
+        group.exec_thread = nullptr;
+        return Errno::EINTR;
+      }
+      sleep_on(&group.live_threads);  // each exit wakes it
+    }
+    group.exec_thread = nullptr;
+  }
+  if (&self != &group) take_over_leader(self, group);
   return {};
 }
 

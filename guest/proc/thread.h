@@ -18,9 +18,11 @@ ErrorOr<int> do_tgkill(int64_t tgid, int64_t tid, uint64_t sig);
 // that does not block it.
 ErrorOr<int> do_kill(int64_t pid, uint64_t sig);
 ErrorOr<uint64_t> do_arch_prctl(uint64_t code, uint64_t addr);
-// exec replaces the whole process: only a process of one thread may (pvk
-// does not yet end the others as Linux does).
-ErrorOr<void> exec_allowed(const Process& p);
+// execve from a thread group (Linux's de_thread): every other thread is
+// killed and waited for, and the caller becomes the group's only thread
+// and its leader, with the process' pid. EINTR if the caller is killed
+// meanwhile.
+ErrorOr<void> become_single_threaded(Process& self);
 // After a successful exec: no TLS, no tid word of the old image.
 void reset_thread_state_after_exec(Process& p);
 

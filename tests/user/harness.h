@@ -138,6 +138,7 @@ void test_threads_futex();
 void test_threads_signals();
 void test_threads_exit();
 void test_threads_fork();
+void test_threads_exec();
 void test_threads_hostile();
 void test_threads_churn();
 

@@ -44,6 +44,7 @@ const Test kTests[] = {
     {"threads_signals", test_threads_signals},
     {"threads_exit", test_threads_exit},
     {"threads_fork", test_threads_fork},
+    {"threads_exec", test_threads_exec},
     {"threads_hostile", test_threads_hostile},
     {"threads_churn", test_threads_churn},
     // The harness's own checks: each must be reported as a failure.

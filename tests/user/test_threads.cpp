@@ -348,6 +348,73 @@ void test_threads_fork() {
   CHECK_EQ(g_cow_word, 1234);
 }
 
+// --- threads_exec ----------------------------------------------------------
+
+namespace {
+
+constexpr int kExecCode = 61;
+int g_exec_pipe[2];
+volatile uint64_t g_spins;
+volatile int64_t g_enoent;
+
+void counting_spinner(void*) {
+  for (;;) {
+    g_spins = g_spins + 1;
+    sched_yield();
+  }
+}
+
+void execing_thread(void*) {
+  // An unknown program: ENOENT, and the other threads carry on.
+  g_enoent = execve("no-such-program", nullptr, nullptr);
+  const uint64_t before = g_spins;
+  pause_ms(10);
+  if (g_enoent != -ENOENT || g_spins == before) exit_group(2);
+  char fd_arg[16], code_arg[8];
+  pvk::format(fd_arg, sizeof fd_arg, "%d", g_exec_pipe[1]);
+  pvk::format(code_arg, sizeof code_arg, "%d", kExecCode);
+  const char* argv[] = {"cowchild", "alpha", "beta gamma", "0", fd_arg, code_arg, nullptr};
+  const char* envp[] = {"PVK_TEST=cowchild", "SECOND=2", nullptr};
+  execve("cowchild", argv, envp);
+  exit_group(3);  // only if execve failed
+}
+
+void exec_from_thread_helper(void*) {
+  sigaction(SIGPIPE, SIG_IGN);  // cowchild checks an ignored signal stays ignored
+  Thread a, b, c;
+  if (thread_create(&a, counting_spinner, nullptr) <= 0 || thread_create(&b, sleeper, nullptr) <= 0 ||
+      thread_create(&c, execing_thread, nullptr) <= 0)
+    exit_group(98);
+  for (;;) futex(&g_never, FUTEX_WAIT, 0);  // the leader sleeps: exec must end it too
+}
+
+}  // namespace
+
+// execve from a thread that is not the leader: the other threads (running,
+// sleeping, the leader) end, the new image runs as the process with the
+// process' pid, and its exit status is the parent's. An unknown program
+// first: ENOENT, with the other threads untouched.
+void test_threads_exec() {
+  CHECK_EQ(pipe(g_exec_pipe), 0);
+  const int64_t pid = fork();
+  if (pid == 0) {
+    close(g_exec_pipe[0]);
+    exec_from_thread_helper(nullptr);
+  }
+  CHECK(pid > 0);
+  close(g_exec_pipe[1]);
+  char msg[128];
+  const int64_t n = pid > 0 ? read_full(g_exec_pipe[0], msg, sizeof msg - 1) : 0;
+  msg[n > 0 ? n : 0] = '\0';
+  if (n > 0 && msg[n - 1] == '\n') msg[n - 1] = '\0';
+  detail_str("cowchild_says", msg);
+  char want[64];
+  pvk::format(want, sizeof want, "pid=%ld ok", pid);
+  CHECK(strcmp(msg, want) == 0);  // the process' pid, and cowchild's checks passed
+  if (pid > 0) CHECK_EQ(WAIT_OR_KILL(pid, 10), wait_exited(kExecCode));
+  close(g_exec_pipe[0]);
+}
+
 // --- threads_hostile -------------------------------------------------------
 
 // Thread calls with bad arguments fail cleanly; the FS base is checked.

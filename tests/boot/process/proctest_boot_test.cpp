@@ -19,7 +19,7 @@ namespace {
 
 // proctest's sub-tests (tests/user/proctest.cpp, kTests, plus the runner's
 // own "leak"), each of which must report {"event":"test","name":...,"pass":true}.
-constexpr std::array<std::string_view, 29> kSubTests = {
+constexpr std::array<std::string_view, 30> kSubTests = {
     "fork_cow",           "fork_tree",          "fork_exec",          "mprotect_segv",
     "sigfpe",             "unhandled_signals",  "kill_handler",       "pipes",
     "zero_page",          "mmap_shared",        "munmap",             "efault",
@@ -28,7 +28,7 @@ constexpr std::array<std::string_view, 29> kSubTests = {
     "ptshare_munmap",
     // Threads (tests/user/test_threads.cpp): clone, futex, TLS, thread exit.
     "threads_shared",     "threads_futex",      "threads_signals",    "threads_exit",
-    "threads_fork",       "threads_hostile",    "threads_churn",
+    "threads_fork",       "threads_exec",       "threads_hostile",    "threads_churn",
     "leak",
 };
 
