@@ -41,26 +41,6 @@ uint64_t sig_bit(int sig) { return uint64_t{1} << (sig - 1); }
 // it is not the current one; it switched away for good).
 bool dead_thread(const Process& p) { return p.state == ProcState::Zombie && p.tgid != p.pid && &p != g_current; }
 
-void switch_to(Process* next) {
-  Process* prev = g_current;
-  if (next == prev) return;
-  g_current = next;
-  g_slice_start_tsc = cpu::rdtsc();
-  g_platform->set_kernel_stack(next->stack_top());
-  switch_fs_base(prev, *next);
-  if (next->as) must(PVOP(load_root)(next->as->root()), "load root");
-  switch_context(prev ? &prev->saved_rsp : &g_scheduler_rsp, next->saved_rsp);
-}
-
-Process* pick_next() {
-  const unsigned start = g_current ? static_cast<unsigned>(g_current - g_procs) + 1 : 0;
-  for (unsigned n = 0; n < kMaxProcs; ++n) {
-    Process& p = g_procs[(start + n) % kMaxProcs];
-    if (p.state == ProcState::Runnable) return &p;
-  }
-  return nullptr;
-}
-
 }  // namespace
 
 Process* alloc_process() {
@@ -90,6 +70,26 @@ void prepare_first_switch(Process& p) {
 }
 
 namespace {
+
+void switch_to(Process* next) {
+  Process* prev = g_current;
+  if (next == prev) return;
+  g_current = next;
+  g_slice_start_tsc = cpu::rdtsc();
+  g_platform->set_kernel_stack(next->stack_top());
+  switch_fs_base(prev, *next);
+  if (next->as) must(PVOP(load_root)(next->as->root()), "load root");
+  switch_context(prev ? &prev->saved_rsp : &g_scheduler_rsp, next->saved_rsp);
+}
+
+Process* pick_next() {
+  const unsigned start = g_current ? static_cast<unsigned>(g_current - g_procs) + 1 : 0;
+  for (unsigned n = 0; n < kMaxProcs; ++n) {
+    Process& p = g_procs[(start + n) % kMaxProcs];
+    if (p.state == ProcState::Runnable) return &p;
+  }
+  return nullptr;
+}
 
 void release_files(Process& p) {
   for (File*& f : p.fds)

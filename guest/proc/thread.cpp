@@ -23,7 +23,8 @@ uint64_t sig_bit(uint64_t sig) { return uint64_t{1} << (sig - 1); }
 ErrorOr<int> clone_thread(uint64_t flags, uint64_t newsp, uint64_t parent_tid, uint64_t child_tid, uint64_t tls) {
   Process& self = *current();
   Process& group = *self.leader;
-  if (group.group_exiting) return Errno::EAGAIN;  // the group is dying: no new member
+  // The group is dying, or an execve is ending its other threads: no new member.
+  if (group.group_exiting || group.exec_thread) return Errno::EAGAIN;
   Process* t = alloc_process();
   if (!t) return Errno::EAGAIN;
   t->tgid = group.tgid;
