@@ -185,6 +185,24 @@ void record_handler(int sig) {
   g_handler_sig = sig;
 }
 
+// The first run (in the main thread) sends SIGUSR1 to the process again
+// while the main thread blocks it (as every handler blocks its signal):
+// the signal must go to the other thread. The main thread stays in the
+// handler until it has (on Linux the signal is pending for the whole
+// process, and the main thread could take it itself once unblocked).
+volatile int g_nested;
+volatile int64_t g_outer_tid, g_inner_tid;
+void nested_handler(int) {
+  if (g_nested++ == 0) {
+    g_outer_tid = gettid();
+    kill(getpid(), SIGUSR1);
+    const uint64_t t0 = now_ns();
+    while (!g_inner_tid && now_ns() - t0 < 2000000000ull) sched_yield();
+  } else {
+    g_inner_tid = gettid();
+  }
+}
+
 void futex_blocker(void*) {
   g_blocker_tid = gettid();
   g_block_result = futex(&g_block_word, FUTEX_WAIT, 0);
@@ -241,6 +259,22 @@ void test_threads_signals() {
   g_handler_tid = 0;
   CHECK_EQ(kill(getpid(), SIGUSR1), 0);
   CHECK_EQ(g_handler_tid, gettid());
+
+  // ... and by a thread that does not block it when the main thread does.
+  CHECK_EQ(sigaction(SIGUSR1, nested_handler), 0);
+  g_blocker_tid = 0;
+  g_block_result = 1;
+  const int64_t second = thread_create(&t, futex_blocker, nullptr);
+  CHECK(second > 0);
+  if (second <= 0) return;
+  while (!g_blocker_tid) sched_yield();
+  pause_ms(30);
+  CHECK_EQ(kill(getpid(), SIGUSR1), 0);
+  CHECK_EQ(thread_join(&t), 0);
+  CHECK_EQ(g_nested, 2);
+  CHECK_EQ(g_outer_tid, gettid());
+  CHECK_EQ(g_inner_tid, second);
+  CHECK_EQ(g_block_result, -EINTR);
 
   // A fault in a thread: that thread's handler.
   CHECK_EQ(sigaction(SIGSEGV, segv_handler, kSaNodefer), 0);
