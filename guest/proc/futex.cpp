@@ -87,6 +87,8 @@ int futex_wake(const AddressSpace* as, uint64_t uaddr, FutexScope scope, int n) 
   return woken;
 }
 
+void futex_forget_all() { g_waiters = nullptr; }
+
 int64_t sys_futex(const uint64_t (&a)[6]) {
   const uint64_t uaddr = a[0], op = a[1];
   const uint32_t val = static_cast<uint32_t>(a[2]);

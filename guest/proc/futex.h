@@ -19,6 +19,10 @@ ErrorOr<int> futex_wait(uint64_t uaddr, FutexScope scope, uint32_t expected, uin
 // Wakes up to n waiters on (as, uaddr); returns how many.
 int futex_wake(const AddressSpace* as, uint64_t uaddr, FutexScope scope, int n);
 
+// Init has exited and every process slot was freed without running
+// again: their waiters (entries on their kernel stacks) are gone too.
+void futex_forget_all();
+
 // The system call: (uaddr, op, val, timeout, uaddr2, val3).
 int64_t sys_futex(const uint64_t (&a)[6]);
 

@@ -9,6 +9,7 @@
 #include "base/lib/kstring.h"
 #include "guest/proc/exec.h"
 #include "guest/proc/file.h"
+#include "guest/proc/futex.h"
 #include "guest/proc/thread.h"
 #include "guest/proc/user_copy.h"
 #include "mm/kernel_space.h"
@@ -383,6 +384,7 @@ ErrorOr<int> start_init(const char* const* argv) {
     release_resources(q);
     q.state = ProcState::Free;
   }
+  futex_forget_all();
   return g_init_status;
 }
 
