@@ -451,6 +451,12 @@ void test_threads_exec() {
 
 // --- threads_hostile -------------------------------------------------------
 
+namespace {
+// Its exit's CLONE_CHILD_CLEARTID write goes to a kernel address: refused
+// quietly, the thread ends as any other.
+void bad_tid_word_thread(void*) { set_tid_address(reinterpret_cast<int32_t*>(kKernelAddr)); }
+}  // namespace
+
 // Thread calls with bad arguments fail cleanly; the FS base is checked.
 void test_threads_hostile() {
   // Linux's own flag rules.
@@ -491,6 +497,16 @@ void test_threads_hostile() {
   asm volatile("mov %%fs:0, %0" : "=r"(via_fs));
   CHECK_EQ(via_fs, reinterpret_cast<uint64_t>(tls_block));
   CHECK_EQ(set_tid_address(nullptr), gettid());
+
+  Thread t;
+  const int64_t tid = thread_create(&t, bad_tid_word_thread, nullptr);
+  CHECK(tid > 0);
+  if (tid <= 0) return;
+  const uint64_t t0 = now_ns();
+  while (tgkill(getpid(), tid, 0) == 0 && now_ns() - t0 < 2000000000ull) sched_yield();
+  CHECK_EQ(tgkill(getpid(), tid, 0), -ESRCH);  // it has exited
+  CHECK_EQ(t.tid, tid);                        // and its word was never the one cleared
+  CHECK_EQ(munmap(t.stack, t.stack_size), 0);
 }
 
 // --- threads_churn ---------------------------------------------------------
