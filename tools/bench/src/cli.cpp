@@ -226,14 +226,15 @@ struct Commands::State {
   }
 
   // What results.json says about the run itself.
-  OJson run_record(const std::string& started, double wall, const QemuRunnerOptions& q) const {
+  OJson run_record(const std::string& started, const std::string& commit, double wall,
+                   const QemuRunnerOptions& q) const {
     return {{"started", started},
             {"finished", utc_now()},
             {"wall_s", wall},
             {"jobs", jobs},
             {"reps", effective_reps()},
             {"command", command_text()},
-            {"commit", commit_of(source_dir)},
+            {"commit", commit},
             {"kernel", q.kernel.string()},
             {"qemu", first_line({"qemu-system-x86_64", "--version"})},
             {"icount", q.icount},
@@ -306,6 +307,9 @@ struct Commands::State {
                plan.boots.size(), std::min<size_t>(jobs, plan.boots.size()), virtual_time() ? ", -icount " + icount_spec : ", wall time",
                out_dir.string());
     const std::string started = utc_now();
+    // The source the kernel was built from: read now, not when the run ends
+    // (a commit made meanwhile is not what was measured).
+    const std::string commit = commit_of(source_dir);
     const auto t0 = std::chrono::steady_clock::now();
     ExecuteOptions e;
     e.jobs = jobs;
@@ -315,7 +319,7 @@ struct Commands::State {
     Results results = execute(plan, runner, e);
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
-    results.run = run_record(started, wall, q);
+    results.run = run_record(started, commit, wall, q);
     aggregate(results);
     const Written w = write_outputs(results, specs, out_dir, !no_plots);
     if (out.empty()) link_latest(out_dir);
