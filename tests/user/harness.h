@@ -141,5 +141,8 @@ void test_threads_fork();
 void test_threads_exec();
 void test_threads_hostile();
 void test_threads_churn();
+void test_tlb_mprotect();
+void test_tlb_cow_fork();
+void test_tlb_munmap();
 
 }  // namespace proctest

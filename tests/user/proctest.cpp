@@ -47,6 +47,9 @@ const Test kTests[] = {
     {"threads_exec", test_threads_exec},
     {"threads_hostile", test_threads_hostile},
     {"threads_churn", test_threads_churn},
+    {"tlb_mprotect", test_tlb_mprotect},
+    {"tlb_cow_fork", test_tlb_cow_fork},
+    {"tlb_munmap", test_tlb_munmap},
     // The harness's own checks: each must be reported as a failure.
     {"_fail", [] { CHECK_EQ(1 + 1, 3); }, true},
     {"_crash", [] { poke(0); }, true},

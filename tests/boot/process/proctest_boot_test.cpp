@@ -19,7 +19,7 @@ namespace {
 
 // proctest's sub-tests (tests/user/proctest.cpp, kTests, plus the runner's
 // own "leak"), each of which must report {"event":"test","name":...,"pass":true}.
-constexpr std::array<std::string_view, 30> kSubTests = {
+constexpr std::array<std::string_view, 33> kSubTests = {
     "fork_cow",           "fork_tree",          "fork_exec",          "mprotect_segv",
     "sigfpe",             "unhandled_signals",  "kill_handler",       "pipes",
     "zero_page",          "mmap_shared",        "munmap",             "efault",
@@ -29,6 +29,8 @@ constexpr std::array<std::string_view, 30> kSubTests = {
     // Threads (tests/user/test_threads.cpp): clone, futex, TLS, thread exit.
     "threads_shared",     "threads_futex",      "threads_signals",    "threads_exit",
     "threads_fork",       "threads_exec",       "threads_hostile",    "threads_churn",
+    // Stale translations on other CPUs (tests/user/test_tlb.cpp).
+    "tlb_mprotect",       "tlb_cow_fork",       "tlb_munmap",
     "leak",
 };
 
