@@ -57,6 +57,9 @@ struct Platform {
   // Loads the user's %gs selector (the kernel's GS base untouched):
   // natively swapgs around the load, under Xen PV SEGBASE_GS_USER_SEL.
   void (*load_user_gs)(uint16_t sel) = nullptr;
+  // This CPU leaves its idle loop for a process: its tick must run (under
+  // Xen an idle vCPU lets its one-shot lapse, see platform_pv.cpp). May be null.
+  void (*timer_resume)() = nullptr;
   // Starts this (secondary) CPU's preemption tick at start_timer's period.
   void (*start_cpu_timer)() = nullptr;
 };

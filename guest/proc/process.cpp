@@ -142,6 +142,7 @@ void switch_to(Process* next) {
     if (prev->state == ProcState::Runnable) work_appeared();  // an idle CPU may take it
   }
   this_cpu()->current = next;
+  if (!prev && g_platform->timer_resume) g_platform->timer_resume();  // from idle: the tick again
   cs.slice_start_tsc = cpu::rdtsc();
   g_platform->set_kernel_stack(next->stack_top());
   switch_mm(next);

@@ -121,11 +121,25 @@ uint64_t system_time_ns() {
   }
 }
 
+// Whether this vCPU's one-shot is pending (index = PerCpu::id).
+bool g_timer_armed[smp::kMaxCpus] = {};
+
 // A one-shot on this vCPU (VCPUOP_set_singleshot_timer is only allowed
 // for the calling vCPU).
 void arm_timer() {
   vcpu_set_singleshot_timer_t t{system_time_ns() + g_timer_period_ns, 0};
-  xen::vcpu_op(VCPUOP_set_singleshot_timer, static_cast<int>(this_vcpu()), &t);
+  if (xen::vcpu_op(VCPUOP_set_singleshot_timer, static_cast<int>(this_vcpu()), &t) >= 0)
+    g_timer_armed[pvk_percpus[0].self ? this_cpu()->id : 0] = true;
+}
+
+// Tickless idle: a vCPU in its idle loop (no process) lets the one-shot
+// lapse and sleeps until an event (a Reschedule kick). A vCPU woken 100
+// times a second comes back onto its physical CPU each time, which puts
+// that CPU back in the set Xen must IPI (and wait for) on the other
+// vCPU's page-table type changes: measured, an idle second vCPU that
+// ticked made the other's fork-heavy work several times slower.
+void timer_resume_pv() {
+  if (g_timer_period_ns && g_timer_port[this_cpu()->id] && !g_timer_armed[this_cpu()->id]) arm_timer();
 }
 
 // This vCPU's tick: VIRQ_TIMER (a per-vCPU VIRQ) bound to it, unmasked
@@ -182,7 +196,12 @@ bool handle_event() {
     if (g_timer_period_ns && timer && w == timer / 64 && (fired & (xen_ulong_t{1} << (timer % 64)))) tick = true;
     if (ipi_port && w == ipi_port / 64 && (fired & (xen_ulong_t{1} << (ipi_port % 64)))) ipi = true;
   }
-  if (tick) arm_timer();
+  if (tick) {
+    g_timer_armed[self] = false;
+    // Only a vCPU running a process needs its next tick (the boot vCPU
+    // before processes exist too: nothing else then runs its timer).
+    if (!pvk_percpus[0].self || this_cpu()->current || self == 0) arm_timer();
+  }
   if (ipi) smp::cross_cpu_interrupt();
   return tick;
 }
@@ -310,6 +329,7 @@ void install_traps() {
   g_xen_platform_ptr->start_cpu_timer = &bind_cpu_timer;
   g_xen_platform_ptr->load_user_gs = &load_user_gs_pv;
   g_xen_platform_ptr->halt_lock_waiters = true;
+  g_xen_platform_ptr->timer_resume = &timer_resume_pv;
   xen::stack_switch(FLAT_KERNEL_SS, reinterpret_cast<uint64_t>(boot_stack_top));
 }
 
