@@ -163,12 +163,24 @@ void switch_to_idle() {
   restore_user_segments(*prev);  // resumed, maybe on another CPU
 }
 
+// Whether another CPU runs a process on p's address space. Until TLB
+// shootdown exists (pvops' cross-CPU flushes, issue 15), an address space
+// is live on at most one CPU at a time: page-table changes flush only the
+// TLB of the CPU making them, which is then the only one that can hold
+// its translations. (Processes never share one today; threads will.)
+bool space_live_elsewhere(const Process& p) {
+  if (!p.as) return false;
+  for (const Process& q : g_procs)
+    if (&q != &p && q.as == p.as && q.on_cpu != Process::kNoCpu && q.on_cpu != static_cast<int16_t>(me())) return true;
+  return false;
+}
+
 // The next runnable process that no CPU runs, round-robin over the table.
 Process* pick_next() {
   for (unsigned n = 0; n < kMaxProcs; ++n) {
     const unsigned i = (g_rr_next + n) % kMaxProcs;
     Process& p = g_procs[i];
-    if (p.state == ProcState::Runnable && p.on_cpu == Process::kNoCpu) {
+    if (p.state == ProcState::Runnable && p.on_cpu == Process::kNoCpu && !space_live_elsewhere(p)) {
       g_rr_next = i + 1;
       return &p;
     }
