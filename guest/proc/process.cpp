@@ -40,6 +40,7 @@ bool g_sched_started = false;  // processes exist: parked CPUs join in
 // the lock: a tick that finds it clear halts again without taking the
 // lock (which would stall the CPU that works in the kernel meanwhile).
 bool g_work_hint = false;
+bool g_sched_all_cpus = true;  // sched_cpus= (boot: only CPU 0 runs processes)
 unsigned g_rr_next = 0;        // where the round-robin scan starts
 constexpr uint64_t kSliceMs = 10;  // the same as the timer tick
 
@@ -98,18 +99,17 @@ void switch_mm(const Process* next) {
 
 // User mode's data segment selectors, as this CPU holds them now.
 struct Selectors {
-  uint16_t ds, es, fs, gs;
+  uint16_t ds, es, gs;
 };
 Selectors read_selectors() {
   Selectors s;
-  asm volatile("mov %%ds, %0\n\tmov %%es, %1\n\tmov %%fs, %2\n\tmov %%gs, %3"
-               : "=r"(s.ds), "=r"(s.es), "=r"(s.fs), "=r"(s.gs));
+  asm volatile("mov %%ds, %0\n\tmov %%es, %1\n\tmov %%gs, %2" : "=r"(s.ds), "=r"(s.es), "=r"(s.gs));
   return s;
 }
 
 void save_user_segments(Process& p) {
   const Selectors s = read_selectors();
-  p.user_ds = s.ds, p.user_es = s.es, p.user_fs = s.fs, p.user_gs = s.gs;
+  p.user_ds = s.ds, p.user_es = s.es, p.user_gs = s.gs;
 }
 
 // Gives this CPU p's selectors (only those that differ: a %gs load costs a
@@ -119,7 +119,8 @@ void restore_user_segments(const Process& p) {
   const Selectors s = read_selectors();
   if (s.ds != p.user_ds) asm volatile("mov %0, %%ds" : : "r"(p.user_ds));
   if (s.es != p.user_es) asm volatile("mov %0, %%es" : : "r"(p.user_es));
-  if (s.fs != p.user_fs) asm volatile("mov %0, %%fs" : : "r"(p.user_fs));
+  // Not %fs: a selector load would reset the FS base, which is the user's
+  // TLS pointer (set through the platform's FS base, not a selector).
   if (s.gs != p.user_gs && g_platform->load_user_gs) g_platform->load_user_gs(p.user_gs);
 }
 
@@ -177,6 +178,7 @@ bool space_live_elsewhere(const Process& p) {
 
 // The next runnable process that no CPU runs, round-robin over the table.
 Process* pick_next() {
+  if (!g_sched_all_cpus && me() != 0) return nullptr;
   for (unsigned n = 0; n < kMaxProcs; ++n) {
     const unsigned i = (g_rr_next + n) % kMaxProcs;
     Process& p = g_procs[i];
@@ -193,7 +195,7 @@ Process* pick_next() {
 void kick_idle_cpu() {
   const unsigned self = me();
   for (unsigned c = 0; c < smp::kMaxCpus; ++c) {
-    if (c == self || !g_sched[c].idle || !xcpu::online(c)) continue;
+    if (c == self || !g_sched[c].idle || !xcpu::online(c) || (!g_sched_all_cpus && c != 0)) continue;
     g_sched[c].idle = false;  // one kick each: the next wake-up goes to another CPU
     if (xcpu::send(c, xcpu::Ipi::Reschedule)) ++g_sched[self].kicks_sent;
     return;
@@ -351,6 +353,8 @@ extern "C" void process_first_entry() {
   restore_user_segments(*running_here());
   kernel_unlock();
 }
+
+void set_sched_all_cpus(bool all) { g_sched_all_cpus = all; }
 
 void secondary_cpu_scheduler() {
   // Parked (halted, woken by the Reschedule start_init sends) until

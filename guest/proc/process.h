@@ -36,7 +36,7 @@ struct Process {
   // The data segment selectors user mode loaded (the kernel never changes
   // them): kept here while it is switched out, since it may continue on a
   // CPU whose registers hold another process's.
-  uint16_t user_ds = 0, user_es = 0, user_fs = 0, user_gs = 0;
+  uint16_t user_ds = 0, user_es = 0, user_gs = 0;
   File* fds[kMaxFds] = {};
   abi::KernelSigaction actions[abi::kNumSignals + 1] = {};
   uint64_t pending = 0;  // bit n-1: signal n
@@ -60,6 +60,9 @@ void sleep_on(const void* channel);  // block until wake_all(channel); the calle
 void wake_all(const void* channel);
 void schedule();                     // run someone else if anyone is runnable
 void on_timer_tick(bool from_user);
+// Whether every CPU runs processes (true) or only the boot CPU (the others
+// idle, tickless under Xen). Set before start_init.
+void set_sched_all_cpus(bool all);
 // A secondary CPU's life once bring-up is done: wait until processes run,
 // then run them (never returns). Entered with interrupts off.
 [[noreturn]] void secondary_cpu_scheduler();
