@@ -35,7 +35,7 @@ struct BootParams {
   Switch pgd_cache = Switch::On;
   Switch ptshare = Switch::Off;  // fork shares L1 tables; mprotect works at L2 where it can
   // sched_cpus=all|boot: which CPUs run processes (not given: all natively,
-  // the boot vCPU under Xen, guest/proc/process.h's set_sched_cpus).
+  // the boot vCPU under Xen: guest/kernel/main.cpp decides).
   SchedCpus sched_cpus = SchedCpus::Default;
   char selftest[64] = {};  // comma-separated list; empty = none
   char bench[256] = {};
