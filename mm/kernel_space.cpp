@@ -1,6 +1,7 @@
 #include "mm/kernel_space.h"
 
 #include "base/layout.h"
+#include "mm/cpa.h"
 #include "base/lib/kstring.h"
 #include "base/frames/frame_allocator.h"
 #include "base/frames/frame_refs.h"
@@ -167,6 +168,19 @@ ErrorOr<Pfn> build_kernel_space(const BootInfo& info) {
   const Pfn refs = TRY(frames().try_alloc_run(ref_pages));
   frame_refs().init(phys_to_virt<uint16_t>(refs), frames().max_pfn());
   return root;
+}
+
+ErrorOr<VirtAddr> map_kernel_io(uint64_t phys, uint64_t pages) {
+  if (phys & (kPageSize - 1) || !pages || raw(g_kernel_root) == 0) return Errno::EINVAL;
+  // RAM has its physmap mapping already: range.map refuses it (EEXIST).
+  const VirtAddr va{PVK_PHYSMAP_BASE + phys};
+  {
+    LazyMmuSection section(g_kernel_root);
+    TRY(finish_section(section, PVOP(range.map)(g_kernel_root, va, pages, FrameSource{nullptr, Pfn{phys >> kPageShift}},
+                                                pte_flags::KernelRw)));
+  }
+  TRY(set_memory_uc(va, pages));
+  return va;
 }
 
 }  // namespace pvk

@@ -16,4 +16,11 @@ ErrorOr<Pfn> build_kernel_space(const BootInfo& info);
 // The kernel's root, shared by every address space's upper half.
 Pfn kernel_root();
 
+// Maps `pages` pages of device memory from physical address `phys` (page
+// aligned, outside RAM: the local APIC) into the kernel half, uncached
+// (UC-, set_memory_uc), at the physmap address RAM would have there, and
+// returns that address. For devices the kernel touches at run time on any
+// CPU; once, at boot, before other CPUs run kernel code.
+ErrorOr<VirtAddr> map_kernel_io(uint64_t phys, uint64_t pages);
+
 }  // namespace pvk

@@ -40,6 +40,35 @@ struct Platform {
   // ring 3 and keeps user mode out of its mappings with a separate root).
   bool smep = false;
   bool smap = false;
+
+  // SMP (set by the entry code; null where not provided, i.e. one CPU).
+  // This CPU's interrupts off, returning the state to restore: natively
+  // RFLAGS.IF (pushf; cli), under Xen the vCPU's event upcall mask.
+  uint64_t (*irq_save)() = nullptr;
+  void (*irq_restore)(uint64_t saved) = nullptr;
+  // Interrupts `cpu` with the cross-CPU vector (natively a fixed IPI through
+  // the local APIC, under Xen its IPI event channel); false if refused.
+  bool (*send_ipi)(unsigned cpu) = nullptr;
+  // Waits, interrupts enabled, until an interrupt (event) arrives and has
+  // been handled; returns with them off again (natively sti; hlt; cli,
+  // under Xen SCHEDOP_block). Called with interrupts off, so a wake-up that
+  // arrives between the caller's last look and the wait is not lost.
+  void (*idle_halt)() = nullptr;
+  // End of the cross-CPU vector's interrupt (natively the local APIC's
+  // EOI); null where IPIs arrive as events (Xen: handle_event runs them).
+  void (*ipi_ack)() = nullptr;
+  // Whether CPUs waiting for the kernel lock halt until kicked after a
+  // short spin, or only spin. Both platforms halt: under TCG a spinning
+  // vCPU is a host thread taking time from the lock holder's.
+  bool halt_lock_waiters = false;
+  // Loads the user's %gs selector (the kernel's GS base untouched):
+  // natively swapgs around the load, under Xen PV SEGBASE_GS_USER_SEL.
+  void (*load_user_gs)(uint16_t sel) = nullptr;
+  // This CPU leaves its idle loop for a process: its tick must run (under
+  // Xen an idle vCPU lets its one-shot lapse, see platform_pv.cpp). May be null.
+  void (*timer_resume)() = nullptr;
+  // Starts this (secondary) CPU's preemption tick at start_timer's period.
+  void (*start_cpu_timer)() = nullptr;
 };
 
 extern Platform* g_platform;

@@ -23,6 +23,10 @@ switch_context:
     popq %rbp
     ret
 
+    /* The kernel lock was held across the switch (guest/kernel/kernel_lock.h):
+     * a process's first way to user mode drops it like every other one.
+     * %rsp is the TrapFrame, 16-byte aligned, so the call is ABI-aligned. */
     .global process_first_return
 process_first_return:
+    call process_first_entry   /* the process's selectors; drops the kernel lock */
     jmp *pvk_ret_to_user(%rip)

@@ -24,7 +24,11 @@ inline constexpr uint64_t PageFault = 14;
 inline constexpr uint64_t X87Error = 16;
 inline constexpr uint64_t AlignmentCheck = 17;
 inline constexpr uint64_t SimdError = 19;
-inline constexpr uint64_t Timer = 32;  // native: the PIT's IRQ 0, remapped
+inline constexpr uint64_t Timer = 32;  // native: the PIT's IRQ 0, remapped (boot CPU); the local APIC timer (others)
+// Native: the cross-CPU IPI (base/arch/cross_cpu.h) and the local APIC's
+// spurious vector, right after the PIC's 16.
+inline constexpr uint64_t CrossCpu = 48;
+inline constexpr uint64_t Spurious = 49;
 inline constexpr uint64_t Syscall = 258;  // tag of a frame built by a syscall entry
 // Not CPU vectors: what the Xen PV entry stubs tag event upcalls and
 // failsafe callbacks with (guest/arch/pv/trap_entry.S).

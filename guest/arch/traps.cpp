@@ -8,7 +8,9 @@
 #include "base/console/console.h"
 #include "base/console/record.h"
 #include "guest/kernel/finish.h"
+#include "guest/kernel/kernel_lock.h"
 #include "guest/proc/process.h"
+#include "guest/smp/cross_cpu_entry.h"
 #include "guest/smp/percpu.h"
 
 namespace pvk {
@@ -92,23 +94,41 @@ void check_entry_state(const TrapFrame& frame) {
   smp::check_this_cpu();
 }
 
+// Entries from user mode take the kernel lock (guest/kernel/kernel_lock.h)
+// before they touch anything shared and drop it on their way back; the
+// cross-CPU vector and Xen's event upcall run their handlers without it.
 extern "C" void trap_dispatch(TrapFrame* frame) {
   check_entry_state(*frame);
   const bool from_user = g_platform->from_user && g_platform->from_user(*frame);
   if (frame->vector == vec::XenEvent && g_platform->handle_event) {
-    const bool tick = g_platform->handle_event();
-    if (from_user && tick) user_trap(*frame, 0);
+    const bool tick = g_platform->handle_event();  // runs cross-CPU requests too
+    if (from_user && tick) {
+      kernel_lock();
+      user_trap(*frame, 0);
+      kernel_unlock();
+    }
     return;
   }
+  if (g_platform->ipi_ack && frame->vector == vec::CrossCpu) {
+    g_platform->ipi_ack();
+    smp::cross_cpu_interrupt();
+    return;
+  }
+  if (g_platform->ipi_ack && frame->vector == vec::Spurious) return;  // the APIC wants no EOI for it
   if (frame->vector == vec::CompatSyscall) {
     // 32-bit `syscall`/`sysenter`: no such ABI. Killed without running a
     // handler, which would otherwise start in the caller's 32-bit segment.
-    if (from_user) do_exit(abi::wait_signaled(abi::SIGSEGV));
+    if (from_user) {
+      kernel_lock();
+      do_exit(abi::wait_signaled(abi::SIGSEGV));
+    }
     report_crash(*frame, 0);
   }
   const uint64_t fault_addr = frame->vector == vec::PageFault ? g_platform->fault_address() : 0;
   if (from_user) {
+    kernel_lock();
     user_trap(*frame, fault_addr);
+    kernel_unlock();
     return;
   }
   if (frame->vector == vec::Timer) {  // in the kernel: nothing to preempt
@@ -134,3 +154,12 @@ extern "C" void trap_dispatch(TrapFrame* frame) {
 }
 
 }  // namespace pvk
+
+extern "C" void syscall_dispatch(pvk::TrapFrame* f);
+
+// What the syscall entries call: the system call under the kernel lock.
+extern "C" void syscall_entry_dispatch(pvk::TrapFrame* f) {
+  pvk::kernel_lock();
+  syscall_dispatch(f);
+  pvk::kernel_unlock();
+}

@@ -79,6 +79,13 @@ bool run_init(const char* const* argv) {
   set_mm_policy({g_params.zero_page == Switch::On, g_params.pgd_cache == Switch::On, g_params.ptshare == Switch::On});
   const uint64_t before = frames().free_count();
   configure_fault_injection();
+  // Which CPUs run processes. Under Xen only the boot vCPU unless asked:
+  // with processes on two vCPUs, nested Xen under TCG spends most of its
+  // time in its own cross-CPU TLB flushes for every page-table type change
+  // (proctest at --smp 2 took 10-20x as long as at --smp 1 on a loaded
+  // host, against 1x with the other vCPUs idle).
+  const bool xen = g_platform->handle_event != nullptr;
+  set_sched_all_cpus(g_params.sched_cpus == SchedCpus::All || (g_params.sched_cpus == SchedCpus::Default && !xen));
   g_platform->start_timer(kTimeSliceNs);
   auto status = start_init(argv);  // fail= is armed while the processes run
   if (status.is_error()) {
@@ -193,6 +200,9 @@ void kernel_main(Platform& platform, BootInfo& info) {
         .str("zero_page", on_off(g_params.zero_page))
         .str("pgd_cache", on_off(g_params.pgd_cache))
         .str("ptshare", on_off(g_params.ptshare))
+        .str("sched_cpus", g_params.sched_cpus == SchedCpus::All    ? "all"
+                           : g_params.sched_cpus == SchedCpus::Boot ? "boot"
+                                                                    : "default")
         .u64("auto_threshold", g_auto_thresholds.unhook_at)
         .u64("auto_share_threshold", g_auto_thresholds.share_at)
         .u64("tsc_khz", platform.tsc_khz)

@@ -22,6 +22,7 @@ constexpr Choice kBackends[] = {{"native", uint8_t(MmuBackend::Native)},
                                 {"auto", uint8_t(MmuBackend::Auto)}};
 constexpr Choice kPteAccess[] = {{"attrs", uint8_t(PteAccess::Attrs)}, {"flags", uint8_t(PteAccess::Flags)}};
 constexpr Choice kOnOff[] = {{"on", uint8_t(Switch::On)}, {"off", uint8_t(Switch::Off)}};
+constexpr Choice kSchedCpus[] = {{"all", uint8_t(SchedCpus::All)}, {"boot", uint8_t(SchedCpus::Boot)}};
 
 enum class Kind { Choice, Number, Text, List, Seed, Fail };
 
@@ -64,6 +65,7 @@ constexpr Param kParams[] = {
     choice("zero_page", kOnOff, offsetof(BootParams, zero_page)),
     choice("pgd_cache", kOnOff, offsetof(BootParams, pgd_cache)),
     choice("ptshare", kOnOff, offsetof(BootParams, ptshare)),
+    choice("sched_cpus", kSchedCpus, offsetof(BootParams, sched_cpus)),
     text("selftest", offsetof(BootParams, selftest), sizeof(BootParams::selftest)),
     list("bench", offsetof(BootParams, bench), sizeof(BootParams::bench), kMaxBenchItems),
     text("init", offsetof(BootParams, init), sizeof(BootParams::init)),
@@ -290,7 +292,7 @@ ErrorOr<void, ParamError> parse_boot_params(const char* cmdline, BootParams& out
     if (!param)
       return refusal(
           "pvk: unknown boot parameter '%s' (known: mmu pte pvpatch batch auto_threshold zero_page pgd_cache ptshare "
-          "selftest bench init fail fail_seed)",
+          "sched_cpus selftest bench init fail fail_seed)",
           word, klen);
     if (eq == p) return refusal("pvk: boot parameter '%s' needs a value ('%s=...')", word, len, word, len);
     if (seen[index]) return refusal("pvk: boot parameter '%s' given twice", word, klen);

@@ -21,6 +21,8 @@ const char* fail_kind_name(FailKind k);
 
 const char* backend_name(MmuBackend b);
 
+enum class SchedCpus : uint8_t { Default, All, Boot };
+
 struct BootParams {
   MmuBackend mmu = MmuBackend::Default;
   PteAccess pte = PteAccess::Attrs;
@@ -32,6 +34,9 @@ struct BootParams {
   Switch zero_page = Switch::On;
   Switch pgd_cache = Switch::On;
   Switch ptshare = Switch::Off;  // fork shares L1 tables; mprotect works at L2 where it can
+  // sched_cpus=all|boot: which CPUs run processes (not given: all natively,
+  // the boot vCPU under Xen: guest/kernel/main.cpp decides).
+  SchedCpus sched_cpus = SchedCpus::Default;
   char selftest[64] = {};  // comma-separated list; empty = none
   char bench[256] = {};
   char init[64] = {};

@@ -2,16 +2,20 @@
 #include "guest/proc/process.h"
 
 #include "base/arch/cpu.h"
+#include "base/arch/cross_cpu.h"
 #include "base/arch/platform.h"
 #include "base/console/console.h"
 #include "base/console/record.h"
 #include "base/lib/fault_inject.h"
+#include "base/lib/format.h"
 #include "base/lib/kstring.h"
+#include "guest/kernel/kernel_lock.h"
 #include "guest/proc/exec.h"
 #include "guest/proc/file.h"
 #include "guest/proc/futex.h"
 #include "guest/proc/thread.h"
 #include "guest/proc/user_copy.h"
+#include "guest/smp/percpu.h"
 #include "mm/kernel_space.h"
 #include "pvops/pvop.h"
 
@@ -24,23 +28,52 @@ void* pvk_ret_to_user = nullptr;
 namespace pvk {
 namespace {
 
+// Everything here is under the kernel lock (guest/kernel/kernel_lock.h),
+// except the flags idle loops and parked CPUs read with atomics.
 constexpr unsigned kMaxProcs = 64;
 Process g_procs[kMaxProcs];
 alignas(16) uint8_t g_kstacks[kMaxProcs][Process::kStackSize];
-Process* g_current = nullptr;
 int g_next_pid = 1;
 int g_init_status = 0;
-bool g_init_exited = false;
-uint64_t g_scheduler_rsp = 0;  // the boot stack, parked while processes run
-uint64_t g_slice_start_tsc = 0;  // when the current process was last switched to
+bool g_init_exited = false;    // every CPU stops running processes
+bool g_sched_started = false;  // processes exist: parked CPUs join in
+// Set (under the lock) whenever a process may have become pickable; cleared
+// by an idle CPU that looked and found nothing. Idle CPUs read it without
+// the lock: a tick that finds it clear halts again without taking the
+// lock (which would stall the CPU that works in the kernel meanwhile).
+bool g_work_hint = false;
+bool g_sched_all_cpus = true;  // sched_cpus= (boot: only CPU 0 runs processes)
+unsigned g_rr_next = 0;        // where the round-robin scan starts
 constexpr uint64_t kSliceMs = 10;  // the same as the timer tick
+
+// One run queue for every CPU: the process table itself, under the kernel
+// lock. Per-CPU queues with stealing would only pay once CPUs can be in
+// the kernel at the same time; under one lock a scan of 64 slots is no
+// worse than a queue, and no process can be stranded on a busy CPU's queue.
+struct CpuSched {
+  uint64_t idle_rsp = 0;  // its idle context (boot CPU: start_init's stack; AP: its bring-up stack)
+  uint64_t slice_start_tsc = 0;
+  uint64_t switches = 0;    // switches into a process
+  uint64_t processes = 0;   // distinct processes that ran here
+  uint64_t idle_halts = 0;  // times its idle loop halted
+  uint64_t ticks = 0;       // timer ticks from user mode
+  uint64_t kicks_sent = 0;  // Reschedule IPIs sent to idle CPUs
+  bool idle = false;        // in its idle loop, about to halt or halted: a Reschedule wakes it
+};
+CpuSched g_sched[smp::kMaxCpus];
+
+unsigned me() { return this_cpu()->id; }
+CpuSched& mine() { return g_sched[me()]; }
+Process* running_here() { return static_cast<Process*>(this_cpu()->current); }
 
 uint64_t sig_bit(int sig) { return uint64_t{1} << (sig - 1); }
 
 // A thread that exited while others of its group live on: nobody waits
 // for it, so its slot is free once it no longer runs (on one CPU: once
 // it is not the current one; it switched away for good).
-bool dead_thread(const Process& p) { return p.state == ProcState::Zombie && p.tgid != p.pid && &p != g_current; }
+bool dead_thread(const Process& p) {
+  return p.state == ProcState::Zombie && p.tgid != p.pid && p.on_cpu == Process::kNoCpu;
+}
 
 }  // namespace
 
@@ -72,24 +105,203 @@ void prepare_first_switch(Process& p) {
 
 namespace {
 
-void switch_to(Process* next) {
-  Process* prev = g_current;
-  if (next == prev) return;
-  g_current = next;
-  g_slice_start_tsc = cpu::rdtsc();
-  g_platform->set_kernel_stack(next->stack_top());
-  switch_fs_base(prev, *next);
-  if (next->as) must(PVOP(load_root)(next->as->root()), "load root");
-  switch_context(prev ? &prev->saved_rsp : &g_scheduler_rsp, next->saved_rsp);
+// The one place a CPU changes address space (a switch_mm that tracks which
+// CPUs hold which space belongs here). A CPU with no process loads the
+// kernel's root: no CPU keeps a space loaded that it does not run, since
+// its tables may be freed by the CPU the process moved to.
+void switch_mm(const Process* next) {
+  if (next && next->as) {
+    must(PVOP(load_root)(next->as->root()), "load root");
+  } else if (g_current_root != kernel_root()) {
+    must(PVOP(load_root)(kernel_root()), "load kernel root");
+  }
 }
 
+// User mode's data segment selectors, as this CPU holds them now.
+struct Selectors {
+  uint16_t ds, es, gs;
+};
+Selectors read_selectors() {
+  Selectors s;
+  asm volatile("mov %%ds, %0\n\tmov %%es, %1\n\tmov %%gs, %2" : "=r"(s.ds), "=r"(s.es), "=r"(s.gs));
+  return s;
+}
+
+void save_user_segments(Process& p) {
+  const Selectors s = read_selectors();
+  p.user_ds = s.ds, p.user_es = s.es, p.user_gs = s.gs;
+}
+
+// Gives this CPU p's selectors (only those that differ: a %gs load costs a
+// hypercall under Xen). Every selector was loaded by p's user mode before,
+// so it loads again (the same GDT on every CPU, no LDT).
+void restore_user_segments(const Process& p) {
+  const Selectors s = read_selectors();
+  if (s.ds != p.user_ds) asm volatile("mov %0, %%ds" : : "r"(p.user_ds));
+  if (s.es != p.user_es) asm volatile("mov %0, %%es" : : "r"(p.user_es));
+  // Not %fs: a selector load would reset the FS base, which is the user's
+  // TLS pointer (set through the platform's FS base, not a selector).
+  if (s.gs != p.user_gs && g_platform->load_user_gs) g_platform->load_user_gs(p.user_gs);
+}
+
+void work_appeared();
+
+// Switches this CPU from what it runs (a process, or its idle loop) to
+// `next`, which is runnable and on no CPU. The kernel lock stays held
+// across: `next` releases it on its way back to user mode.
+void switch_to(Process* next) {
+  Process* prev = running_here();
+  if (next == prev) return;
+  const unsigned id = me();
+  CpuSched& cs = g_sched[id];
+  next->on_cpu = static_cast<int16_t>(id);
+  if (!(next->ran_on & (1u << id))) next->ran_on |= 1u << id, ++cs.processes;
+  ++cs.switches;
+  if (prev) {
+    prev->on_cpu = Process::kNoCpu;  // no one else looks before the lock is dropped, past the switch
+    save_user_segments(*prev);
+    if (prev->state == ProcState::Runnable) work_appeared();  // an idle CPU may take it
+  }
+  this_cpu()->current = next;
+  if (!prev && g_platform->timer_resume) g_platform->timer_resume();  // from idle: the tick again
+  cs.slice_start_tsc = cpu::rdtsc();
+  g_platform->set_kernel_stack(next->stack_top());
+  switch_mm(next);
+  // This CPU's FS base is prev's (loaded when prev came here) or, from
+  // idle, whatever ran here last: switch_fs_base writes it from idle.
+  switch_fs_base(prev, *next);
+  switch_context(prev ? &prev->saved_rsp : &cs.idle_rsp, next->saved_rsp);
+  // Back here, maybe on another CPU: this process's selectors again.
+  if (prev) restore_user_segments(*prev);
+}
+
+// From the running process to this CPU's idle loop.
+void switch_to_idle() {
+  Process* prev = running_here();
+  if (!prev) panic("switch to idle with no process running");
+  prev->on_cpu = Process::kNoCpu;
+  save_user_segments(*prev);
+  this_cpu()->current = nullptr;
+  switch_mm(nullptr);
+  switch_context(&prev->saved_rsp, mine().idle_rsp);
+  restore_user_segments(*prev);  // resumed, maybe on another CPU
+}
+
+// Whether another CPU runs a process on p's address space. Until TLB
+// shootdown exists (pvops' cross-CPU flushes, issue 15), an address space
+// is live on at most one CPU at a time: page-table changes flush only the
+// TLB of the CPU making them, which is then the only one that can hold
+// its translations. (Processes never share one today; threads will.)
+bool space_live_elsewhere(const Process& p) {
+  if (!p.as) return false;
+  for (const Process& q : g_procs)
+    if (&q != &p && q.as == p.as && q.on_cpu != Process::kNoCpu && q.on_cpu != static_cast<int16_t>(me())) return true;
+  return false;
+}
+
+// The next runnable process that no CPU runs, round-robin over the table.
 Process* pick_next() {
-  const unsigned start = g_current ? static_cast<unsigned>(g_current - g_procs) + 1 : 0;
+  if (!g_sched_all_cpus && me() != 0) return nullptr;
   for (unsigned n = 0; n < kMaxProcs; ++n) {
-    Process& p = g_procs[(start + n) % kMaxProcs];
-    if (p.state == ProcState::Runnable) return &p;
+    const unsigned i = (g_rr_next + n) % kMaxProcs;
+    Process& p = g_procs[i];
+    if (p.state == ProcState::Runnable && p.on_cpu == Process::kNoCpu && !space_live_elsewhere(p)) {
+      g_rr_next = i + 1;
+      return &p;
+    }
   }
   return nullptr;
+}
+
+// Something became runnable: wake one idle CPU to look (it may find the
+// work taken already: then it halts again).
+void kick_idle_cpu() {
+  const unsigned self = me();
+  for (unsigned c = 0; c < smp::kMaxCpus; ++c) {
+    if (c == self || !g_sched[c].idle || !xcpu::online(c) || (!g_sched_all_cpus && c != 0)) continue;
+    g_sched[c].idle = false;  // one kick each: the next wake-up goes to another CPU
+    if (xcpu::send(c, xcpu::Ipi::Reschedule)) ++g_sched[self].kicks_sent;
+    return;
+  }
+}
+
+void work_appeared() {
+  __atomic_store_n(&g_work_hint, true, __ATOMIC_SEQ_CST);
+  kick_idle_cpu();
+}
+
+}  // namespace
+
+void make_runnable(Process& p) {
+  p.state = ProcState::Runnable;
+  p.wait_on = nullptr;
+  work_appeared();
+}
+
+namespace {
+
+// Whether any process runs or can run (else every one is blocked for good:
+// nothing — no sleeps with a timeout, no I/O — would wake them).
+bool anything_to_run() {
+  for (const Process& p : g_procs)
+    if (p.state == ProcState::Runnable || p.on_cpu != Process::kNoCpu) return true;
+  return false;
+}
+
+// A CPU's idle context: runs processes while there are any, halts while
+// there are none. Kernel lock held on entry and on return (the boot CPU
+// returns once init has exited; the others never do).
+void idle_loop(bool boot_cpu) {
+  CpuSched& cs = mine();
+  for (;;) {
+    if (__atomic_load_n(&g_init_exited, __ATOMIC_ACQUIRE)) {
+      if (boot_cpu) return;
+    } else if (Process* next = pick_next()) {
+      switch_to(next);
+      continue;  // back when this CPU has nothing to run
+    } else if (!anything_to_run()) {
+      kprintf("pvk: every process is blocked: deadlock\n");
+      Record("error").str("message", "every process is blocked");
+      panic("deadlock");
+    }
+    __atomic_store_n(&g_work_hint, false, __ATOMIC_SEQ_CST);  // looked: nothing to pick
+    cs.idle = true;
+    kernel_unlock();
+    do {
+      ++cs.idle_halts;
+      g_platform->idle_halt();
+    } while (!__atomic_load_n(&g_work_hint, __ATOMIC_SEQ_CST) &&
+             !(boot_cpu && __atomic_load_n(&g_init_exited, __ATOMIC_SEQ_CST)));
+    kernel_lock();
+    cs.idle = false;
+  }
+}
+
+// Per-CPU counts at shutdown: proof of which CPUs ran processes.
+void report_sched() {
+  Record r("sched");
+  unsigned ran = 0;
+  uint64_t switches = 0;
+  char key[32];
+  for (unsigned c = 0; c < smp::kMaxCpus; ++c) {
+    if (!xcpu::online(c)) continue;
+    const CpuSched& cs = g_sched[c];
+    if (cs.processes) ++ran;
+    switches += cs.switches;
+    format(key, sizeof key, "cpu%u_switches", c);
+    r.u64(key, cs.switches);
+    format(key, sizeof key, "cpu%u_processes", c);
+    r.u64(key, cs.processes);
+    format(key, sizeof key, "cpu%u_idle_halts", c);
+    r.u64(key, cs.idle_halts);
+    format(key, sizeof key, "cpu%u_ipis", c);
+    r.u64(key, __atomic_load_n(&smp::cpu(c).ipis_taken, __ATOMIC_RELAXED));
+    format(key, sizeof key, "cpu%u_ticks", c);
+    r.u64(key, cs.ticks);
+    format(key, sizeof key, "cpu%u_kicks", c);
+    r.u64(key, cs.kicks_sent);
+  }
+  r.u64("cpus", xcpu::cpus_online()).u64("cpus_ran_processes", ran).u64("switches", switches);
 }
 
 void release_files(Process& p) {
@@ -122,7 +334,7 @@ bool default_ignored(int sig) {
 }  // namespace
 
 uint8_t* Process::stack_base() const { return g_kstacks[this - g_procs]; }
-Process* current() { return g_current; }
+Process* current() { return running_here(); }
 
 Process* find_process(int pid) {
   for (Process& p : g_procs)
@@ -131,34 +343,59 @@ Process* find_process(int pid) {
 }
 
 void sleep_on(const void* channel) {
-  g_current->state = ProcState::Blocked;
-  g_current->wait_on = channel;
+  Process* self = running_here();
+  self->state = ProcState::Blocked;
+  self->wait_on = channel;
   schedule();
 }
 
 void wake_all(const void* channel) {
   for (Process& p : g_procs)
-    if (p.state == ProcState::Blocked && p.wait_on == channel) p.state = ProcState::Runnable, p.wait_on = nullptr;
+    if (p.state == ProcState::Blocked && p.wait_on == channel) make_runnable(p);
 }
 
 void schedule() {
-  Process* next = pick_next();
-  if (!next) {
-    // Nothing can run and nothing (no sleeps, no I/O) will wake anyone.
-    kprintf("pvk: every process is blocked: deadlock\n");
-    Record("error").str("message", "every process is blocked");
-    panic("deadlock");
+  Process* prev = running_here();
+  const bool stopping = __atomic_load_n(&g_init_exited, __ATOMIC_ACQUIRE);
+  if (!stopping) {
+    if (Process* next = pick_next()) {
+      switch_to(next);
+      return;
+    }
+    if (prev && prev->state == ProcState::Runnable) return;  // nothing else: keep running
   }
-  switch_to(next);
+  switch_to_idle();
 }
 
 void on_timer_tick(bool from_user) {
-  if (from_user && g_current && g_current->state == ProcState::Runnable) schedule();
+  ++mine().ticks;
+  if (from_user && running_here() && running_here()->state == ProcState::Runnable) schedule();
 }
 
 void cond_resched() {
+  kernel_lock_yield();
   const uint64_t slice = kSliceMs * g_platform->tsc_khz;
-  if (g_current && g_current->state == ProcState::Runnable && cpu::rdtsc() - g_slice_start_tsc >= slice) schedule();
+  Process* p = running_here();
+  if (p && p->state == ProcState::Runnable && cpu::rdtsc() - mine().slice_start_tsc >= slice) schedule();
+}
+
+extern "C" void process_first_entry() {
+  // A new process leaves for user mode for the first time on this CPU:
+  // its selectors (fork: the parent's), then the kernel lock goes.
+  restore_user_segments(*running_here());
+  kernel_unlock();
+}
+
+void set_sched_all_cpus(bool all) { g_sched_all_cpus = all; }
+
+void secondary_cpu_scheduler() {
+  // Parked (halted, woken by the Reschedule start_init sends) until
+  // processes exist.
+  while (!__atomic_load_n(&g_sched_started, __ATOMIC_ACQUIRE)) g_platform->idle_halt();
+  if (g_platform->start_cpu_timer) g_platform->start_cpu_timer();
+  kernel_lock();
+  idle_loop(false);
+  panic("an idle loop returned on CPU %u", me());
 }
 
 namespace {
@@ -181,11 +418,11 @@ void send_signal(Process& p, int sig) {
   if (sig <= 0 || sig > abi::kNumSignals) return;
   p.pending |= sig_bit(sig);
   // A blocked call returns EINTR so the signal is seen on the way out.
-  if (p.state == ProcState::Blocked && acts(p, sig)) p.state = ProcState::Runnable, p.wait_on = nullptr;
+  if (p.state == ProcState::Blocked && acts(p, sig)) make_runnable(p);
 }
 
 void raise_fault_signal(int sig) {
-  Process& p = *g_current;
+  Process& p = *running_here();
   const abi::KernelSigaction& a = p.leader->actions[sig];
   // A fault that cannot be handled kills, whatever the disposition says.
   if (a.handler == abi::SIG_DFL || a.handler == abi::SIG_IGN || (p.blocked & sig_bit(sig)))
@@ -201,7 +438,7 @@ struct SigFrame {
 };
 
 void prepare_return_to_user(TrapFrame& f) {
-  Process& p = *g_current;
+  Process& p = *running_here();
   while (uint64_t deliverable = p.pending & ~p.blocked) {
     const int sig = __builtin_ctzll(deliverable) + 1;
     p.pending &= ~sig_bit(sig);
@@ -254,12 +491,12 @@ int64_t do_sigreturn(TrapFrame& f) {
   f.ss = kernel_owned.ss;
   f.rflags = (sf.saved.rflags & 0xcd5) | 0x202;  // arithmetic flags, DF, TF cleared; IF on
   f.vector = kernel_owned.vector;
-  g_current->blocked = sf.blocked & ~sig_bit(abi::SIGKILL);
+  running_here()->blocked = sf.blocked & ~sig_bit(abi::SIGKILL);
   return static_cast<int64_t>(f.rax);
 }
 
 ErrorOr<int> do_fork() {
-  Process& parent = *g_current;
+  Process& parent = *running_here();
   Process* child = alloc_process();
   if (!child) return Errno::EAGAIN;
   auto as = parent.as->try_fork();
@@ -280,13 +517,14 @@ ErrorOr<int> do_fork() {
     if (group.fds[i]) child->fds[i] = file_get(group.fds[i]);
   *child->frame() = *parent.frame();
   child->frame()->rax = 0;
+  save_user_segments(*child);  // the parent's, as fork returns in both
   prepare_first_switch(*child);
-  child->state = ProcState::Runnable;
+  make_runnable(*child);
   return child->pid;
 }
 
 void do_exit(int wait_status) {
-  Process& p = *g_current;
+  Process& p = *running_here();
   Process& group = *p.leader;
   // (While an execve ends the other threads, their deaths end only them.)
   if (group.live_threads > 1 && !group.exec_thread) {
@@ -301,7 +539,7 @@ void do_exit(int wait_status) {
 }
 
 void do_thread_exit(int wait_status) {
-  Process& p = *g_current;
+  Process& p = *running_here();
   Process& group = *p.leader;
   // CLONE_CHILD_CLEARTID: the joiner's word, while the space is still there.
   clear_child_tid(p);
@@ -327,12 +565,12 @@ void do_thread_exit(int wait_status) {
   for (Process& c : g_procs)
     if (c.state != ProcState::Free && c.ppid == group.pid) c.ppid = 1;
   if (group.pid == 1) {
-    g_init_exited = true;
+    // Every CPU stops running processes; the boot CPU's idle loop returns
+    // into start_init, which tears down what is left.
     g_init_status = status;
-    g_current = nullptr;
-    g_platform->set_kernel_stack(0);
-    uint64_t dead_rsp;
-    switch_context(&dead_rsp, g_scheduler_rsp);  // back into start_init
+    __atomic_store_n(&g_init_exited, true, __ATOMIC_RELEASE);
+    if (me() != 0) xcpu::send(0, xcpu::Ipi::Reschedule);
+    switch_to_idle();
   }
   if (Process* parent = find_process(group.ppid)) wake_all(parent);
   schedule();
@@ -340,7 +578,7 @@ void do_thread_exit(int wait_status) {
 }
 
 ErrorOr<int> do_wait(int pid, uint64_t user_status, int options) {
-  Process& self = *g_current;
+  Process& self = *running_here();
   for (;;) {
     bool have_child = false;
     for (Process& c : g_procs) {
@@ -362,22 +600,43 @@ ErrorOr<int> do_wait(int pid, uint64_t user_status, int options) {
 
 ErrorOr<int> start_init(const char* const* argv) {
   const char* envp[] = {nullptr};
+  kernel_lock();  // the boot CPU's idle context holds it like any other
   Process* p = alloc_process();
-  if (!p) return Errno::EAGAIN;
+  if (!p) {
+    kernel_unlock();
+    return Errno::EAGAIN;
+  }
   for (int fd = 0; fd < 3; ++fd) p->fds[fd] = console_file();
-  g_current = p;  // exec works on the current process
+  this_cpu()->current = p;  // exec works on the current process
   if (auto r = exec_program(*p, argv[0], argv, envp); r.is_error()) {
     release_resources(*p);
     p->state = ProcState::Free;
-    g_current = nullptr;
+    this_cpu()->current = nullptr;
+    kernel_unlock();
     return r.error();
   }
+  this_cpu()->current = nullptr;
+  switch_mm(nullptr);
   prepare_first_switch(*p);
   p->state = ProcState::Runnable;
-  g_current = nullptr;
   fault_inject_arm(true);  // fail= (if configured) concerns what the processes do
-  switch_to(p);  // returns when init exits
+  // The other CPUs leave their park (secondary_cpu_scheduler).
+  __atomic_store_n(&g_sched_started, true, __ATOMIC_RELEASE);
+  for (unsigned c = 1; c < smp::kMaxCpus; ++c)
+    if (xcpu::online(c)) xcpu::send(c, xcpu::Ipi::Reschedule);
+  idle_loop(/*boot_cpu=*/true);  // returns when init has exited
   fault_inject_arm(false);
+  // The other CPUs drop their processes at their next tick or kernel entry
+  // (schedule() sends them idle once init has exited); wait for that
+  // before freeing anything they might still run on.
+  for (;;) {
+    bool busy = false;
+    for (const Process& q : g_procs) busy |= q.on_cpu != Process::kNoCpu;
+    if (!busy) break;
+    kernel_unlock();
+    for (unsigned i = 0; i < 1000; ++i) asm volatile("pause");
+    kernel_lock();
+  }
   // Init is gone: whatever is left dies with it, without running again.
   for (Process& q : g_procs) {
     if (q.state == ProcState::Free) continue;
@@ -385,6 +644,8 @@ ErrorOr<int> start_init(const char* const* argv) {
     q.state = ProcState::Free;
   }
   futex_forget_all();
+  report_sched();
+  kernel_unlock();
   return g_init_status;
 }
 

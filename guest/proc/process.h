@@ -1,7 +1,11 @@
 // Processes: a pid, an address space, a kernel stack whose top holds the
-// user-mode TrapFrame, open files, signal state. One CPU, a kernel that is
-// never preempted (interrupts are off in kernel mode), round-robin between
-// runnable processes on a timer tick.
+// user-mode TrapFrame, open files, signal state. Every CPU runs processes:
+// one run queue (the process table, scanned round-robin) under the kernel
+// lock (guest/kernel/kernel_lock.h); a process runs on at most one CPU at a
+// time (Process::on_cpu) and may continue on another after it was switched
+// out. The kernel is never preempted (interrupts are off in kernel mode);
+// user mode is, on each CPU's timer tick. A CPU with nothing to run goes
+// to its idle loop and halts until a tick or a Reschedule IPI.
 #pragma once
 #include "guest/arch/trap_frame.h"
 #include "base/abi.h"
@@ -24,6 +28,15 @@ struct Process {
   AddressSpace* as = nullptr;
   uint64_t saved_rsp = 0;        // kernel stack pointer while switched out
   const void* wait_on = nullptr;  // what a blocked process sleeps on
+  // The CPU it runs on (kNoCpu: none). Set and cleared under the kernel
+  // lock by the CPU switching to or away from it.
+  static constexpr int16_t kNoCpu = -1;
+  int16_t on_cpu = kNoCpu;
+  uint32_t ran_on = 0;  // bit n: it has run on CPU n (the sched record)
+  // The data segment selectors user mode loaded (the kernel never changes
+  // them): kept here while it is switched out, since it may continue on a
+  // CPU whose registers hold another process's.
+  uint16_t user_ds = 0, user_es = 0, user_gs = 0;
   File* fds[kMaxFds] = {};
   abi::KernelSigaction actions[abi::kNumSignals + 1] = {};
   uint64_t pending = 0;  // bit n-1: signal n
@@ -59,8 +72,16 @@ Process* current();
 // Scheduler.
 void sleep_on(const void* channel);  // block until wake_all(channel); the caller re-checks
 void wake_all(const void* channel);
+// p can run (a new process or thread, or one woken): an idle CPU may take it.
+void make_runnable(Process& p);
 void schedule();                     // run someone else if anyone is runnable
 void on_timer_tick(bool from_user);
+// Whether every CPU runs processes (true) or only the boot CPU (the others
+// idle, tickless under Xen). Set before start_init.
+void set_sched_all_cpus(bool all);
+// A secondary CPU's life once bring-up is done: wait until processes run,
+// then run them (never returns). Entered with interrupts off.
+[[noreturn]] void secondary_cpu_scheduler();
 // A preemption point for long kernel work (the kernel is otherwise never
 // preempted): once the current process has run a whole time slice, the
 // others run before it continues.
@@ -98,3 +119,7 @@ void user_trap(TrapFrame& f, uint64_t fault_addr);
 bool kernel_fault_on_user_memory(const TrapFrame& f, uint64_t fault_addr);
 
 }  // namespace pvk
+
+// A new process's first way to user mode (switch.S's process_first_return):
+// its segment selectors, then the kernel lock is dropped.
+extern "C" void process_first_entry();

@@ -47,7 +47,7 @@ ErrorOr<int> clone_thread(uint64_t flags, uint64_t newsp, uint64_t parent_tid, u
     if (auto r = copy_to_user(child_tid, &tid, sizeof tid); r.is_error()) return free_unstarted(*t), r.error();
   prepare_first_switch(*t);
   ++group.live_threads;
-  t->state = ProcState::Runnable;
+  make_runnable(*t);
   return tid;
 }
 

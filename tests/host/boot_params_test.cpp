@@ -40,6 +40,7 @@ std::string diff(const BootParams& a, const BootParams& b) {
   if (a.batch != b.batch) d += " batch";
   if (a.zero_page != b.zero_page) d += " zero_page";
   if (a.pgd_cache != b.pgd_cache) d += " pgd_cache";
+  if (a.sched_cpus != b.sched_cpus) d += " sched_cpus";
   if (strcmp(a.selftest, b.selftest)) d += " selftest";
   if (strcmp(a.bench, b.bench)) d += " bench";
   if (strcmp(a.init, b.init)) d += " init";
@@ -76,6 +77,7 @@ TEST(BootParams, DefaultsWithAnEmptyCommandLine) {
   EXPECT_EQ(d.mmu, MmuBackend::Default) << "the platform decides (native or batched)";
   EXPECT_EQ(d.pte, PteAccess::Attrs);
   EXPECT_EQ(d.pvpatch, Switch::On);
+  EXPECT_EQ(d.sched_cpus, SchedCpus::Default) << "the platform decides (all natively, the boot vCPU under Xen)";
   EXPECT_EQ(d.batch, 32u) << "Linux's multicall batch";
   EXPECT_EQ(d.zero_page, Switch::On);
   EXPECT_EQ(d.pgd_cache, Switch::On);
@@ -100,6 +102,7 @@ std::vector<ChoiceCase> choice_cases() {
   auto pvpatch = [](BootParams& b) -> uint8_t& { return reinterpret_cast<uint8_t&>(b.pvpatch); };
   auto zero_page = [](BootParams& b) -> uint8_t& { return reinterpret_cast<uint8_t&>(b.zero_page); };
   auto pgd_cache = [](BootParams& b) -> uint8_t& { return reinterpret_cast<uint8_t&>(b.pgd_cache); };
+  auto sched_cpus = [](BootParams& b) -> uint8_t& { return reinterpret_cast<uint8_t&>(b.sched_cpus); };
   const uint8_t on = uint8_t(Switch::On), off = uint8_t(Switch::Off);
   return {
       {"mmu", "native", mmu, uint8_t(MmuBackend::Native), uint8_t(MmuBackend::Default)},
@@ -114,6 +117,8 @@ std::vector<ChoiceCase> choice_cases() {
       {"zero_page", "off", zero_page, off, on},
       {"pgd_cache", "on", pgd_cache, on, off},
       {"pgd_cache", "off", pgd_cache, off, on},
+      {"sched_cpus", "all", sched_cpus, uint8_t(SchedCpus::All), uint8_t(SchedCpus::Default)},
+      {"sched_cpus", "boot", sched_cpus, uint8_t(SchedCpus::Boot), uint8_t(SchedCpus::All)},
   };
 }
 
@@ -146,6 +151,7 @@ TEST(BootParams, BadChoiceListsTheAcceptedValues) {
       {"pvpatch=yes", "pvpatch", "yes", "on|off"},
       {"zero_page=1", "zero_page", "1", "on|off"},
       {"pgd_cache=onn", "pgd_cache", "onn", "on|off"},
+      {"sched_cpus=2", "sched_cpus", "2", "all|boot"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.line);

@@ -6,6 +6,7 @@
 #include "guest/arch/native/descriptors.h"
 
 #include "base/lib/kstring.h"
+#include "guest/smp/percpu.h"
 
 extern "C" char native_trap_stubs[];
 
@@ -54,7 +55,7 @@ constexpr uint64_t kKernelData = 0x00cf92000000ffff;
 constexpr uint64_t kUserData = 0x00cff2000000ffff;
 constexpr uint64_t kUserCode64 = 0x00affa000000ffff;
 constexpr unsigned kStubSize = 16;  // trap_entry.S aligns each stub to 16 bytes
-constexpr unsigned kStubCount = 48;  // exceptions 0..31, PIC IRQs 32..47
+constexpr unsigned kStubCount = 50;  // exceptions 0..31, PIC IRQs 32..47, APIC IPI 48 and spurious 49
 constexpr uint8_t kInterruptGate = 0x8e;      // present, DPL 0: `int N` from user mode is a #GP
 constexpr uint8_t kUserInterruptGate = 0xee;  // DPL 3: int3 from user mode is a #BP (SIGTRAP)
 constexpr unsigned kBreakpointVector = 3;
@@ -129,6 +130,8 @@ struct ApDescriptorTables {
 };
 
 CpuDescriptorTables g_boot_cpu_tables;
+// Each CPU's TSS (index = PerCpu::id), for set_kernel_stack.
+Tss* g_tss_of[smp::kMaxCpus];
 
 }  // namespace
 
@@ -147,6 +150,7 @@ void load_descriptors() {
   g_boot_cpu_tables.tss.ist[kMachineCheckIst - 1] =
       reinterpret_cast<uint64_t>(g_machine_check_stack + sizeof g_machine_check_stack);
   load_gdt(g_boot_cpu_tables);
+  g_tss_of[0] = &g_boot_cpu_tables.tss;
 
   for (unsigned v = 0; v < kStubCount; ++v) {
     const uint64_t handler = reinterpret_cast<uint64_t>(native_trap_stubs) + v * kStubSize;
@@ -160,10 +164,11 @@ void load_descriptors() {
 static_assert(sizeof(ApDescriptorTables) <= kApDescriptorBytes);
 static_assert(alignof(ApDescriptorTables) <= 16);
 
-void load_ap_descriptors(void* storage, uint64_t double_fault_stack_top, void (*nmi_handler)()) {
+void load_ap_descriptors(unsigned cpu_id, void* storage, uint64_t double_fault_stack_top, void (*nmi_handler)()) {
   // fill_gdt and the copy below write every byte the CPU reads.
   auto* t = static_cast<ApDescriptorTables*>(storage);
   fill_gdt(t->cpu, double_fault_stack_top);
+  if (cpu_id < smp::kMaxCpus) g_tss_of[cpu_id] = &t->cpu.tss;
   load_gdt(t->cpu);
   memcpy(t->idt, g_idt, sizeof t->idt);
   // Only the double-fault IST slot is filled on an AP: #MC on its current stack.
@@ -174,6 +179,7 @@ void load_ap_descriptors(void* storage, uint64_t double_fault_stack_top, void (*
   load_idt(t->idt, sizeof t->idt);
 }
 
-void set_kernel_stack(uint64_t rsp0) { g_boot_cpu_tables.tss.rsp[0] = rsp0; }
+// This CPU's TSS: a process continues on whichever CPU picks it up.
+void set_kernel_stack(uint64_t rsp0) { g_tss_of[this_cpu()->id]->rsp[0] = rsp0; }
 
 }  // namespace pvk::native

@@ -140,6 +140,25 @@ uint64_t calibrate_tsc_khz() {
 
 bool from_user(const TrapFrame& f) { return (f.cs & 3) == 3; }
 
+uint64_t irq_save_native() {
+  uint64_t flags;
+  asm volatile("pushfq; popq %0; cli" : "=r"(flags) : : "memory");
+  return flags & rflags::IF;
+}
+
+void irq_restore_native(uint64_t saved) {
+  if (saved & rflags::IF) asm volatile("sti" : : : "memory");
+}
+
+// sti's one-instruction shadow covers hlt: an interrupt pending at the sti
+// is taken after hlt starts, so it wakes it instead of being missed.
+void idle_halt_native() { asm volatile("sti; hlt; cli" : : : "memory"); }
+
+// A selector load writes the live GS base: swap the user's in around it
+// (interrupts are off in the kernel; an NMI between the swaps takes the
+// paranoid entry, which reads the MSR).
+void load_user_gs_native(uint16_t sel) { asm volatile("swapgs; mov %0, %%gs; swapgs" : : "r"(sel) : "memory"); }
+
 void set_kernel_stack_native(uint64_t top) {
   set_kernel_stack(top);  // TSS.RSP0: exceptions and interrupts from ring 3
   this_cpu()->syscall_rsp = top;  // the syscall entry's stack (syscall_entry.S)
@@ -208,6 +227,11 @@ extern "C" [[noreturn]] void native_boot_entry(uint32_t start_info_paddr) {
   enable_syscalls();
   enable_supervisor_protections();
   pvk_ret_to_user = native_ret_to_user;
+  g_native_platform.irq_save = &irq_save_native;
+  g_native_platform.irq_restore = &irq_restore_native;
+  g_native_platform.idle_halt = &idle_halt_native;
+  g_native_platform.halt_lock_waiters = true;
+  g_native_platform.load_user_gs = &load_user_gs_native;
   g_native_platform.tsc_khz = calibrate_tsc_khz();
   g_boot_info.boot_tsc = tsc;
   g_boot_info.early_physmap_pfns = uint64_t{PVK_EARLY_PHYSMAP_GIB} << (30 - kPageShift);

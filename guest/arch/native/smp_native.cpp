@@ -21,6 +21,9 @@
 #include "base/layout.h"
 #include "base/lib/kstring.h"
 #include "guest/arch/native/descriptors.h"
+#include "guest/arch/native/lapic.h"
+#include "guest/arch/trap_frame.h"
+#include "guest/proc/process.h"
 #include "guest/arch/native/native.h"
 #include "guest/smp/bringup.h"
 #include "guest/smp/madt.h"
@@ -33,6 +36,9 @@ extern "C" char native_ap_start[];
 extern "C" void native_ap_nmi();
 
 namespace pvk::native {
+
+extern Platform g_native_platform;
+
 namespace {
 
 constexpr uint32_t kMsrGsBase = 0xc0000101;
@@ -54,7 +60,7 @@ constexpr uint64_t kEarlyMapLimit = uint64_t{PVK_EARLY_PHYSMAP_GIB} << 30;
 // Local APIC registers (SDM vol. 3, 11.4.1) and ICR encodings.
 constexpr uint32_t kApicSvr = 0xf0, kApicIcrLow = 0x300, kApicIcrHigh = 0x310;
 // The spurious vector is never raised while an AP keeps interrupts off.
-constexpr uint32_t kSvrEnable = 1u << 8, kSpuriousVector = 0xff;
+constexpr uint32_t kSvrEnable = 1u << 8, kSpuriousVector = vec::Spurious;
 constexpr uint32_t kIcrNmi = 0x400, kIcrInit = 0x500, kIcrStartup = 0x600, kIcrAssert = 1u << 14, kIcrLevel = 1u << 15;
 constexpr uint32_t kIcrPending = 1u << 12;
 
@@ -74,7 +80,7 @@ uint64_t g_boot_cr0 = 0, g_boot_cr4 = 0, g_kernel_cr3 = 0;
 
 uint64_t early_pml4_phys() { return reinterpret_cast<uint64_t>(early_pml4) - PVK_KERNEL_VMA; }
 
-volatile uint32_t* lapic(uint32_t reg) {
+volatile uint32_t* early_lapic(uint32_t reg) {
   return reinterpret_cast<volatile uint32_t*>(PVK_PHYSMAP_BASE + g_lapic_base + reg);
 }
 
@@ -101,10 +107,10 @@ void wait_us(uint64_t us) {
 }
 
 bool send_ipi(uint32_t apic_id, uint32_t low) {
-  *lapic(kApicIcrHigh) = apic_id << 24;
-  *lapic(kApicIcrLow) = low;
+  *early_lapic(kApicIcrHigh) = apic_id << 24;
+  *early_lapic(kApicIcrLow) = low;
   for (unsigned i = 0; i < 100000; ++i) {
-    if (!(*lapic(kApicIcrLow) & kIcrPending)) return true;
+    if (!(*early_lapic(kApicIcrLow) & kIcrPending)) return true;
     asm volatile("pause");
   }
   return false;
@@ -189,6 +195,13 @@ void init_boot_cpu(const hvm_start_info& si) {
   smp::counts().set_found(g_fw.count ? g_fw.count : 1);
 }
 
+// The cross-CPU IPI: a fixed interrupt at vec::CrossCpu.
+bool send_cross_cpu_ipi(unsigned cpu) {
+  return lapic::send_fixed(smp::cpu(cpu).hw_id, static_cast<uint8_t>(vec::CrossCpu));
+}
+
+void start_ap_timer() { lapic::start_periodic(static_cast<uint8_t>(vec::Timer)); }
+
 void start_secondary_cpus() {
   if (!g_fw_ok || g_fw.count <= 1) return;
   smp::Bringup bringup("native");
@@ -196,6 +209,19 @@ void start_secondary_cpus() {
     bringup.fail(1, g_fw.apic_ids[1], "the local APIC is out of the early map's reach");
     return;
   }
+  // The APIC for run time (IPIs, the APs' timers), in the kernel's tables.
+  if (auto r = lapic::map(g_lapic_base); r.is_error()) {
+    kprintf("pvk: smp: cannot map the local APIC (%s)\n", errno_name(r.error()));
+    bringup.fail(1, g_fw.apic_ids[1], "the local APIC could not be mapped");
+    return;
+  }
+  // The boot CPU keeps the PIT (through the PIC, ExtINT: no APIC EOI) for
+  // its tick, and takes IPIs: its APIC must be software-enabled.
+  lapic::enable(static_cast<uint8_t>(kSpuriousVector));
+  lapic::calibrate();
+  g_native_platform.send_ipi = &send_cross_cpu_ipi;
+  g_native_platform.ipi_ack = &lapic::eoi;
+  g_native_platform.start_cpu_timer = &start_ap_timer;
   g_boot_cr0 = read_cr0();
   g_boot_cr4 = cpu::read_cr4();
   g_kernel_cr3 = cpu::read_cr3();
@@ -251,17 +277,17 @@ extern "C" [[noreturn]] void native_ap_entry(pvk::PerCpu* self) {
   cpu::write_cr4(g_boot_cr4);
   program_pat();  // the same layout the boot CPU's leaves are written by
   enable_syscalls();
-  *lapic(kApicSvr) = kSvrEnable | kSpuriousVector;
+  *early_lapic(kApicSvr) = kSvrEnable | kSpuriousVector;
   const uint64_t ist_top = self->kernel_stack_top + kIstPages * kPageSize;
-  load_ap_descriptors(reinterpret_cast<void*>(ist_top), ist_top, &native_ap_nmi);
+  load_ap_descriptors(self->id, reinterpret_cast<void*>(ist_top), ist_top, &native_ap_nmi);
   set_gs_bases(*self);
   cpu::write_cr3(g_kernel_cr3);
   // An AP that cannot find itself through its GS base never reports in,
   // and bring-up names it.
   if (this_cpu() != self || self->self != self) cpu::halt_forever();
   smp::report_online(*self);
-  // Parked with interrupts off: nothing routes interrupts to an AP yet, and
-  // the trap paths still assume one CPU. An NMI wakes it (native_ap_nmi
-  // counts it and returns here, to the next hlt).
-  cpu::halt_forever();
+  // Parked until processes run (halted; bring-up's NMI, native_ap_nmi,
+  // counts itself and returns to the halt), then a scheduler like the boot
+  // CPU's: its tick is its APIC timer, its wake-ups IPIs at vec::CrossCpu.
+  secondary_cpu_scheduler();
 }

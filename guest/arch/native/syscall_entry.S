@@ -42,7 +42,7 @@
     .global native_syscall_entry
 native_syscall_entry:
     SYSCALL_FRAME SYSCALL_TAG
-    call syscall_dispatch
+    call syscall_entry_dispatch   /* syscall_dispatch under the kernel lock */
     jmp native_ret_to_user
 
     /* pvk has no 32-bit ABI and offers no 32-bit code segment, so this is

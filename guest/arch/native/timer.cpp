@@ -1,7 +1,10 @@
-// Native preemption tick: the PIT's channel 0 in rate mode through the
-// legacy 8259 PICs, remapped so IRQ 0 arrives on vector 32.
+// Native preemption tick: on the boot CPU the PIT's channel 0 in rate mode
+// through the legacy 8259 PICs, remapped so IRQ 0 arrives on vector 32; on
+// the others their local APIC timer, periodic, on the same vector.
 #include "base/arch/cpu.h"
+#include "guest/arch/native/lapic.h"
 #include "guest/arch/native/native.h"
+#include "guest/smp/percpu.h"
 
 namespace pvk::native {
 namespace {
@@ -10,6 +13,7 @@ constexpr uint32_t kPitHz = 1193182;
 }  // namespace
 
 void start_timer(uint64_t period_ns) {
+  lapic::set_period(period_ns);  // the other CPUs' APIC timers tick at the same rate
   // ICW1..4: edge, cascade, vectors 32/40, 8086 mode; then mask all but IRQ 0.
   cpu::outb(kPic1Cmd, 0x11);
   cpu::outb(kPic2Cmd, 0x11);
@@ -29,6 +33,12 @@ void start_timer(uint64_t period_ns) {
   cpu::outb(0x40, divisor >> 8);
 }
 
-void timer_ack() { cpu::outb(kPic1Cmd, 0x20); }
+// The boot CPU's tick is the PIT's, through the PIC; the others' their APIC timer.
+void timer_ack() {
+  if (this_cpu()->id == 0)
+    cpu::outb(kPic1Cmd, 0x20);
+  else
+    lapic::eoi();
+}
 
 }  // namespace pvk::native

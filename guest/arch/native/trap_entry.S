@@ -92,6 +92,9 @@ native_trap_stubs:
     .irp irq, 32,33,34,35,36,37,38,39,40,41,42,43,44,45,46,47
     TRAP_NOERR \irq
     .endr
+    /* The local APIC's: the cross-CPU IPI and the spurious vector. */
+    TRAP_NOERR 48
+    TRAP_NOERR 49
 
     /* (vector, error code) pushed: CS is at 24(%rsp). */
 trap_common:

@@ -12,7 +12,10 @@
 #include "guest/params/boot_params.h"
 #include "hypercalls/hypercall.h"
 #include "hypercalls/p2m.h"
+#include "hypercalls/vcpu.h"
 #include "guest/arch/pv/pv.h"
+#include "guest/smp/cross_cpu_entry.h"
+#include "guest/smp/percpu.h"
 #include "pvops/pte.h"
 #include "base/frames/physmap.h"
 
@@ -94,14 +97,22 @@ void drain_console_ring() {
   for (;;) xen::sched_op(SCHEDOP_shutdown, &req);
 }
 
-uint64_t fault_address() { return shinfo()->vcpu_info[0].arch.cr2; }
+// This vCPU's slot in shared_info (vCPU ids below XEN_LEGACY_MAX_VCPUS
+// all have one: pvk starts at most smp::kMaxCpus). Before the boot vCPU's
+// PerCpu exists (the first lines of xen_boot_entry) only vCPU 0 runs.
+unsigned this_vcpu() { return pvk_percpus[0].self ? this_cpu()->hw_id : 0; }
+vcpu_info& my_vcpu_info() { return shinfo()->vcpu_info[this_vcpu()]; }
+static_assert(smp::kMaxCpus <= XEN_LEGACY_MAX_VCPUS, "vcpu_info in shared_info suffices");
 
-evtchn_port_t g_timer_port = 0;
+uint64_t fault_address() { return my_vcpu_info().arch.cr2; }
+
+// Each vCPU's VIRQ_TIMER channel (index = PerCpu::id; 0: none yet).
+evtchn_port_t g_timer_port[smp::kMaxCpus] = {};
 uint64_t g_timer_period_ns = 0;
 
-// Xen system time now, from the vcpu_time_info scale (seqlock-style reads).
+// Xen system time now, from this vCPU's vcpu_time_info scale (seqlock-style reads).
 uint64_t system_time_ns() {
-  const vcpu_time_info& t = shinfo()->vcpu_info[0].time;
+  const vcpu_time_info& t = my_vcpu_info().time;
   for (;;) {
     const uint32_t version = __atomic_load_n(&t.version, __ATOMIC_ACQUIRE);
     if (version & 1) continue;
@@ -112,43 +123,123 @@ uint64_t system_time_ns() {
   }
 }
 
+// Whether this vCPU's one-shot is pending (index = PerCpu::id).
+bool g_timer_armed[smp::kMaxCpus] = {};
+
+// A one-shot on this vCPU (VCPUOP_set_singleshot_timer is only allowed
+// for the calling vCPU).
 void arm_timer() {
   vcpu_set_singleshot_timer_t t{system_time_ns() + g_timer_period_ns, 0};
-  xen::vcpu_op(VCPUOP_set_singleshot_timer, 0, &t);
+  if (xen::vcpu_op(VCPUOP_set_singleshot_timer, static_cast<int>(this_vcpu()), &t) >= 0)
+    g_timer_armed[pvk_percpus[0].self ? this_cpu()->id : 0] = true;
 }
 
-// The preemption tick: VIRQ_TIMER on an event channel, re-armed as a
+// Tickless idle: a vCPU in its idle loop (no process) lets the one-shot
+// lapse and sleeps until an event (a Reschedule kick). A vCPU woken 100
+// times a second comes back onto its physical CPU each time, which puts
+// that CPU back in the set Xen must IPI (and wait for) on the other
+// vCPU's page-table type changes: measured, an idle second vCPU that
+// ticked made the other's fork-heavy work several times slower.
+void timer_resume_pv() {
+  if (g_timer_period_ns && g_timer_port[this_cpu()->id] && !g_timer_armed[this_cpu()->id]) arm_timer();
+}
+
+// This vCPU's tick: VIRQ_TIMER (a per-vCPU VIRQ) bound to it, unmasked
+// (EVTCHNOP_unmask: a pending event is delivered then), re-armed as a
 // one-shot at every tick.
+void bind_cpu_timer() {
+  const unsigned vcpu = this_vcpu();
+  xen::vcpu_op(VCPUOP_stop_periodic_timer, static_cast<int>(vcpu), nullptr);
+  evtchn_bind_virq_t bind{VIRQ_TIMER, vcpu, 0};
+  if (xen::event_channel_op(EVTCHNOP_bind_virq, &bind) < 0) return;
+  g_timer_port[this_cpu()->id] = bind.port;
+  evtchn_unmask_t unmask{bind.port};
+  xen::event_channel_op(EVTCHNOP_unmask, &unmask);
+  arm_timer();
+}
+
 void start_timer(uint64_t period_ns) {
   g_timer_period_ns = period_ns;
-  xen::vcpu_op(VCPUOP_stop_periodic_timer, 0, nullptr);
-  evtchn_bind_virq_t bind{VIRQ_TIMER, 0, 0};
-  if (xen::event_channel_op(EVTCHNOP_bind_virq, &bind) < 0) return;
-  g_timer_port = bind.port;
-  __atomic_and_fetch(&shinfo()->evtchn_mask[g_timer_port / 64], ~(xen_ulong_t{1} << (g_timer_port % 64)),
-                     __ATOMIC_ACQ_REL);
-  arm_timer();
+  bind_cpu_timer();
 }
 
 void timer_ack() {}
 
-// Clears every pending unmasked event; true if the timer was among them.
-// Masked ports stay pending: they never raise this upcall, and an AP's
-// wake-up channel (smp_pv.cpp, masked, polled by that AP) may share a word
-// with the timer's port — clearing the whole word would eat its wake-up.
+// Ports another vCPU owns in word w (their timer and IPI channels): this
+// vCPU must leave their pending bits alone.
+xen_ulong_t foreign_ports(unsigned w, unsigned self) {
+  xen_ulong_t bits = 0;
+  for (unsigned c = 0; c < smp::kMaxCpus; ++c) {
+    if (c == self) continue;
+    const evtchn_port_t ports[2] = {g_timer_port[c], smp::cpu(c).ipi_port};
+    for (evtchn_port_t p : ports)
+      if (p && p / 64 == w) bits |= xen_ulong_t{1} << (p % 64);
+  }
+  return bits;
+}
+
+// Clears every pending unmasked event of this vCPU's; true if its timer
+// was among them. Its IPI channel runs the cross-CPU requests. Masked
+// ports stay pending (they never raise this upcall: an AP's wake-up
+// channel, masked and polled while it parks), and so do other vCPUs'
+// ports sharing a word with ours: clearing them would eat their events.
 bool handle_event() {
-  vcpu_info& v = shinfo()->vcpu_info[0];
+  const unsigned self = pvk_percpus[0].self ? this_cpu()->id : 0;
+  vcpu_info& v = my_vcpu_info();
   v.evtchn_upcall_pending = 0;
-  bool tick = false;
+  bool tick = false, ipi = false;
+  const evtchn_port_t timer = g_timer_port[self];
+  const evtchn_port_t ipi_port = smp::cpu(self).ipi_port;
   const xen_ulong_t sel = __atomic_exchange_n(&v.evtchn_pending_sel, 0, __ATOMIC_ACQ_REL);
   for (unsigned w = 0; w < sizeof(xen_ulong_t) * 8; ++w) {
     if (!(sel & (xen_ulong_t{1} << w))) continue;
-    const xen_ulong_t masked = __atomic_load_n(&shinfo()->evtchn_mask[w], __ATOMIC_ACQUIRE);
-    const xen_ulong_t fired = __atomic_fetch_and(&shinfo()->evtchn_pending[w], masked, __ATOMIC_ACQ_REL) & ~masked;
-    if (g_timer_period_ns && w == g_timer_port / 64 && (fired & (xen_ulong_t{1} << (g_timer_port % 64)))) tick = true;
+    const xen_ulong_t keep = __atomic_load_n(&shinfo()->evtchn_mask[w], __ATOMIC_ACQUIRE) | foreign_ports(w, self);
+    const xen_ulong_t fired = __atomic_fetch_and(&shinfo()->evtchn_pending[w], keep, __ATOMIC_ACQ_REL) & ~keep;
+    if (g_timer_period_ns && timer && w == timer / 64 && (fired & (xen_ulong_t{1} << (timer % 64)))) tick = true;
+    if (ipi_port && w == ipi_port / 64 && (fired & (xen_ulong_t{1} << (ipi_port % 64)))) ipi = true;
   }
-  if (tick) arm_timer();
+  if (tick) {
+    g_timer_armed[self] = false;
+    // Only a vCPU running a process needs its next tick (the boot vCPU
+    // before processes exist too: nothing else then runs its timer).
+    if (!pvk_percpus[0].self || this_cpu()->current || self == 0) arm_timer();
+  }
+  if (ipi) smp::cross_cpu_interrupt();
   return tick;
+}
+
+// "Interrupts" of a PV vCPU: its event upcall mask.
+uint64_t irq_save_pv() {
+  vcpu_info& v = my_vcpu_info();
+  const uint8_t old = __atomic_load_n(&v.evtchn_upcall_mask, __ATOMIC_RELAXED);
+  __atomic_store_n(&v.evtchn_upcall_mask, 1, __ATOMIC_SEQ_CST);
+  return old;
+}
+
+void irq_restore_pv(uint64_t saved) {
+  vcpu_info& v = my_vcpu_info();
+  __atomic_store_n(&v.evtchn_upcall_mask, static_cast<uint8_t>(saved), __ATOMIC_SEQ_CST);
+  // Unmasked with an upcall pending: Xen delivers it on the next way out
+  // of the hypervisor; any harmless hypercall makes that now.
+  if (!saved && __atomic_load_n(&v.evtchn_upcall_pending, __ATOMIC_ACQUIRE))
+    xen::hypercall_uncounted(__HYPERVISOR_xen_version, XENVER_version, 0);
+}
+
+// SCHEDOP_block unmasks this vCPU's events and blocks unless one is
+// pending; the upcall runs (handle_event) before the hypercall returns
+// here. Masked again after, as the kernel runs.
+void idle_halt_pv() {
+  xen::block();
+  __atomic_store_n(&my_vcpu_info().evtchn_upcall_mask, 1, __ATOMIC_SEQ_CST);
+}
+
+// The user's %gs selector; Xen loads it with the user GS base live (a
+// load in the guest kernel would replace the kernel's GS base).
+void load_user_gs_pv(uint16_t sel) { xen::hypercall_uncounted(__HYPERVISOR_set_segment_base, SEGBASE_GS_USER_SEL, sel); }
+
+bool send_ipi_pv(unsigned cpu) {
+  const evtchn_port_t port = smp::cpu(cpu).ipi_port;
+  return port && xen::send_uncounted(port) >= 0;
 }
 
 bool from_user(const TrapFrame& f) { return (f.cs & 3) == 3; }
@@ -212,6 +303,8 @@ shared_info* shared_info_page() { return shinfo(); }
 
 namespace {
 
+extern Platform* g_xen_platform_ptr;
+
 void install_traps() {
   const trap_info* traps = trap_table();
   if (xen::set_trap_table(traps) < 0) {
@@ -240,6 +333,14 @@ void install_traps() {
     }
   }
   pvk_ret_to_user = xen_ret_to_user;
+  g_xen_platform_ptr->irq_save = &irq_save_pv;
+  g_xen_platform_ptr->irq_restore = &irq_restore_pv;
+  g_xen_platform_ptr->idle_halt = &idle_halt_pv;
+  g_xen_platform_ptr->send_ipi = &send_ipi_pv;
+  g_xen_platform_ptr->start_cpu_timer = &bind_cpu_timer;
+  g_xen_platform_ptr->load_user_gs = &load_user_gs_pv;
+  g_xen_platform_ptr->halt_lock_waiters = true;
+  g_xen_platform_ptr->timer_resume = &timer_resume_pv;
   xen::stack_switch(FLAT_KERNEL_SS, reinterpret_cast<uint64_t>(boot_stack_top));
 }
 
@@ -253,6 +354,8 @@ void kernel_space_ready() {
 Platform g_xen_platform{"xen",          "domU",       &ring_write,       &shutdown,  &fault_address,
                         &handle_event, &kernel_space_ready, 0, FLAT_USER_CS, FLAT_USER_SS, &set_kernel_stack,
                         &start_timer,  &timer_ack,    &from_user,         &set_user_fs_base};
+
+Platform* g_xen_platform_ptr = &g_xen_platform;
 
 Pfn boot_pfn(uint64_t va) { return Pfn{(va - PVK_KERNEL_VMA) >> kPageShift}; }
 uint64_t max(uint64_t a, uint64_t b) { return a > b ? a : b; }

@@ -13,11 +13,12 @@
 // Events: vCPUs below XEN_LEGACY_MAX_VCPUS (32) have their vcpu_info in
 // shared_info already; pvk starts at most smp::kMaxCpus (16), so no
 // VCPUOP_register_vcpu_info. Each AP gets an IPI event channel
-// (EVTCHNOP_bind_ipi), kept masked: the AP keeps its upcalls masked too
-// (the event callback's handler still serves vCPU 0 only) and parks in
-// SCHEDOP_poll on that port, which wakes it whatever the masks. Bring-up
-// sends each AP one wake-up and waits for it to be taken, so the path is
-// known to work before anything relies on it.
+// (EVTCHNOP_bind_ipi), masked while the AP parks in SCHEDOP_poll on that
+// port (which wakes it whatever the masks). Bring-up sends each AP one
+// wake-up and waits for it to be taken, so the path is known to work before
+// anything relies on it; the AP then unmasks the channel and goes to its
+// scheduler (secondary_cpu_scheduler), where IPIs and its own VIRQ_TIMER
+// arrive through the event upcall on that vCPU.
 #include "base/arch/cpu.h"
 #include "base/console/console.h"
 #include "base/frames/frame_allocator.h"
@@ -26,6 +27,7 @@
 #include "base/lib/format.h"
 #include "base/lib/kstring.h"
 #include "guest/arch/pv/pv.h"
+#include "guest/proc/process.h"
 #include "guest/smp/bringup.h"
 #include "guest/smp/percpu.h"
 #include "hypercalls/p2m.h"
@@ -56,7 +58,10 @@ unsigned probe_vcpus() {
 
 void build_context(vcpu_guest_context_t& c, PerCpu& pc) {
   memset(&c, 0, sizeof c);
-  c.flags = VGCF_in_kernel;
+  // As the boot vCPU's registrations (CALLBACKF_mask_events): system calls
+  // and the failsafe callback enter with events masked, like the kernel's
+  // every other entry.
+  c.flags = VGCF_in_kernel | VGCF_syscall_disables_events | VGCF_failsafe_disables_events;
   c.user_regs.rip = reinterpret_cast<uint64_t>(&xen_ap_start);
   c.user_regs.rsp = pc.kernel_stack_top;
   c.user_regs.rdi = reinterpret_cast<uint64_t>(&pc);
@@ -102,6 +107,9 @@ void start_secondary_cpus() {
   smp::counts().set_found(vcpus);
   if (vcpus <= 1) return;
   smp::Bringup bringup("xen");
+  // The boot vCPU's own IPI channel (the others bind theirs below), live
+  // at once: it takes cross-CPU requests through its event upcall.
+  if (long port = xen::bind_ipi(0); port > 0) smp::cpu(0).ipi_port = static_cast<uint32_t>(port);
   auto ctx_frames = frames().try_alloc_run(kContextPages);
   if (ctx_frames.is_error()) {
     bringup.fail(1, 1, "no frames for a vCPU context");
@@ -174,9 +182,17 @@ extern "C" [[noreturn]] void xen_ap_entry(pvk::PerCpu* self) {
   evtchn_port_t port = self->ipi_port;
   xen_ulong_t& pending = pv::shared_info_page()->evtchn_pending[port / 64];
   const xen_ulong_t bit = xen_ulong_t{1} << (port % 64);
+  // Bring-up's wake-up, taken while the channel is masked.
   for (;;) {
     xen::poll(&port);
-    if (__atomic_fetch_and(&pending, ~bit, __ATOMIC_ACQ_REL) & bit)
+    if (__atomic_fetch_and(&pending, ~bit, __ATOMIC_ACQ_REL) & bit) {
       __atomic_add_fetch(&self->ipis_taken, 1, __ATOMIC_RELEASE);
+      break;
+    }
   }
+  // From here on its IPIs arrive through the event upcall (handle_event),
+  // like the boot vCPU's: unmasked (a send in between is delivered then).
+  evtchn_unmask_t unmask{port};
+  xen::event_channel_op(EVTCHNOP_unmask, &unmask);
+  secondary_cpu_scheduler();
 }

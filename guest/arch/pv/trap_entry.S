@@ -80,7 +80,7 @@ xen_compat_syscall_callback:
     .global xen_syscall_callback
 xen_syscall_callback:
     PV_FRAME PV_SYSCALL_TAG, 0
-    call syscall_dispatch
+    call syscall_entry_dispatch   /* syscall_dispatch under the kernel lock */
     jmp xen_ret_to_user
 
 xen_trap_common:

@@ -1,0 +1,142 @@
+#include "base/lib/spinlock.h"
+
+#include "base/arch/cpu.h"
+#include "base/arch/cross_cpu.h"
+#include "base/arch/platform.h"
+#include "base/lib/error_or.h"
+
+namespace pvk {
+namespace {
+
+// Per-CPU books of held locks (debug builds); indexed by xcpu::this_cpu_id,
+// which is below guest/smp's kMaxCpus (checked there against this bound).
+constexpr unsigned kMaxLockCpus = 32;
+
+#ifndef NDEBUG
+LockOrder g_held[kMaxLockCpus];
+
+// How long a CPU spins before it calls the lock stuck (a CPU that never
+// releases it: a lost unlock, or a holder that died).
+constexpr uint64_t kStuckMs = 20'000;
+#endif
+
+// Spins before a LockWait::Halt waiter halts.
+constexpr unsigned kSpinsBeforeHalt = 100;
+
+// Which lock and ticket each CPU is halted waiting for (lock null: none).
+struct Halted {
+  const Spinlock* lock;
+  uint32_t ticket;
+};
+Halted g_halted[kMaxLockCpus];
+
+unsigned me() {
+  const unsigned id = xcpu::this_cpu_id();
+  return id < kMaxLockCpus ? id : 0;
+}
+
+}  // namespace
+
+IrqState irq_save() {
+  if (!g_platform || !g_platform->irq_save) return {0};
+  return {g_platform->irq_save()};
+}
+
+void irq_restore(IrqState s) {
+  if (g_platform && g_platform->irq_restore) g_platform->irq_restore(s.bits);
+}
+
+void Spinlock::acquire() {
+  const int32_t cpu = static_cast<int32_t>(me());
+#ifndef NDEBUG
+  if (__atomic_load_n(&owner_, __ATOMIC_RELAXED) == cpu)
+    panic("lock %s: taken again by CPU %d, which holds it", cls_->name, cpu);
+  if (const LockClass* held = g_held[cpu].conflict(*cls_))
+    panic("lock order: CPU %d takes %s (rank %u) while holding %s (rank %u)", cpu, cls_->name,
+          static_cast<unsigned>(cls_->rank), held->name, static_cast<unsigned>(held->rank));
+  const uint64_t start = cpu::rdtsc();
+#endif
+  const uint32_t ticket = __atomic_fetch_add(&next_, 1, __ATOMIC_RELAXED);
+  unsigned spins = 0;
+  while (__atomic_load_n(&serving_, __ATOMIC_ACQUIRE) != ticket) {
+    asm volatile("pause");
+    xcpu::poll();
+    if (wait_ == LockWait::Halt && ++spins >= kSpinsBeforeHalt) {
+      wait_for(ticket, cpu);
+      spins = 0;
+    }
+#ifndef NDEBUG
+    if (g_platform && g_platform->tsc_khz && cpu::rdtsc() - start > kStuckMs * g_platform->tsc_khz)
+      panic("lock %s: CPU %d waited %lu ms (held by CPU %d)", cls_->name, cpu, kStuckMs,
+            __atomic_load_n(&owner_, __ATOMIC_RELAXED));
+#endif
+  }
+  __atomic_store_n(&owner_, cpu, __ATOMIC_RELAXED);
+#ifndef NDEBUG
+  g_held[cpu].push(*cls_);
+#endif
+}
+
+// Halts until woken (interrupts are off here, so the platform's halt,
+// which enables them only for the wait, cannot miss a kick that arrives
+// after the check). Announce first, then check: the releaser stores
+// serving_ and then reads the announcement, so one of the two sees the other.
+void Spinlock::wait_for(uint32_t ticket, int32_t cpu) {
+  if (!g_platform || !g_platform->idle_halt) return;
+  Halted& h = g_halted[cpu];
+  __atomic_store_n(&h.ticket, ticket, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&h.lock, this, __ATOMIC_SEQ_CST);
+  if (__atomic_load_n(&serving_, __ATOMIC_SEQ_CST) != ticket) g_platform->idle_halt();
+  __atomic_store_n(&h.lock, nullptr, __ATOMIC_SEQ_CST);
+}
+
+void Spinlock::wake_next(uint32_t serving) {
+  for (unsigned c = 0; c < kMaxLockCpus; ++c) {
+    const Halted& h = g_halted[c];
+    if (__atomic_load_n(&h.lock, __ATOMIC_SEQ_CST) == this && __atomic_load_n(&h.ticket, __ATOMIC_SEQ_CST) == serving) {
+      xcpu::send(c, xcpu::Ipi::Reschedule);
+      return;
+    }
+  }
+}
+
+void Spinlock::release() {
+  const int32_t cpu = static_cast<int32_t>(me());
+#ifndef NDEBUG
+  if (__atomic_load_n(&owner_, __ATOMIC_RELAXED) != cpu)
+    panic("lock %s: released by CPU %d, held by CPU %d", cls_->name, cpu, __atomic_load_n(&owner_, __ATOMIC_RELAXED));
+  if (!g_held[cpu].pop(*cls_)) panic("lock %s: released out of order on CPU %d", cls_->name, cpu);
+#endif
+  __atomic_store_n(&owner_, -1, __ATOMIC_RELAXED);
+  const uint32_t serving = __atomic_load_n(&serving_, __ATOMIC_RELAXED) + 1;
+  __atomic_store_n(&serving_, serving, __ATOMIC_SEQ_CST);
+  if (wait_ == LockWait::Halt && __atomic_load_n(&next_, __ATOMIC_RELAXED) != serving) wake_next(serving);
+}
+
+IrqState Spinlock::lock() {
+  const IrqState saved = irq_save();
+  acquire();
+  return saved;
+}
+
+void Spinlock::unlock(IrqState saved) {
+  release();
+  irq_restore(saved);
+}
+
+void Spinlock::lock_irqs_off() { acquire(); }
+void Spinlock::unlock_irqs_off() { release(); }
+
+bool Spinlock::held_by_this_cpu() const {
+  return __atomic_load_n(&owner_, __ATOMIC_RELAXED) == static_cast<int32_t>(me());
+}
+
+bool Spinlock::contended() const {
+  return __atomic_load_n(&next_, __ATOMIC_ACQUIRE) - __atomic_load_n(&serving_, __ATOMIC_ACQUIRE) > 1;
+}
+
+bool Spinlock::is_locked() const {
+  return __atomic_load_n(&serving_, __ATOMIC_ACQUIRE) != __atomic_load_n(&next_, __ATOMIC_ACQUIRE);
+}
+
+}  // namespace pvk
