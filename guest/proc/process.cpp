@@ -60,7 +60,7 @@ void switch_to(Process* next) {
   g_current = next;
   g_slice_start_tsc = cpu::rdtsc();
   g_platform->set_kernel_stack(next->stack_top());
-  if (next->as) must(PVOP(load_root)(next->as->root()), "load root");
+  must(switch_mm(next->as), "switch_mm");  // null: a lazy switch (the loaded root stays)
   switch_context(prev ? &prev->saved_rsp : &g_scheduler_rsp, next->saved_rsp);
 }
 

@@ -40,6 +40,7 @@ std::string diff(const BootParams& a, const BootParams& b) {
   if (a.batch != b.batch) d += " batch";
   if (a.zero_page != b.zero_page) d += " zero_page";
   if (a.pgd_cache != b.pgd_cache) d += " pgd_cache";
+  if (a.shootdown != b.shootdown) d += " shootdown";
   if (strcmp(a.selftest, b.selftest)) d += " selftest";
   if (strcmp(a.bench, b.bench)) d += " bench";
   if (strcmp(a.init, b.init)) d += " init";
@@ -79,6 +80,7 @@ TEST(BootParams, DefaultsWithAnEmptyCommandLine) {
   EXPECT_EQ(d.batch, 32u) << "Linux's multicall batch";
   EXPECT_EQ(d.zero_page, Switch::On);
   EXPECT_EQ(d.pgd_cache, Switch::On);
+  EXPECT_EQ(d.shootdown, Shootdown::Default) << "the platform decides (hypercall under Xen, IPIs natively)";
   EXPECT_STREQ(d.selftest, "");
   EXPECT_STREQ(d.bench, "");
   EXPECT_STREQ(d.init, "");
@@ -100,6 +102,7 @@ std::vector<ChoiceCase> choice_cases() {
   auto pvpatch = [](BootParams& b) -> uint8_t& { return reinterpret_cast<uint8_t&>(b.pvpatch); };
   auto zero_page = [](BootParams& b) -> uint8_t& { return reinterpret_cast<uint8_t&>(b.zero_page); };
   auto pgd_cache = [](BootParams& b) -> uint8_t& { return reinterpret_cast<uint8_t&>(b.pgd_cache); };
+  auto shootdown = [](BootParams& b) -> uint8_t& { return reinterpret_cast<uint8_t&>(b.shootdown); };
   const uint8_t on = uint8_t(Switch::On), off = uint8_t(Switch::Off);
   return {
       {"mmu", "native", mmu, uint8_t(MmuBackend::Native), uint8_t(MmuBackend::Default)},
@@ -114,6 +117,8 @@ std::vector<ChoiceCase> choice_cases() {
       {"zero_page", "off", zero_page, off, on},
       {"pgd_cache", "on", pgd_cache, on, off},
       {"pgd_cache", "off", pgd_cache, off, on},
+      {"shootdown", "hypercall", shootdown, uint8_t(Shootdown::Hypercall), uint8_t(Shootdown::Ipi)},
+      {"shootdown", "ipi", shootdown, uint8_t(Shootdown::Ipi), uint8_t(Shootdown::Default)},
   };
 }
 
@@ -146,6 +151,8 @@ TEST(BootParams, BadChoiceListsTheAcceptedValues) {
       {"pvpatch=yes", "pvpatch", "yes", "on|off"},
       {"zero_page=1", "zero_page", "1", "on|off"},
       {"pgd_cache=onn", "pgd_cache", "onn", "on|off"},
+      {"shootdown=IPI", "shootdown", "IPI", "hypercall|ipi"},
+      {"shootdown=hypercalls", "shootdown", "hypercalls", "hypercall|ipi"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.line);
