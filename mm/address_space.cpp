@@ -199,12 +199,7 @@ bool AddressSpace::table_holds_only_private_memory(VirtAddr table) const {
 ErrorOr<void> AddressSpace::destroy() {
   // This CPU stops running on the space first (the scheduler may have
   // loaded the kernel's root already; the mask must follow either way).
-  const unsigned me = xcpu::this_cpu_id();
-  if (me < kCpuMaskBits && g_loaded[me] == this) {
-    if (g_current_root == root_) TRY(PVOP(load_root)(kernel_root()));
-    g_loaded[me] = nullptr;
-    cpus_.clear(me);
-  }
+  if (loaded_mm() == this) TRY(switch_to_kernel_mm());
   LazyMmuSection section(root_, cpus_, OnRefusal::Retry);
   auto r = PVOP(range.teardown)(root_, UnmapVisitor{&drop_frame, nullptr}, section);
   if (!r.is_error()) r = PVOP(range.release_user_tables)(root_, section);
@@ -533,6 +528,16 @@ ErrorOr<void> switch_mm(AddressSpace* next) {
   AddressSpace* prev = g_loaded[me];
   if (prev && prev != next) prev->cpus_.clear(me);
   g_loaded[me] = next;
+  return {};
+}
+
+ErrorOr<void> switch_to_kernel_mm() {
+  const unsigned me = xcpu::this_cpu_id();
+  if (me >= kCpuMaskBits) panic("switch_to_kernel_mm: CPU %u beyond the %u a CpuMask holds", me, kCpuMaskBits);
+  AddressSpace* prev = g_loaded[me];
+  if (g_current_root != kernel_root()) TRY(PVOP(load_root)(kernel_root()));
+  if (prev) prev->cpus_.clear(me);
+  g_loaded[me] = nullptr;
   return {};
 }
 

@@ -121,6 +121,7 @@ class AddressSpace {
   LeafRights leaf_rights_in_table(VirtAddr table) const;
 
   friend ErrorOr<void> switch_mm(AddressSpace* next);
+  friend ErrorOr<void> switch_to_kernel_mm();
 
   Pfn root_{};
   CpuMask cpus_;
@@ -140,6 +141,9 @@ PteFlags leaf_flags(uint32_t prot);
 // of either can miss it. Null next is a lazy switch: the loaded root stays
 // (a kernel-only task needs only the kernel half) and nothing changes.
 ErrorOr<void> switch_mm(AddressSpace* next);
+// This CPU leaves the space it runs on for the kernel's root (a CPU that
+// must stop holding a root: the space is going away, or a test is done).
+ErrorOr<void> switch_to_kernel_mm();
 // The space switch_mm last loaded on this CPU (null: none, or the kernel's).
 AddressSpace* loaded_mm();
 
