@@ -130,7 +130,16 @@ void multi_op(unsigned cmd, uint64_t va, const xen_ulong_t* mask) {
   if (settle(g_queue.flush(), "mmu batch").is_error()) return;  // reported
   unsigned done = 0;
   const long rc = xen::mmuext_op(&op, 1, &done);
-  if (rc < 0) (void)report_rc("mmuext_op(flush multi)", rc, cmd, va);
+  if (rc >= 0) return;
+  (void)report_rc("mmuext_op(flush multi)", rc, cmd, va);
+  // Other vCPUs would keep translations of a mapping that changed: flush
+  // every vCPU instead, and stop if even that is refused.
+  mmuext_op_t every{};
+  every.cmd = MMUEXT_TLB_FLUSH_ALL;
+  const long rc_all = xen::mmuext_op(&every, 1, &done);
+  if (rc_all < 0)
+    panic("xen: MMUEXT_TLB_FLUSH_ALL refused (rc %ld) after a refused flush multi: stale TLB entries on other vCPUs",
+          rc_all);
 }
 
 void flush_multi_by_hypercall(const CpuMask& cpus, const TlbFlushInfo& info) {
