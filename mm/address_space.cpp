@@ -197,9 +197,18 @@ bool AddressSpace::table_holds_only_private_memory(VirtAddr table) const {
 }
 
 ErrorOr<void> AddressSpace::destroy() {
-  // This CPU stops running on the space first (the scheduler may have
-  // loaded the kernel's root already; the mask must follow either way).
-  if (loaded_mm() == this) TRY(switch_to_kernel_mm());
+  // This CPU stops running on the space first. Its root may be gone from
+  // CR3 already (the scheduler loaded the kernel's, or exec loaded the new
+  // image's): then only the bookkeeping follows.
+  if (loaded_mm() == this) {
+    if (g_current_root == root_) {
+      TRY(switch_to_kernel_mm());
+    } else {
+      const unsigned me = xcpu::this_cpu_id();
+      cpus_.clear(me);
+      g_loaded[me] = nullptr;
+    }
+  }
   LazyMmuSection section(root_, cpus_, OnRefusal::Retry);
   auto r = PVOP(range.teardown)(root_, UnmapVisitor{&drop_frame, nullptr}, section);
   if (!r.is_error()) r = PVOP(range.release_user_tables)(root_, section);

@@ -68,6 +68,21 @@ TEST_P(ShootdownSpaceTest, SwitchMmJoinsTheNextSpaceAndLeavesThePreviousOne) {
   EXPECT_EQ(g_current_root, root_) << "the kernel's root";
 }
 
+TEST_P(ShootdownSpaceTest, DestroyingASpaceNoLongerInCr3KeepsTheLoadedRoot) {
+  // exec: the new image's root is loaded (by load_root, not switch_mm), then
+  // the old space goes away — the CPU must stay on the new root.
+  AddressSpace* old_image = create();
+  AddressSpace* new_image = create();
+  ASSERT_TRUE(old_image && new_image);
+  ASSERT_EQ(error_of(switch_mm(old_image)), Errno::Ok);
+  ASSERT_EQ(error_of(g_mmu.load_root(new_image->root())), Errno::Ok);
+  destroy(old_image);
+  EXPECT_EQ(g_current_root, new_image->root());
+  EXPECT_EQ(loaded_mm(), nullptr);
+  ASSERT_EQ(error_of(switch_mm(new_image)), Errno::Ok);
+  EXPECT_EQ(cpus_of(new_image->cpus()), (std::vector<unsigned>{0}));
+}
+
 TEST_P(ShootdownSpaceTest, AloneInTheMaskNothingIsSentAndTheCountersStayZero) {
   AddressSpace* as = create();
   ASSERT_NE(as, nullptr);
