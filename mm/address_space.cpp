@@ -104,7 +104,21 @@ constexpr unsigned kShareMinLeaves = 32;
 
 void set_mm_policy(const MmPolicy& policy) { g_policy = policy; }
 
+namespace {
+// A lazy CPU asked to leave a root that is going away (pvops' leave hook,
+// run on that CPU from its shootdown handler).
+void leave_root_here(Pfn root) {
+  AddressSpace* as = loaded_mm();
+  if (as && as->root() == root) {
+    must(switch_to_kernel_mm(), "leave a dying root");
+  } else if (g_current_root == root) {
+    must(PVOP(load_root)(kernel_root()), "leave a dying root");
+  }
+}
+}  // namespace
+
 ErrorOr<void> init_user_mm() {
+  set_tlb_leave_hook(&leave_root_here);
   g_zero_page = TRY(frames().try_alloc());
   memset(phys_to_virt(g_zero_page), 0, kPageSize);
   frame_refs().set_immortal(g_zero_page);  // shared by any number of mappings, never freed
@@ -213,6 +227,16 @@ ErrorOr<void> AddressSpace::destroy() {
   auto r = PVOP(range.teardown)(root_, UnmapVisitor{&drop_frame, nullptr}, section);
   if (!r.is_error()) r = PVOP(range.release_user_tables)(root_, section);
   TRY(finish(section, r));
+  // Lazy TLB: CPUs that went idle on this root still have it loaded (and
+  // are still in the mask). The root must not be reused or freed under
+  // them: they switch to the kernel's root first.
+  const CpuMask lazy = cpus_.snapshot().without(xcpu::this_cpu_id());
+  if (!lazy.empty()) {
+    const CpuMask refused = ask_to_leave_root(lazy, root_);
+    if (!refused.empty())
+      panic("address space teardown: CPU %u still runs on root 0x%lx and cannot be asked to leave it", refused.next(0),
+            raw(root_));
+  }
   count_ = 0;
   in_use_ = false;
   return release_root(root_);

@@ -31,6 +31,7 @@ Mailbox g_mailboxes[kCpuMaskBits];
 Pfn g_current_roots[kCpuMaskBits];
 CpuMask g_kernel_tlb_cpus;
 LocalTlbFlush g_local{};
+void (*g_leave_hook)(Pfn root) = nullptr;
 
 // How long a sender waits for acknowledgements before it stops the kernel:
 // generous (tens of seconds of TSC at any plausible rate), because a CPU of
@@ -38,11 +39,11 @@ LocalTlbFlush g_local{};
 constexpr uint64_t kAckTimeoutTicks = uint64_t{1} << 36;
 
 void run(const TlbFlushInfo& info) {
-  if (info.full || info.count > kTlbSinglePageFlushCeiling) {
+  if (info.full || info.count > kTlbSinglePageFlushCeiling)
     g_local.all();
-    return;
-  }
-  for (unsigned i = 0; i < info.count; ++i) g_local.one(info.pages[i]);
+  else
+    for (unsigned i = 0; i < info.count; ++i) g_local.one(info.pages[i]);
+  if (info.leave && g_leave_hook && current_root() == info.leave_root) g_leave_hook(info.leave_root);
 }
 
 }  // namespace
@@ -81,6 +82,16 @@ void handle_tlb_shootdowns() {
     run(m.info);
     m.pending.clear(me);  // release: the flush is done before the sender sees this
   }
+}
+
+void set_tlb_leave_hook(void (*hook)(Pfn root)) { g_leave_hook = hook; }
+
+CpuMask ask_to_leave_root(const CpuMask& cpus, Pfn root) {
+  TlbFlushInfo info;
+  info.full = true;
+  info.leave = true;
+  info.leave_root = root;
+  return shootdown_ipi(cpus, info);
 }
 
 CpuMask shootdown_ipi(const CpuMask& targets_in, const TlbFlushInfo& info) {

@@ -34,6 +34,10 @@ struct TlbFlushInfo {
   bool full = false;
   unsigned count = 0;
   VirtAddr pages[kTlbSinglePageFlushCeiling] = {};
+  // Lazy TLB: a target still running on this root (it went idle on it)
+  // leaves it for the kernel's (the leave hook) — the root is going away.
+  bool leave = false;
+  Pfn leave_root{};
 };
 
 // Xen PV: how flush_tlb_multi reaches the other vCPUs (boot switch
@@ -64,6 +68,14 @@ CpuMask shootdown_ipi(const CpuMask& targets, const TlbFlushInfo& info);
 // Runs, on this CPU, every flush other CPUs have asked of it and not yet
 // seen (the TlbFlush handler; also safe to call from a polling loop).
 void handle_tlb_shootdowns();
+
+// What a target runs for a request with `leave` when it still has that
+// root loaded: mm's switch to the kernel's root (it keeps the masks).
+void set_tlb_leave_hook(void (*hook)(Pfn root));
+// Asks every CPU of `cpus` but this one to flush everything and to leave
+// `root` if it still runs on it; waits for all. Returns the CPUs that could
+// not be asked.
+CpuMask ask_to_leave_root(const CpuMask& cpus, Pfn root);
 
 // The root each CPU has loaded (the CR3 it runs on); the load_root verbs
 // keep it up to date. Per CPU, since each CPU runs its own address space.

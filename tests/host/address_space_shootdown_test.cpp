@@ -8,6 +8,7 @@
 
 #include "address_space_fixture.h"
 #include "cross_cpu_host.h"
+#include "panic_host.h"
 
 namespace pvk::test {
 namespace {
@@ -172,6 +173,48 @@ TEST_P(ShootdownSpaceTest, ALargeMprotectIsOneFullShootdown) {
   EXPECT_TRUE(m[0].info.full) << "past the ceiling: one full flush on the targets";
   EXPECT_EQ(cpus_of(m[0].cpus), (std::vector<unsigned>{2}));
   EXPECT_EQ(fake().count(Ev::FlushOne) + fake().count(Ev::FlushAll), 0u) << "not loaded on this CPU";
+}
+
+void no_flush(VirtAddr) {}
+void no_flush_all() {}
+
+TEST_P(ShootdownSpaceTest, ALazyCpuLeavesTheRootOfASpaceThatGoesAway) {
+  init_tlb_shootdown({&no_flush, &no_flush_all});  // the IPI path, delivered by the fake
+  AddressSpace* as = create();
+  ASSERT_NE(as, nullptr);
+  on_cpu(1, [&] {
+    ASSERT_EQ(error_of(switch_mm(as)), Errno::Ok);
+    ASSERT_EQ(error_of(switch_mm(nullptr)), Errno::Ok);  // idle, lazily on the root
+  });
+  const Pfn root = as->root();
+  fake_xcpu().sent.clear();
+  destroy(as);
+  ASSERT_EQ(fake_xcpu().sent.size(), 1u) << "CPU 1 was asked to leave";
+  EXPECT_EQ(fake_xcpu().sent[0].to, 1u);
+  on_cpu(1, [&] {
+    EXPECT_EQ(loaded_mm(), nullptr);
+    EXPECT_NE(g_current_root, root) << "CPU 1 left the dying root";
+    EXPECT_EQ(g_current_root, root_) << "for the kernel's";
+  });
+}
+
+TEST_P(ShootdownSpaceTest, TeardownWithALazyCpuThatCannotBeAskedPanics) {
+  init_tlb_shootdown({&no_flush, &no_flush_all});
+  AddressSpace* as = create();
+  ASSERT_NE(as, nullptr);
+  on_cpu(1, [&] { ASSERT_EQ(error_of(switch_mm(as)), Errno::Ok); });
+  fake_xcpu().refuse = true;
+  live_.erase(std::remove(live_.begin(), live_.end(), as), live_.end());
+  try {
+    (void)as->destroy();
+    ADD_FAILURE() << "destroy returned with CPU 1 still on the root";
+  } catch (const PanicError& e) {
+    EXPECT_THAT(e.what(), testing::HasSubstr("cannot be asked to leave"));
+  }
+  // Undo for the fixture's checks: CPU 1 leaves, the space goes.
+  fake_xcpu().refuse = false;
+  on_cpu(1, [&] { ASSERT_EQ(error_of(switch_to_kernel_mm()), Errno::Ok); });
+  EXPECT_EQ(error_of(as->destroy()), Errno::Ok);
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, ShootdownSpaceTest, testing::ValuesIn(kAllWalkModes), walk_mode_name);
