@@ -27,14 +27,20 @@ enum Syscall : uint64_t {
   SYS_sched_yield = 24,
   SYS_dup2 = 33,
   SYS_getpid = 39,
+  SYS_clone = 56,  // (flags, newsp, parent_tid*, child_tid*, tls): Linux x86-64's argument order
   SYS_fork = 57,
   SYS_execve = 59,
   SYS_exit = 60,
   SYS_wait4 = 61,
   SYS_kill = 62,
   SYS_getppid = 110,
+  SYS_arch_prctl = 158,
+  SYS_gettid = 186,
+  SYS_futex = 202,  // (uint32_t* uaddr, op, val, const Timespec* timeout, ...)
+  SYS_set_tid_address = 218,
   SYS_clock_gettime = 228,
   SYS_exit_group = 231,
+  SYS_tgkill = 234,
   // pvk's own.
   SYS_pvk_counters = 500,  // (PvkCounters* out) -> 0
   SYS_pvk_shutdown = 501,  // (int status) -> only init (pid 1) may call it
@@ -45,8 +51,28 @@ enum Syscall : uint64_t {
 enum Errno : int64_t {
   EPERM = 1, ENOENT = 2, ESRCH = 3, EINTR = 4, EIO = 5, E2BIG = 7, ENOEXEC = 8, EBADF = 9, ECHILD = 10,
   EAGAIN = 11, ENOMEM = 12, EFAULT = 14, EBUSY = 16, EEXIST = 17, EINVAL = 22, EMFILE = 24, EPIPE = 32,
-  ENOSYS = 38,
+  ENOSYS = 38, ETIMEDOUT = 110,
 };
+
+// clone flags (Linux's). The low byte (CSIGNAL) is the signal a fork-like
+// child sends its parent on exit.
+inline constexpr uint64_t CSIGNAL = 0xff;
+inline constexpr uint64_t CLONE_VM = 0x100, CLONE_FS = 0x200, CLONE_FILES = 0x400, CLONE_SIGHAND = 0x800;
+inline constexpr uint64_t CLONE_VFORK = 0x4000, CLONE_PARENT = 0x8000, CLONE_THREAD = 0x10000;
+inline constexpr uint64_t CLONE_SYSVSEM = 0x40000, CLONE_SETTLS = 0x80000, CLONE_PARENT_SETTID = 0x100000;
+inline constexpr uint64_t CLONE_CHILD_CLEARTID = 0x200000, CLONE_CHILD_SETTID = 0x01000000;
+// What a thread library passes for a thread (glibc's and musl's set).
+inline constexpr uint64_t kCloneThreadFlags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD |
+                                              CLONE_SYSVSEM | CLONE_SETTLS | CLONE_PARENT_SETTID |
+                                              CLONE_CHILD_CLEARTID;
+
+// futex operations (Linux's). The command is op & FUTEX_CMD_MASK.
+inline constexpr uint64_t FUTEX_WAIT = 0, FUTEX_WAKE = 1;
+inline constexpr uint64_t FUTEX_PRIVATE_FLAG = 128, FUTEX_CLOCK_REALTIME = 256;
+inline constexpr uint64_t FUTEX_CMD_MASK = ~(FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME);
+
+// arch_prctl codes (Linux's).
+inline constexpr uint64_t ARCH_SET_GS = 0x1001, ARCH_SET_FS = 0x1002, ARCH_GET_FS = 0x1003, ARCH_GET_GS = 0x1004;
 
 // mmap / mprotect.
 inline constexpr uint64_t PROT_NONE = 0, PROT_READ = 1, PROT_WRITE = 2, PROT_EXEC = 4;

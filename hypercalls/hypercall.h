@@ -42,6 +42,10 @@ inline long vm_assist(unsigned cmd, unsigned type) { return hypercall(__HYPERVIS
 inline long set_trap_table(const trap_info* t) { return hypercall(__HYPERVISOR_set_trap_table, arg(t)); }
 inline long callback_op(int cmd, const void* a) { return hypercall(__HYPERVISOR_callback_op, cmd, arg(a)); }
 inline long stack_switch(uint64_t ss, uint64_t sp) { return hypercall(__HYPERVISOR_stack_switch, ss, sp); }
+// which: SEGBASE_FS (a user thread's TLS base), SEGBASE_GS_USER, ...
+inline long set_segment_base(unsigned which, uint64_t base) {
+  return hypercall(__HYPERVISOR_set_segment_base, which, base);
+}
 inline long event_channel_op(int cmd, void* a) { return hypercall(__HYPERVISOR_event_channel_op, cmd, arg(a)); }
 inline long vcpu_op(int cmd, unsigned vcpu, void* a) { return hypercall(__HYPERVISOR_vcpu_op, cmd, vcpu, arg(a)); }
 inline long update_va_mapping(uint64_t va, uint64_t pte, uint64_t flags) {

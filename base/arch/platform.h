@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/lib/error_or.h"
+
 namespace pvk {
 
 enum class ExitStatus { Pass, Fail };
@@ -28,6 +30,11 @@ struct Platform {
   void (*start_timer)(uint64_t period_ns);     // periodic preemption tick
   void (*timer_ack)();                         // end of a timer interrupt (EOI)
   bool (*from_user)(const TrapFrame& f);  // did this trap come from user mode?
+  // The user FS base (TLS) of the thread about to run: IA32_FS_BASE natively,
+  // HYPERVISOR_set_segment_base(SEGBASE_FS) under Xen. The caller passes a
+  // user address; a non-canonical one is refused here too, never written
+  // (wrmsr of one faults in the kernel), and Xen's refusal comes back.
+  ErrorOr<void> (*set_user_fs_base)(uint64_t base);
 
   // Supervisor-mode protections in force (native only: a PV kernel runs in
   // ring 3 and keeps user mode out of its mappings with a separate root).

@@ -30,6 +30,7 @@ enum class Errno : int {
   EMFILE = 24,
   EPIPE = 32,
   ENOSYS = 38,
+  ETIMEDOUT = 110,
 };
 
 const char* errno_name(Errno e);

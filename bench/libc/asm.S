@@ -55,4 +55,29 @@ pvk_longjmp:
     jmp *56(%rdi)
     .size pvk_longjmp, . - pvk_longjmp
 
+/* int64_t pvk_thread_clone(flags, newsp, parent_tid, child_tid, tls): the
+ * clone system call for a thread (bench/libc/thread.h). The parent returns
+ * the new tid (or -errno). The child starts on newsp, where thread_create
+ * left fn and arg: it calls fn(arg) with no frame above it, then exits the
+ * thread (exit, not exit_group). */
+    .section .text.pvk_thread_clone, "ax"
+    .global pvk_thread_clone
+    .type pvk_thread_clone, @function
+pvk_thread_clone:
+    mov %rcx, %r10                  /* the fourth syscall argument */
+    mov $56, %eax                   /* clone */
+    syscall
+    test %rax, %rax
+    jz 1f
+    ret
+1:  xor %ebp, %ebp                  /* the outermost frame */
+    pop %rax                        /* fn */
+    pop %rdi                        /* arg */
+    call *%rax
+    xor %edi, %edi
+    mov $60, %eax                   /* exit: this thread only */
+    syscall
+    ud2
+    .size pvk_thread_clone, . - pvk_thread_clone
+
     .section .note.GNU-stack, "", @progbits

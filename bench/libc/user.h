@@ -119,6 +119,19 @@ inline int64_t clock_gettime(int clock, Timespec* ts) { return syscall2(SYS_cloc
 inline int64_t pvk_counters(PvkCounters* out) { return syscall1(SYS_pvk_counters, u(out)); }
 inline int64_t pvk_cpa(uint64_t pages, uint64_t* ns) { return syscall2(SYS_pvk_cpa, pages, u(ns)); }
 inline int64_t pvk_shutdown(int status) { return syscall1(SYS_pvk_shutdown, u(status)); }
+// Threads (bench/libc/thread.h builds on these). clone() here is only for
+// calls that fail or are fork-like (no CLONE_VM): a thread's first
+// instructions run on its new stack and need thread.h's pvk_thread_clone.
+inline int64_t clone(uint64_t flags, void* newsp, int32_t* parent_tid, int32_t* child_tid, uint64_t tls) {
+  return syscall6(SYS_clone, flags, u(newsp), u(parent_tid), u(child_tid), tls, 0);
+}
+inline int64_t gettid() { return syscall0(SYS_gettid); }
+inline int64_t set_tid_address(int32_t* tidptr) { return syscall1(SYS_set_tid_address, u(tidptr)); }
+inline int64_t tgkill(int64_t tgid, int64_t tid, int sig) { return syscall3(SYS_tgkill, u(tgid), u(tid), u(sig)); }
+inline int64_t arch_prctl(uint64_t code, uint64_t addr) { return syscall2(SYS_arch_prctl, code, addr); }
+inline int64_t futex(volatile uint32_t* uaddr, uint64_t op, uint32_t val, const Timespec* timeout = nullptr) {
+  return syscall6(SYS_futex, u(uaddr), op, val, u(timeout), 0, 0);
+}
 
 // ---------------------------------------------------------------------------
 // Signals.

@@ -125,6 +125,8 @@ ErrorOr<uint64_t> load(AddressSpace& as, const uint8_t* image, const ElfImage& e
 
 }  // namespace
 
+bool program_exists(const char* name) { return find_program(name) != nullptr; }
+
 ErrorOr<void> exec_program(Process& p, const char* name, const char* const* argv, const char* const* envp) {
   const PvkEmbeddedProgram* prog = find_program(name);
   if (!prog) return Errno::ENOENT;

@@ -9,6 +9,8 @@
 #include "base/lib/kstring.h"
 #include "guest/proc/exec.h"
 #include "guest/proc/file.h"
+#include "guest/proc/futex.h"
+#include "guest/proc/thread.h"
 #include "guest/proc/user_copy.h"
 #include "mm/kernel_space.h"
 #include "pvops/pvop.h"
@@ -35,15 +37,29 @@ constexpr uint64_t kSliceMs = 10;  // the same as the timer tick
 
 uint64_t sig_bit(int sig) { return uint64_t{1} << (sig - 1); }
 
+// A thread that exited while others of its group live on: nobody waits
+// for it, so its slot is free once it no longer runs (on one CPU: once
+// it is not the current one; it switched away for good).
+bool dead_thread(const Process& p) { return p.state == ProcState::Zombie && p.tgid != p.pid && &p != g_current; }
+
+}  // namespace
+
 Process* alloc_process() {
   for (Process& p : g_procs) {
-    if (p.state != ProcState::Free) continue;
+    if (p.state != ProcState::Free && !dead_thread(p)) continue;
     p = Process{};
     p.pid = g_next_pid++;
+    p.tgid = p.pid;
+    p.leader = &p;
+    p.live_threads = 1;
     return &p;
   }
   return nullptr;
 }
+
+void free_unstarted(Process& p) { p.state = ProcState::Free; }
+
+Process* process_at(unsigned i) { return i < kMaxProcs ? &g_procs[i] : nullptr; }
 
 // Lays out a fresh kernel stack so that switching to it returns to user
 // mode through the TrapFrame at its top.
@@ -54,12 +70,15 @@ void prepare_first_switch(Process& p) {
   p.saved_rsp = reinterpret_cast<uint64_t>(sp);
 }
 
+namespace {
+
 void switch_to(Process* next) {
   Process* prev = g_current;
   if (next == prev) return;
   g_current = next;
   g_slice_start_tsc = cpu::rdtsc();
   g_platform->set_kernel_stack(next->stack_top());
+  switch_fs_base(prev, *next);
   must(switch_mm(next->as), "switch_mm");  // null: a lazy switch (the loaded root stays)
   switch_context(prev ? &prev->saved_rsp : &g_scheduler_rsp, next->saved_rsp);
 }
@@ -81,6 +100,11 @@ void release_files(Process& p) {
 // Tears down what a dead process holds (not its kernel stack, which may be
 // the one we are running on).
 void release_resources(Process& p) {
+  // A thread other than the leader owns nothing of the group's.
+  if (p.leader != &p) {
+    p.as = nullptr;
+    return;
+  }
   release_files(p);
   if (p.as) {
     if (g_current_root == p.as->root()) must(PVOP(load_root)(kernel_root()), "load kernel root");
@@ -142,7 +166,7 @@ namespace {
 bool acts(const Process& p, int sig) {
   if (sig == abi::SIGKILL) return true;
   if (p.blocked & sig_bit(sig)) return false;
-  const uint64_t h = p.actions[sig].handler;
+  const uint64_t h = p.leader->actions[sig].handler;
   return h != abi::SIG_IGN && !(h == abi::SIG_DFL && default_ignored(sig));
 }
 }  // namespace
@@ -162,7 +186,7 @@ void send_signal(Process& p, int sig) {
 
 void raise_fault_signal(int sig) {
   Process& p = *g_current;
-  const abi::KernelSigaction& a = p.actions[sig];
+  const abi::KernelSigaction& a = p.leader->actions[sig];
   // A fault that cannot be handled kills, whatever the disposition says.
   if (a.handler == abi::SIG_DFL || a.handler == abi::SIG_IGN || (p.blocked & sig_bit(sig)))
     do_exit(abi::wait_signaled(sig));
@@ -181,7 +205,8 @@ void prepare_return_to_user(TrapFrame& f) {
   while (uint64_t deliverable = p.pending & ~p.blocked) {
     const int sig = __builtin_ctzll(deliverable) + 1;
     p.pending &= ~sig_bit(sig);
-    const abi::KernelSigaction& a = p.actions[sig];
+    abi::KernelSigaction* actions = p.leader->actions;
+    const abi::KernelSigaction& a = actions[sig];
     if (sig == abi::SIGKILL || a.handler == abi::SIG_DFL) {
       if (default_ignored(sig)) continue;
       do_exit(abi::wait_signaled(sig));
@@ -192,7 +217,7 @@ void prepare_return_to_user(TrapFrame& f) {
     if (a.handler >= abi::kUserTop) do_exit(abi::wait_signaled(abi::SIGSEGV));
     SigFrame sf{f, p.blocked};
     const abi::KernelSigaction action = a;
-    if (a.flags & abi::SA_RESETHAND) p.actions[sig].handler = abi::SIG_DFL;
+    if (a.flags & abi::SA_RESETHAND) actions[sig].handler = abi::SIG_DFL;
     const uint64_t frame_at = align_down(f.rsp - 128 - sizeof(SigFrame), 16) - 8;  // skip the red zone
     const uint64_t restorer = action.restorer;
     if (copy_to_user(frame_at + 8, &sf, sizeof sf).is_error() || copy_to_user(frame_at, &restorer, 8).is_error())
@@ -242,13 +267,17 @@ ErrorOr<int> do_fork() {
     child->state = ProcState::Free;
     return as.error();
   }
+  // A fork from a thread copies that thread alone: its registers, mask and
+  // TLS; the group's files and actions.
+  const Process& group = *parent.leader;
   child->as = as.value();
-  child->ppid = parent.pid;
-  memcpy(child->actions, parent.actions, sizeof parent.actions);
+  child->ppid = parent.tgid;
+  memcpy(child->actions, group.actions, sizeof group.actions);
   child->blocked = parent.blocked;
+  child->fs_base = parent.fs_base;
   memcpy(child->name, parent.name, sizeof parent.name);
   for (unsigned i = 0; i < Process::kMaxFds; ++i)
-    if (parent.fds[i]) child->fds[i] = file_get(parent.fds[i]);
+    if (group.fds[i]) child->fds[i] = file_get(group.fds[i]);
   *child->frame() = *parent.frame();
   child->frame()->rax = 0;
   prepare_first_switch(*child);
@@ -258,22 +287,54 @@ ErrorOr<int> do_fork() {
 
 void do_exit(int wait_status) {
   Process& p = *g_current;
-  release_resources(p);
+  Process& group = *p.leader;
+  // (While an execve ends the other threads, their deaths end only them.)
+  if (group.live_threads > 1 && !group.exec_thread) {
+    // Every other thread dies as if by SIGKILL (woken if blocked) the next
+    // time it is on its way to user mode; the last one out ends the process.
+    if (!group.group_exiting) group.group_exiting = true, group.group_exit_status = wait_status;
+    for (Process& t : g_procs)
+      if (&t != &p && t.leader == &group && t.state != ProcState::Free && t.state != ProcState::Zombie)
+        send_signal(t, abi::SIGKILL);
+  }
+  do_thread_exit(wait_status);
+}
+
+void do_thread_exit(int wait_status) {
+  Process& p = *g_current;
+  Process& group = *p.leader;
+  // CLONE_CHILD_CLEARTID: the joiner's word, while the space is still there.
+  clear_child_tid(p);
   p.wait_status = wait_status;
+  if (--group.live_threads > 0) {
+    // The others keep the group's space, files and actions. A leader stays
+    // (as a zombie nobody reaps yet) to hold them and the process' pid.
+    if (&p != &group) p.as = nullptr;
+    p.state = ProcState::Zombie;
+    wake_all(&group.live_threads);  // an exec waiting for the others to go
+    schedule();
+    panic("an exited thread was scheduled");
+  }
+  // The last thread: the process ends, with the group exit's status if
+  // there was one, else the last thread's own (what Linux reports).
+  const int status = group.group_exiting ? group.group_exit_status : wait_status;
+  release_resources(group);
+  release_resources(p);
   p.state = ProcState::Zombie;
+  group.wait_status = status;
+  group.state = ProcState::Zombie;
   // Orphans go to init, which reaps them.
   for (Process& c : g_procs)
-    if (c.state != ProcState::Free && c.ppid == p.pid) c.ppid = 1;
-  if (p.pid == 1) {
+    if (c.state != ProcState::Free && c.ppid == group.pid) c.ppid = 1;
+  if (group.pid == 1) {
     g_init_exited = true;
-    g_init_status = wait_status;
+    g_init_status = status;
     g_current = nullptr;
     g_platform->set_kernel_stack(0);
     uint64_t dead_rsp;
     switch_context(&dead_rsp, g_scheduler_rsp);  // back into start_init
   }
-  if (Process* parent = find_process(p.ppid)) wake_all(parent);
-  p.state = ProcState::Zombie;
+  if (Process* parent = find_process(group.ppid)) wake_all(parent);
   schedule();
   panic("a zombie was scheduled");
 }
@@ -283,9 +344,10 @@ ErrorOr<int> do_wait(int pid, uint64_t user_status, int options) {
   for (;;) {
     bool have_child = false;
     for (Process& c : g_procs) {
-      if (c.state == ProcState::Free || c.ppid != self.pid || (pid > 0 && c.pid != pid)) continue;
+      // Children are processes (their leaders), never threads.
+      if (c.state == ProcState::Free || c.tgid != c.pid || c.ppid != self.tgid || (pid > 0 && c.pid != pid)) continue;
       have_child = true;
-      if (c.state != ProcState::Zombie) continue;
+      if (c.state != ProcState::Zombie || c.live_threads > 0) continue;
       if (user_status) TRY(copy_to_user(user_status, &c.wait_status, sizeof c.wait_status));
       const int found = c.pid;
       c.state = ProcState::Free;
@@ -294,7 +356,7 @@ ErrorOr<int> do_wait(int pid, uint64_t user_status, int options) {
     if (!have_child) return Errno::ECHILD;
     if (options & abi::WNOHANG) return 0;
     if (signal_interrupts(self)) return Errno::EINTR;
-    sleep_on(&self);
+    sleep_on(self.leader);  // what an exiting child wakes: any thread of ours may wait
   }
 }
 
@@ -322,6 +384,7 @@ ErrorOr<int> start_init(const char* const* argv) {
     release_resources(q);
     q.state = ProcState::Free;
   }
+  futex_forget_all();
   return g_init_status;
 }
 

@@ -35,6 +35,20 @@ struct Process {
   unsigned fault_repeats = 0;
   unsigned fault_failures = 0;  // consecutive faults that ran out of frames or were refused
 
+  // Threads (guest/proc/thread.cpp). A process is a thread group: its
+  // leader (tgid == pid) owns the address space, the file table and the
+  // signal actions for the whole group, until the last thread exits;
+  // every thread's `as` points at the same space, and its files and
+  // actions are the leader's (`leader->fds`, `leader->actions`).
+  int tgid = 0;
+  Process* leader = nullptr;   // this, for a leader
+  unsigned live_threads = 0;   // on the leader: threads not yet exited, itself included
+  bool group_exiting = false;  // on the leader: exit_group or a fatal signal ends every thread
+  int group_exit_status = 0;   // on the leader: the status wait4 reports then
+  Process* exec_thread = nullptr;  // on the leader: the thread whose execve is ending the others
+  uint64_t clear_child_tid = 0;  // CLONE_CHILD_CLEARTID / set_tid_address: zeroed and woken at exit
+  uint64_t fs_base = 0;          // the user FS base (TLS), loaded when this thread is switched to
+
   uint8_t* stack_base() const;
   uint64_t stack_top() const { return reinterpret_cast<uint64_t>(stack_base()) + kStackSize; }
   TrapFrame* frame() const { return reinterpret_cast<TrapFrame*>(stack_top() - sizeof(TrapFrame)); }
@@ -56,8 +70,19 @@ void cond_resched();
 // Runs argv[0] as pid 1; returns its wait status when it exits.
 ErrorOr<int> start_init(const char* const* argv);
 ErrorOr<int> do_fork();
+// The whole process (every thread of the caller's group) ends: exit_group,
+// fatal signals. The status is what the parent's wait4 sees.
 [[noreturn]] void do_exit(int wait_status);
+// Only the calling thread ends (exit); the process ends with its last thread.
+[[noreturn]] void do_thread_exit(int wait_status);
 Process* find_process(int pid);
+// For guest/proc/thread.cpp: a fresh slot (its own group of one) or null,
+// a slot handed back before it ever ran, a new slot's first switch laid
+// out, and the table (slot i, null past the end).
+Process* alloc_process();
+void free_unstarted(Process& p);
+void prepare_first_switch(Process& p);
+Process* process_at(unsigned i);
 // A signal is waiting that should cut a blocking call short (EINTR).
 bool signal_interrupts(const Process& p);
 

@@ -6,7 +6,9 @@
 #include "guest/kernel/finish.h"
 #include "guest/proc/exec.h"
 #include "guest/proc/file.h"
+#include "guest/proc/futex.h"
 #include "guest/proc/process.h"
+#include "guest/proc/thread.h"
 #include "guest/proc/user_copy.h"
 #include "base/frames/frame_allocator.h"
 #include "guest/proc/cpa_timing.h"
@@ -33,9 +35,12 @@ int64_t result(const ErrorOr<VirtAddr>& r) {
   return r.is_error() ? result(r.error()) : static_cast<int64_t>(raw(r.value()));
 }
 
+// The file table is the thread group's: its leader's.
+File** fd_table() { return current()->leader->fds; }
+
 ErrorOr<File*> fd_file(uint64_t fd) {
-  if (fd >= Process::kMaxFds || !current()->fds[fd]) return Errno::EBADF;
-  return current()->fds[fd];
+  if (fd >= Process::kMaxFds || !fd_table()[fd]) return Errno::EBADF;
+  return fd_table()[fd];
 }
 
 int64_t sys_read(const Args& a) {
@@ -54,12 +59,12 @@ int64_t sys_close(const Args& a) {
   auto f = fd_file(a[0]);
   if (f.is_error()) return result(f.error());
   file_put(f.value());
-  current()->fds[a[0]] = nullptr;
+  fd_table()[a[0]] = nullptr;
   return 0;
 }
 
 int64_t sys_pipe(const Args& a) {
-  Process& p = *current();
+  Process& p = *current()->leader;
   int fds[2] = {-1, -1};
   for (int fd = 0, n = 0; fd < int(Process::kMaxFds) && n < 2; ++fd)
     if (!p.fds[fd]) fds[n++] = fd;
@@ -81,7 +86,7 @@ int64_t sys_dup2(const Args& a) {
   if (f.is_error()) return result(f.error());
   if (a[1] >= Process::kMaxFds) return result(Errno::EBADF);
   if (a[0] == a[1]) return static_cast<int64_t>(a[1]);
-  Process& p = *current();
+  Process& p = *current()->leader;
   if (p.fds[a[1]]) file_put(p.fds[a[1]]);
   p.fds[a[1]] = file_get(f.value());
   return static_cast<int64_t>(a[1]);
@@ -109,7 +114,7 @@ int64_t sys_brk(const Args& a) { return result(current()->as->brk(VirtAddr{a[0]}
 int64_t sys_rt_sigaction(const Args& a) {
   if (!valid_signal(a[0]) || a[0] == abi::SIGKILL || a[3] != sizeof(uint64_t)) return result(Errno::EINVAL);
   const int sig = static_cast<int>(a[0]);
-  Process& p = *current();
+  Process& p = *current()->leader;  // the actions are the thread group's
   abi::KernelSigaction fresh;
   if (a[1]) {
     if (auto r = copy_from_user(&fresh, a[1], sizeof fresh); r.is_error()) return result(r.error());
@@ -121,18 +126,15 @@ int64_t sys_rt_sigaction(const Args& a) {
   return 0;
 }
 
-int64_t sys_kill(const Args& a) {
-  // pid and signal are ints in the ABI: a value that only fits the
-  // register is invalid, not a truncated other one.
-  const int64_t pid = static_cast<int64_t>(a[0]);
-  if (a[1] != 0 && !valid_signal(a[1])) return result(Errno::EINVAL);
-  if (pid < INT32_MIN || pid > INT32_MAX) return result(Errno::EINVAL);
-  Process* target = find_process(static_cast<int>(pid));
-  if (!target || target->state == ProcState::Zombie) return result(Errno::ESRCH);
-  // init is the one process whose death ends the run: only it may signal itself.
-  if (target->pid == 1 && current()->pid != 1) return result(Errno::EPERM);
-  if (a[1]) send_signal(*target, static_cast<int>(a[1]));
-  return 0;
+int64_t sys_kill(const Args& a) { return result(do_kill(static_cast<int64_t>(a[0]), a[1])); }
+int64_t sys_tgkill(const Args& a) {
+  return result(do_tgkill(static_cast<int64_t>(a[0]), static_cast<int64_t>(a[1]), a[2]));
+}
+int64_t sys_clone(const Args& a) { return result(do_clone(a[0], a[1], a[2], a[3], a[4])); }
+int64_t sys_arch_prctl(const Args& a) { return result(do_arch_prctl(a[0], a[1])); }
+int64_t sys_set_tid_address(const Args& a) {
+  current()->clear_child_tid = a[0];
+  return current()->pid;
 }
 
 // Copies a NULL-terminated array of user strings into kernel storage.
@@ -159,7 +161,12 @@ int64_t sys_execve(TrapFrame&, const Args& a) {
   const char* envp[kMaxArgs + 1];
   if (auto r = strings_from_user(a[1], arg_store, kMaxArgs, argv); r.is_error()) return result(r.error());
   if (auto r = strings_from_user(a[2], env_store, kMaxArgs, envp); r.is_error()) return result(r.error());
+  // An unknown program costs the other threads nothing; from here on,
+  // exec (if it works) replaces the whole process.
+  if (!program_exists(path)) return result(Errno::ENOENT);
+  if (auto r = become_single_threaded(*current()); r.is_error()) return result(r.error());
   if (auto r = exec_program(*current(), path, argv, envp); r.is_error()) return result(r.error());
+  reset_thread_state_after_exec(*current());
   return static_cast<int64_t>(current()->frame()->rax);  // the new image's rax (0)
 }
 
@@ -228,12 +235,18 @@ extern "C" void syscall_dispatch(TrapFrame* f) {
     case abi::SYS_pipe: ret = sys_pipe(a); break;
     case abi::SYS_sched_yield: schedule(), ret = 0; break;
     case abi::SYS_dup2: ret = sys_dup2(a); break;
-    case abi::SYS_getpid: ret = current()->pid; break;
+    case abi::SYS_getpid: ret = current()->tgid; break;  // the process; gettid is the thread
+    case abi::SYS_gettid: ret = current()->pid; break;
     case abi::SYS_getppid: ret = current()->ppid; break;
     case abi::SYS_fork: ret = result(do_fork()); break;
+    case abi::SYS_clone: ret = sys_clone(a); break;
     case abi::SYS_execve: ret = sys_execve(*f, a); break;
-    case abi::SYS_exit:
+    case abi::SYS_exit: do_thread_exit(abi::wait_exited(static_cast<int>(a[0])));
     case abi::SYS_exit_group: do_exit(abi::wait_exited(static_cast<int>(a[0])));
+    case abi::SYS_set_tid_address: ret = sys_set_tid_address(a); break;
+    case abi::SYS_futex: ret = sys_futex(a); break;
+    case abi::SYS_tgkill: ret = sys_tgkill(a); break;
+    case abi::SYS_arch_prctl: ret = sys_arch_prctl(a); break;
     case abi::SYS_wait4: ret = sys_wait4(a); break;
     case abi::SYS_kill: ret = sys_kill(a); break;
     case abi::SYS_clock_gettime: ret = sys_clock_gettime(a); break;

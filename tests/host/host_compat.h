@@ -52,5 +52,6 @@
 #undef EMFILE
 #undef EPIPE
 #undef ENOSYS
+#undef ETIMEDOUT
 
 #include "base/lib/error_or.h"

@@ -133,5 +133,13 @@ void test_ptshare_chain();
 void test_ptshare_mprotect();
 void test_ptshare_read_into();
 void test_ptshare_munmap();
+void test_threads_shared();
+void test_threads_futex();
+void test_threads_signals();
+void test_threads_exit();
+void test_threads_fork();
+void test_threads_exec();
+void test_threads_hostile();
+void test_threads_churn();
 
 }  // namespace proctest

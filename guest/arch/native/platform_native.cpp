@@ -1,5 +1,6 @@
 // The native environment: COM1 console, isa-debug-exit shutdown, the PIT to
 // calibrate the TSC, and the PVH entry's C++ half.
+#include "base/abi.h"
 #include "base/arch/cpu.h"
 #include "guest/arch/native/descriptors.h"
 #include "guest/arch/native/native.h"
@@ -27,6 +28,7 @@ inline constexpr uint32_t Efer = 0xc0000080, Star = 0xc0000081, Lstar = 0xc00000
                           Sfmask = 0xc0000084;
 inline constexpr uint32_t SysenterCs = 0x174, SysenterEsp = 0x175, SysenterEip = 0x176;
 inline constexpr uint32_t Pat = 0x277;  // IA32_PAT
+inline constexpr uint32_t FsBase = 0xc0000100;  // IA32_FS_BASE
 }  // namespace msr
 
 // Replaces the power-on PAT (no WC) with pvk's layout (kNativePat,
@@ -143,11 +145,20 @@ void set_kernel_stack_native(uint64_t top) {
   this_cpu()->syscall_rsp = top;  // the syscall entry's stack (syscall_entry.S)
 }
 
+ErrorOr<void> set_user_fs_base_native(uint64_t base) {
+  // Only a canonical lower-half address: wrmsr of a non-canonical value
+  // would #GP here, in the kernel.
+  if (base >= abi::kNonCanonicalStart) return Errno::EINVAL;
+  cpu::wrmsr(msr::FsBase, base);
+  return {};
+}
+
 }  // namespace
 
 // kernel_space_ready: the other CPUs start once the kernel's tables exist.
 Platform g_native_platform{"native", "native", &serial_write, &shutdown, &fault_address, nullptr, &start_secondary_cpus, 0,
-                           kUserCs, kUserDs, &set_kernel_stack_native, &start_timer, &timer_ack, &from_user};
+                           kUserCs, kUserDs, &set_kernel_stack_native, &start_timer, &timer_ack, &from_user,
+                           &set_user_fs_base_native};
 
 namespace {
 

@@ -1,7 +1,9 @@
 // The Xen PV environment: console (console_io as the initial domain, the
 // console ring otherwise), shutdown through SCHEDOP_shutdown, the shared
 // info page (fault address, time, events), and the PV entry's C++ half.
+#include "base/abi.h"
 #include "base/arch/cpu.h"
+#include "base/console/console.h"
 #include "base/arch/probe.h"
 #include "guest/arch/trap_frame.h"
 #include "base/boot_info.h"
@@ -153,6 +155,15 @@ bool from_user(const TrapFrame& f) { return (f.cs & 3) == 3; }
 
 void set_kernel_stack(uint64_t top) { xen::stack_switch(FLAT_KERNEL_SS, top); }
 
+ErrorOr<void> set_user_fs_base(uint64_t base) {
+  if (base >= abi::kNonCanonicalStart) return Errno::EINVAL;
+  if (const long rc = xen::set_segment_base(SEGBASE_FS, base); rc < 0) {
+    kprintf("pvk: Xen refused the FS base 0x%lx (set_segment_base: %ld)\n", base, rc);
+    return Errno::EINVAL;  // Xen refuses a base it cannot load (non-canonical): -EINVAL
+  }
+  return {};
+}
+
 void map_shared_info() {
   const uint64_t pte = (g_si.shared_info_maddr & ~(kPageSize - 1)) | pte_flags::KernelRw.bits;
   if (xen::update_va_mapping(reinterpret_cast<uint64_t>(g_shared_info_page), pte, UVMF_INVLPG | UVMF_LOCAL) < 0) {
@@ -241,7 +252,7 @@ void kernel_space_ready() {
 
 Platform g_xen_platform{"xen",          "domU",       &ring_write,       &shutdown,  &fault_address,
                         &handle_event, &kernel_space_ready, 0, FLAT_USER_CS, FLAT_USER_SS, &set_kernel_stack,
-                        &start_timer,  &timer_ack,    &from_user};
+                        &start_timer,  &timer_ack,    &from_user,         &set_user_fs_base};
 
 Pfn boot_pfn(uint64_t va) { return Pfn{(va - PVK_KERNEL_VMA) >> kPageShift}; }
 uint64_t max(uint64_t a, uint64_t b) { return a > b ? a : b; }

@@ -19,13 +19,17 @@ namespace {
 
 // proctest's sub-tests (tests/user/proctest.cpp, kTests, plus the runner's
 // own "leak"), each of which must report {"event":"test","name":...,"pass":true}.
-constexpr std::array<std::string_view, 22> kSubTests = {
+constexpr std::array<std::string_view, 30> kSubTests = {
     "fork_cow",           "fork_tree",          "fork_exec",          "mprotect_segv",
     "sigfpe",             "unhandled_signals",  "kill_handler",       "pipes",
     "zero_page",          "mmap_shared",        "munmap",             "efault",
     "bad_args",           "misc",               "kernel_isolation",   "ptshare_both_write",
     "ptshare_child_exits", "ptshare_chain",     "ptshare_mprotect",   "ptshare_read_into",
-    "ptshare_munmap",     "leak",
+    "ptshare_munmap",
+    // Threads (tests/user/test_threads.cpp): clone, futex, TLS, thread exit.
+    "threads_shared",     "threads_futex",      "threads_signals",    "threads_exit",
+    "threads_fork",       "threads_exec",       "threads_hostile",    "threads_churn",
+    "leak",
 };
 
 // The sub-tests over whole shared L1 tables (tests/user/test_ptshare.cpp).

@@ -65,5 +65,31 @@ TEST(BenchAA, NativeVirtualTimeIsOneWithinItsInterval) {
   fs::remove_all(out);
 }
 
+// The main job times in virtual time, one boot per configuration; --wall
+// in wall time with three; --reps overrides either; --smoke stays in wall
+// time unless --icount is given.
+TEST(BenchMode, VirtualTimeIsTheDefault) {
+  auto plan = [](std::vector<std::string> extra) {
+    ProcessOptions run;
+    run.argv = {PVK_CLI, "--build-dir", PVK_BUILD_DIR, "bench", "--dry-run", "--platforms", "native",
+                "--no-variations", "--bench", "getppid"};
+    run.argv.insert(run.argv.end(), extra.begin(), extra.end());
+    run.timeout = std::chrono::seconds{60};
+    std::string last;
+    const ProcessResult r = run_process(run, [&](std::string_view line) {
+      if (!line.empty()) last = std::string(line);
+      return LineAction::keep_going;
+    });
+    EXPECT_EQ(r.exit_code, 0) << last;
+    return last;
+  };
+  EXPECT_EQ(plan({}), "1 configurations, 1 boots, virtual time (-icount shift=0,sleep=off)");
+  EXPECT_EQ(plan({"--icount"}), "1 configurations, 1 boots, virtual time (-icount shift=0,sleep=off)");
+  EXPECT_EQ(plan({"--wall"}), "1 configurations, 3 boots, wall time");
+  EXPECT_EQ(plan({"--reps", "2"}), "1 configurations, 2 boots, virtual time (-icount shift=0,sleep=off)");
+  EXPECT_NE(plan({"--smoke"}).find("wall time"), std::string::npos);
+  EXPECT_NE(plan({"--smoke", "--icount"}).find("virtual time"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace pvk::bench

@@ -84,6 +84,24 @@ TEST(Summary, TablesFailuresAndRatios) {
   has("pgd_cache on÷off (pgd_cache=on / pgd_cache=off)");
 }
 
+// Virtual time (the default run): one boot a side is exact, in the ratio
+// tables and the targets alike, and said so.
+TEST(Summary, VirtualTimeOneBootIsExact) {
+  Results r = results_with_a_failure();
+  r.run["icount"] = "shift=0,sleep=off";
+  const auto specs = builtin_ratios();
+  const auto ratios = compute_ratios(r, specs);
+  const std::string md = summary_markdown(r, specs, ratios);
+  auto has = [&](const std::string& text) { EXPECT_NE(md.find(text), std::string::npos) << text << "\n" << md; };
+  has("### batched÷wrpt — virtual time (-icount)");
+  has("| fork_dirty | pages=1280 | **0.14** exact |");
+  has("| fork_dirty | pages=1280 | **1.60** exact |");
+  for (const auto& ratio : ratios) {
+    EXPECT_TRUE(ratio.stats.exact()) << ratio.spec << " " << ratio.bench;
+    EXPECT_FALSE(ratio.stats.same()) << ratio.spec << " " << ratio.bench;
+  }
+}
+
 TEST(Summary, AllPassed) {
   Results r = results_with_a_failure();
   r.boots.pop_back();

@@ -66,6 +66,32 @@ TEST(RatioStats, OneBootAndDeterministicTimes) {
   EXPECT_EQ(ratio_stats({0, -1}, {100, 100}, false).n_numerator, 0);
 }
 
+// Virtual time, one boot a side (the default run): the figure is exact, a
+// point the next run repeats; `~` only for identical figures. The same
+// values in wall time are one sample of the host: no interval, nothing shown.
+TEST(RatioStats, OneBootInVirtualTimeIsExact) {
+  const RatioStats v = ratio_stats({93}, {100}, false, Timing::Virtual);
+  EXPECT_TRUE(v.estimated);
+  EXPECT_TRUE(v.exact());
+  EXPECT_EQ(v.method, "exact");
+  EXPECT_DOUBLE_EQ(v.center, 0.93);
+  EXPECT_DOUBLE_EQ(v.low, 0.93);
+  EXPECT_DOUBLE_EQ(v.high, 0.93);
+  EXPECT_EQ(v.p, 0);
+  EXPECT_FALSE(v.same());
+  EXPECT_FALSE(v.noisy());
+  const RatioStats same = ratio_stats({100}, {100}, true, Timing::Virtual);
+  EXPECT_TRUE(same.exact());
+  EXPECT_TRUE(same.same());
+  EXPECT_EQ(same.p, 1);
+  const RatioStats wall = ratio_stats({93}, {100}, false, Timing::Wall);
+  EXPECT_FALSE(wall.estimated);
+  EXPECT_FALSE(wall.exact());
+  EXPECT_TRUE(wall.same());
+  // Several boots in virtual time keep the t test (it then has no spread).
+  EXPECT_EQ(ratio_stats({93, 93}, {100, 100}, true, Timing::Virtual).method, "paired t");
+}
+
 // Multiplicative noise (a loaded host stretches everything): lognormal with
 // sd 3 %, 5 boots a side, 400 experiments.
 struct Synthetic {

@@ -94,6 +94,7 @@ struct Commands::State {
   std::vector<std::string> ratios;
   std::string items;
   bool full = false, smoke = false, icount = false, no_variations = false, no_plots = false, dry_run = false;
+  bool wall = false;  // --wall: time in wall time instead of the default virtual time
   bool with_linux = false;
   bool aa = false;                  // issue 14: each base configuration twice, as two configurations
   bool warmup = false;              // issue 14: a one-rep run of each item first, discarded
@@ -101,9 +102,10 @@ struct Commands::State {
   std::string icount_spec = default_icount;
   unsigned smp = 1;  // CPUs of every machine (issue 15): QEMU -smp, dom0_max_vcpus
   CLI::Option* reps_option = nullptr;
-  // Three boots per configuration: TCG timings move with the host's load,
-  // and the median of three boots is steadier than one boot's (the default
-  // matrix then takes ~3.5 minutes on two busy cores).
+  // Boots per configuration, unless --reps says: one in virtual time (a
+  // second boot repeats the first's figures exactly), three in wall time
+  // (TCG's timings move with the host's load; the statistics need more
+  // than one boot a side for an interval).
   int reps = 3;
   int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   int timeout_s = -1;
@@ -122,12 +124,25 @@ struct Commands::State {
 
   State(const fs::path& b, const fs::path& s) : build_dir(b), source_dir(s) {}
 
+  // Virtual time (-icount) is the default: on a shared host a boot's wall
+  // time moves by a factor of two (bench/README.md, "Noise"), while the
+  // guest's instruction count repeats exactly. --wall asks for wall time;
+  // --smoke (a check that the pipeline works, not figures) uses it too
+  // unless --icount is given.
+  bool virtual_time() const { return icount || (!wall && !smoke); }
+  int effective_reps() const {
+    if (reps_option->count() > 0) return reps;
+    return smoke || virtual_time() ? 1 : reps;
+  }
+
   std::string command_text() const {
     std::string c = "tools/pvk bench";
     if (smoke) c += " --smoke";
     if (full) c += " --full";
-    if (icount) c += icount_spec == default_icount ? " --icount" : " --icount --icount-spec " + icount_spec;
-    if (reps != 3) c += fmt::format(" --reps {}", reps);
+    if (wall) c += " --wall";
+    if (icount) c += " --icount";
+    if (virtual_time() && icount_spec != default_icount) c += " --icount-spec " + icount_spec;
+    if (reps_option->count() > 0) c += fmt::format(" --reps {}", reps);
     if (smp != 1) c += fmt::format(" --smp {}", smp);
     if (platforms != std::vector<std::string>{"native", "native-builtin", "xen"}) c += " --platforms " + fmt::format("{}", fmt::join(platforms, ","));
     if (with_linux) c += " --linux";
@@ -147,7 +162,6 @@ struct Commands::State {
 
   // The matrix the options ask for (--linux adds each pvk platform's Linux twin).
   MatrixOptions matrix_options() const {
-    const size_t reps_given = reps_option->count();
     MatrixOptions m;
     m.platforms = platforms;
     // --linux: Debian's Linux beside each pvk platform, on the same machine.
@@ -162,18 +176,19 @@ struct Commands::State {
     m.full = full;
     m.smoke = smoke;
     m.with_variations = !no_variations;
-    m.reps = smoke && reps_given == 0 ? 1 : reps;
+    m.reps = effective_reps();
     if (timeout_s > 0) m.timeout = std::chrono::seconds{timeout_s};
     return m;
   }
 
   // --dry-run: one line per boot.
-  static void print_plan(const Plan& plan) {
+  void print_plan(const Plan& plan) const {
     for (const auto& b : plan.boots)
       fmt::print("{:<40} {:<8} -m {:<5} dom0_mem {:<6} timeout {:>5} s  {}\n", plan.describe_boot(b),
                  plan.configs[b.config].platform, b.machine.memory.empty() ? "-" : b.machine.memory,
                  b.machine.dom0_memory.empty() ? "-" : b.machine.dom0_memory, b.timeout.count(), b.cmdline);
-    fmt::print("{} configurations, {} boots\n", plan.configs.size(), plan.boots.size());
+    fmt::print("{} configurations, {} boots, {}\n", plan.configs.size(), plan.boots.size(),
+               virtual_time() ? "virtual time (-icount " + icount_spec + ")" : std::string("wall time"));
   }
 
   QemuRunnerOptions qemu_options() const {
@@ -181,7 +196,7 @@ struct Commands::State {
     q.kernel = kernel.empty() ? build_dir / "guest" / "pvk.elf" : kernel;
     q.xen_gz = xen_gz;
     q.xen_cache_dir = build_dir / "cache" / "xen-4.17";
-    q.icount = icount ? icount_spec : "";
+    q.icount = virtual_time() ? icount_spec : "";
     q.smp = smp;
     q.cancel = &g_cancel;
     if (!fs::is_regular_file(q.kernel))
@@ -216,7 +231,7 @@ struct Commands::State {
             {"finished", utc_now()},
             {"wall_s", wall},
             {"jobs", jobs},
-            {"reps", reps},
+            {"reps", effective_reps()},
             {"command", command_text()},
             {"commit", commit_of(source_dir)},
             {"kernel", q.kernel.string()},
@@ -288,7 +303,7 @@ struct Commands::State {
     catch_interrupts();
 
     fmt::print(stderr, "pvk bench: {} configurations, {} boots, {} at a time{} -> {}\n", plan.configs.size(),
-               plan.boots.size(), std::min<size_t>(jobs, plan.boots.size()), icount ? ", -icount " + icount_spec : "",
+               plan.boots.size(), std::min<size_t>(jobs, plan.boots.size()), virtual_time() ? ", -icount " + icount_spec : ", wall time",
                out_dir.string());
     const std::string started = utc_now();
     const auto t0 = std::chrono::steady_clock::now();
@@ -391,16 +406,22 @@ Commands::Commands(CLI::App& app, const fs::path& build_dir, const fs::path& sou
   b->add_flag("--full", s.full, "fork_dirty and mprotect at 64000-128000 pages, --reps times (the default boots 128000 once per "
                               "configuration, on the same bigger machines)");
   b->add_flag("--smoke", s.smoke, "the smoke suite (tiny sizes, one rep) on the first backend of each platform");
-  b->add_flag("--icount", s.icount, "QEMU -icount: deterministic virtual time (slower, not realistic)");
-  b->add_option("--icount-spec", s.icount_spec, "the -icount argument --icount passes")->capture_default_str();
-  b->add_option("--smp", s.smp, "CPUs of every machine: QEMU -smp N (MTTCG unless --icount), Xen dom0_max_vcpus=N")
+  CLI::Option* icount_flag = b->add_flag(
+      "--icount", s.icount,
+      "time in virtual time, QEMU -icount (the default, except for --smoke): the guest's clock counts "
+      "instructions, so a boot repeated gives the same figures; one boot per configuration unless --reps");
+  b->add_flag("--wall", s.wall,
+              "time in wall time instead (no -icount; MTTCG with --smp): what the host really spent, which moves "
+              "with its load; three boots per configuration unless --reps")
+      ->excludes(icount_flag);
+  b->add_option("--icount-spec", s.icount_spec, "the -icount argument virtual time passes to QEMU")->capture_default_str();
+  b->add_option("--smp", s.smp, "CPUs of every machine: QEMU -smp N (MTTCG in wall time), Xen dom0_max_vcpus=N")
       ->check(CLI::Range(1u, 16u))
       ->capture_default_str();
   s.reps_option = b->add_option("--reps", s.reps,
                                 "boots per configuration (the driver also repeats each benchmark 5 times per boot); "
-                                "--smoke: 1")
-                      ->check(CLI::PositiveNumber)
-                      ->capture_default_str();
+                                "default 1 in virtual time and for --smoke, 3 with --wall")
+                      ->check(CLI::PositiveNumber);
   b->add_option("--platforms", s.platforms,
                 "platforms to boot: native, xen, and Debian's Linux on the same machines: linux-native, linux-xen")
       ->delimiter(',')

@@ -65,7 +65,10 @@ Comparison compare_results(const Results& old_results, const Results& new_result
     std::vector<double> old_values, new_values;
     for (const auto& [rep, v] : boot_values(o, "")) old_values.push_back(v);
     for (const auto& [rep, v] : boot_values(r, "")) new_values.push_back(v);
-    line.stats = ratio_stats(new_values, old_values, false);
+    // Two virtual-time runs of one kernel repeat each other's boots exactly.
+    const Timing timing =
+        old_results.virtual_time() && new_results.virtual_time() ? Timing::Virtual : Timing::Wall;
+    line.stats = ratio_stats(new_values, old_values, false, timing);
     if (line.stats.estimated) {
       if (!line.stats.same()) line.change = line.stats.center > 1 ? +1 : -1;
     } else {

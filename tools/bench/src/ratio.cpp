@@ -254,7 +254,7 @@ namespace {
 
 // The two rows' boot values as the statistics take them: paired when each
 // side has one value per rep and the same reps.
-RatioStats stats_of(const Row& a, const Row& b, const std::string& field, bool paired) {
+RatioStats stats_of(const Row& a, const Row& b, const std::string& field, bool paired, Timing timing) {
   const auto va = boot_values(a, field), vb = boot_values(b, field);
   std::vector<double> xa, xb;
   for (const auto& v : va) xa.push_back(v.second);
@@ -262,7 +262,7 @@ RatioStats stats_of(const Row& a, const Row& b, const std::string& field, bool p
   bool same_reps = va.size() == vb.size();
   for (size_t i = 0; same_reps && i < va.size(); ++i)
     same_reps = va[i].first == vb[i].first && (i == 0 || va[i].first != va[i - 1].first);
-  return ratio_stats(xa, xb, paired && same_reps);
+  return ratio_stats(xa, xb, paired && same_reps, timing);
 }
 
 bool bench_is(const std::string& bench, const std::string& wanted, const std::string& otherwise) {
@@ -273,8 +273,7 @@ bool bench_is(const std::string& bench, const std::string& wanted, const std::st
 
 std::vector<Ratio> compute_ratios(const Results& results, const std::vector<RatioSpec>& specs) {
   const bool paired_run = paired_in_time(results);
-  const auto icount = results.run.find("icount");
-  const bool deterministic = icount != results.run.end() && icount->is_string() && !icount->get<std::string>().empty();
+  const bool deterministic = results.virtual_time();
   std::vector<Ratio> out;
   for (const auto& spec : specs) {
     for (const auto& a : results.rows) {
@@ -332,7 +331,7 @@ std::vector<Ratio> compute_ratios(const Results& results, const std::vector<Rati
         r.high = b_min > 0 ? a_max / b_min : 0;
         r.pass = a.pass && b.pass;
         // Two rows of one configuration come from the same boots: paired.
-        r.stats = stats_of(a, b, spec.field, paired_run || same_config);
+        r.stats = stats_of(a, b, spec.field, paired_run || same_config, deterministic ? Timing::Virtual : Timing::Wall);
         r.deterministic = deterministic;
         out.push_back(std::move(r));
       }

@@ -77,6 +77,7 @@ std::string target_verdict(const Target& t, double value) { return value <= t.at
 // whole interval lies on one side of the goal.
 std::string target_measured(const Ratio& r) {
   if (!r.stats.estimated) return format_ratio(r.value);
+  if (r.stats.exact()) return format_ratio(r.stats.center) + " exact";
   return fmt::format("{} [{}, {}]", format_ratio(r.shown()), format_ratio(r.stats.low), format_ratio(r.stats.high));
 }
 // One boot a side in wall time is one sample of a noisy host: said beside
@@ -96,8 +97,9 @@ std::string target_verdict(const Target& t, const Ratio& r) {
 std::string targets_section(const std::vector<Ratio>& ratios) {
   std::string md = "\n## Targets\n\nThe goals of issues 5, 10, 11 and 12, from this run's ratios (base configurations; a goal "
                    "per backend where it says so). With several boots a side, the 95 % interval: met or missed when "
-                   "all of it lies on one side of the goal. A goal counts when it holds in wall time and with "
-                   "--icount (README.md; `pvk compare` of the two runs puts them side by side).\n\n";
+                   "all of it lies on one side of the goal; in virtual time one boot a side is exact. A goal counts "
+                   "when it holds in virtual time (the default run) and in wall time (`--wall`; README.md: `pvk "
+                   "compare` of the two runs puts them side by side).\n\n";
   md += "| goal | measured | |\n|---|---:|---|\n";
   for (const auto& line : evaluate_targets(ratios))
     md += fmt::format("| {} | {} | {} |\n", line.goal, line.measured, line.verdict);
@@ -319,9 +321,7 @@ std::vector<TargetLine> evaluate_targets(const std::vector<Ratio>& ratios) {
 }
 
 std::string time_mode(const Results& results) {
-  const auto it = results.run.find("icount");
-  const bool icount = it != results.run.end() && it->is_string() && !it->get<std::string>().empty();
-  return icount ? "virtual time (-icount)" : "wall time";
+  return results.virtual_time() ? "virtual time (-icount)" : "wall time";
 }
 
 std::string ratio_cell(const Ratio& r) {
@@ -332,6 +332,9 @@ std::string ratio_cell(const Ratio& r) {
     cell = r.low > 0 && r.high > 0 ? fmt::format("{} (1 boot; reps {}–{})", format_ratio(r.value),
                                                   format_ratio(r.low), format_ratio(r.high))
                                    : fmt::format("{} (1 boot)", format_ratio(r.value));
+  } else if (s.exact()) {
+    // Virtual time, one boot a side: the figure itself, as a rerun gives it.
+    cell = s.same() ? "~ (1.00 exact)" : fmt::format("**{}** exact", format_ratio(s.center));
   } else {
     // The center of the interval (the ratio of the boots' geometric means),
     // not the ratio of medians: a figure and its interval from one estimate.
@@ -734,7 +737,8 @@ std::string ratios_section(const Results& results, const std::vector<RatioSpec>&
       "brackets the 95 % confidence interval of the ratio over the boots' own medians, then p, the probability "
       "of so large a difference if there were none (t test on log times, {} by rep: see bench/README.md); `~`: "
       "the interval contains 1, no difference shown; noisy: the interval reaches beyond ±5 %; (1 boot): a side "
-      "has one boot, no interval.\n",
+      "has one boot, no interval; exact: virtual time with one boot a side, which a rerun repeats exactly (no "
+      "interval needed; `~ (1.00 exact)` only for identical figures).\n",
       mode, paired_in_time(results) ? "boots paired" : "boots unpaired");
   std::vector<std::string> empty;
   for (const auto& spec : specs) {

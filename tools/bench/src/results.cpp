@@ -144,6 +144,11 @@ const Config* Results::find_config(std::string_view id) const {
   return nullptr;
 }
 
+bool Results::virtual_time() const {
+  const auto it = run.find("icount");
+  return it != run.end() && it->is_string() && !it->get<std::string>().empty();
+}
+
 void mark_warmups(std::vector<Sample>& boot_records) {
   std::set<std::string> later;
   for (auto it = boot_records.rbegin(); it != boot_records.rend(); ++it) {

@@ -109,6 +109,8 @@ struct Results {
   std::vector<Row> rows;        // filled by aggregate()
 
   const Config* find_config(std::string_view id) const;
+  // Whether the run timed in virtual time (-icount): its boots repeat exactly.
+  bool virtual_time() const;
 };
 
 // Fills results.rows from results.records: rows ordered by benchmark (the

@@ -22,9 +22,14 @@ inline constexpr double kConfidence = 0.95;
 // a printed ratio must repeat within 5 % between runs).
 inline constexpr double kNoisyHalfWidth = 0.05;
 
+// What the times are: wall time moves with the host's load, so one boot is
+// one sample of it; virtual time (-icount) counts the guest's instructions,
+// and a boot repeated gives the same figures, so one boot a side is exact.
+enum class Timing { Wall, Virtual };
+
 struct RatioStats {
   bool estimated = false;   // false: fewer than two values on a side, no interval
-  std::string method;       // "paired t", "Welch t", "one boot"
+  std::string method;       // "paired t", "Welch t", "one boot", "exact"
   int n_numerator = 0, n_denominator = 0;
   double center = 0;        // exp(mean of log numerator − mean of log denominator)
   double low = 0, high = 0; // the 95 % interval of the ratio
@@ -35,12 +40,17 @@ struct RatioStats {
   bool same() const { return !estimated || (low <= 1 && 1 <= high); }
   // The interval reaches more than kNoisyHalfWidth away from the center.
   bool noisy() const;
+  // One deterministic figure a side (virtual time): a point, no interval.
+  bool exact() const { return method == "exact"; }
 };
 
 // Numerator and denominator values (all > 0; others are ignored). Paired:
 // value i of each side was measured at the same time (pairing needs the same
-// count on both sides, at least two; otherwise Welch's test is used).
-RatioStats ratio_stats(const std::vector<double>& numerator, const std::vector<double>& denominator, bool paired);
+// count on both sides, at least two; otherwise Welch's test is used). In
+// virtual time a side with one value is exact: the ratio of the geometric
+// means, with a zero-width interval (p = 1 only for a ratio of exactly 1).
+RatioStats ratio_stats(const std::vector<double>& numerator, const std::vector<double>& denominator, bool paired,
+                       Timing timing = Timing::Wall);
 
 // Ordinary least squares y = a + b·x.
 struct LineFit {

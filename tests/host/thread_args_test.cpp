@@ -1,0 +1,93 @@
+// clone's flag rules and futex's timeout check (guest/proc/thread_args.h).
+#include "host_compat.h"  // first: see there
+
+#include <gtest/gtest.h>
+
+#include "guest/proc/thread_args.h"
+
+namespace pvk {
+namespace {
+
+// <sched.h>'s and <signal.h>'s macros shadow base/abi.h's names here (see
+// host_compat.h): Linux's values, spelled apart.
+constexpr uint64_t kVm = 0x100, kFs = 0x200, kFiles = 0x400, kSighand = 0x800, kVfork = 0x4000, kParent = 0x8000,
+                   kThread = 0x10000, kSysvsem = 0x40000, kSettls = 0x80000, kParentSettid = 0x100000,
+                   kChildCleartid = 0x200000, kChildSettid = 0x01000000, kSigchld = 17;
+constexpr uint64_t kThreadFlags =
+    kVm | kFs | kFiles | kSighand | kThread | kSysvsem | kSettls | kParentSettid | kChildCleartid;
+constexpr uint64_t kUserTop = abi::kUserTop, kNonCanonicalStart = abi::kNonCanonicalStart;
+using abi::Timespec;
+
+Errno clone_error(uint64_t flags, uint64_t newsp = 0x7000000, uint64_t tls = 0x600000) {
+  auto r = check_clone_args(flags, newsp, tls);
+  return r.is_error() ? r.error() : Errno::Ok;
+}
+
+TEST(CloneArgs, ThreadLibraryFlagsMakeAThread) {
+  auto r = check_clone_args(kThreadFlags, 0x7000000, 0x600000);
+  ASSERT_FALSE(r.is_error());
+  EXPECT_EQ(r.value(), CloneKind::Thread);
+  // Without the optional companions too (no TLS, no tid words, no FS/SYSVSEM).
+  r = check_clone_args(kVm | kFiles | kSighand | kThread, 0, 0);
+  ASSERT_FALSE(r.is_error());
+  EXPECT_EQ(r.value(), CloneKind::Thread);
+}
+
+TEST(CloneArgs, ForkLikeFlagsMakeAProcess) {
+  for (uint64_t flags : {uint64_t{0}, kSigchld, kSigchld | kChildCleartid | kParentSettid, kSettls, kFs}) {
+    auto r = check_clone_args(flags, 0, 0x600000);
+    ASSERT_FALSE(r.is_error()) << flags;
+    EXPECT_EQ(r.value(), CloneKind::Process) << flags;
+  }
+}
+
+TEST(CloneArgs, LinuxRulesAreEinval) {
+  EXPECT_EQ(clone_error(kThread), Errno::EINVAL);                             // without SIGHAND
+  EXPECT_EQ(clone_error(kThread | kVm | kFiles), Errno::EINVAL);   // without SIGHAND
+  EXPECT_EQ(clone_error(kSighand), Errno::EINVAL);                            // without VM
+  EXPECT_EQ(clone_error(kSighand | kThread | kFiles), Errno::EINVAL);
+}
+
+TEST(CloneArgs, WhatPvkCannotHonourIsEinval) {
+  EXPECT_EQ(clone_error(kVm), Errno::EINVAL);                            // a shared space, not a thread
+  EXPECT_EQ(clone_error(kVm | kSighand | kThread), Errno::EINVAL);  // a thread with its own files
+  EXPECT_EQ(clone_error(kFiles), Errno::EINVAL);                         // files shared between processes
+  EXPECT_EQ(clone_error(kChildSettid), Errno::EINVAL);
+  EXPECT_EQ(clone_error(kThreadFlags | kVfork), Errno::EINVAL);
+  EXPECT_EQ(clone_error(kThreadFlags | kParent), Errno::EINVAL);
+  EXPECT_EQ(clone_error(kThreadFlags | (uint64_t{1} << 40)), Errno::EINVAL);  // unknown bits
+}
+
+TEST(CloneArgs, StackAndTlsMustBeUserAddresses) {
+  EXPECT_EQ(clone_error(kThreadFlags, kUserTop - 16), Errno::Ok);
+  EXPECT_EQ(clone_error(kThreadFlags, kUserTop), Errno::EINVAL);
+  EXPECT_EQ(clone_error(kThreadFlags, 0xffff800000000000), Errno::EINVAL);
+  EXPECT_EQ(clone_error(kThreadFlags, 0x7000000, kUserTop - 8), Errno::Ok);
+  EXPECT_EQ(clone_error(kThreadFlags, 0x7000000, kUserTop), Errno::EPERM);
+  EXPECT_EQ(clone_error(kThreadFlags, 0x7000000, kNonCanonicalStart), Errno::EPERM);
+  EXPECT_EQ(clone_error(kThreadFlags, 0x7000000, ~uint64_t{0}), Errno::EPERM);
+  // Without kSettls the tls argument is not looked at.
+  EXPECT_EQ(clone_error(kThreadFlags & ~kSettls, 0x7000000, ~uint64_t{0}), Errno::Ok);
+}
+
+uint64_t timeout(int64_t sec, int64_t nsec) {
+  auto r = futex_timeout_ns(Timespec{sec, nsec});
+  return r.is_error() ? ~uint64_t{0} : r.value();
+}
+
+TEST(FutexTimeout, Converts) {
+  EXPECT_EQ(timeout(0, 20000000), 20000000u);
+  EXPECT_EQ(timeout(3, 5), 3000000005u);
+  EXPECT_EQ(timeout(0, 0), 1u);  // expires at once, but is still a timeout
+  EXPECT_EQ(timeout(INT64_MAX, 999999999), 1000000000ull * 1000000000ull + 999999999ull);  // capped
+}
+
+TEST(FutexTimeout, RefusesBadTimespecs) {
+  EXPECT_TRUE(futex_timeout_ns(Timespec{-1, 0}).is_error());
+  EXPECT_TRUE(futex_timeout_ns(Timespec{0, -1}).is_error());
+  EXPECT_TRUE(futex_timeout_ns(Timespec{0, 1000000000}).is_error());
+  EXPECT_EQ(futex_timeout_ns(Timespec{0, 1000000000}).error(), Errno::EINVAL);
+}
+
+}  // namespace
+}  // namespace pvk
