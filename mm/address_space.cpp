@@ -4,6 +4,7 @@
 #include "base/lib/kstring.h"
 #include "base/abi.h"
 #include "base/arch/cpu.h"
+#include "base/arch/cross_cpu.h"
 #include "base/frames/frame_allocator.h"
 #include "base/frames/frame_refs.h"
 #include "mm/kernel_space.h"
@@ -35,6 +36,9 @@ constexpr unsigned kMaxSpaces = 96;
 constexpr unsigned kRootCacheSize = 16;
 
 AddressSpace g_spaces[kMaxSpaces];
+// Per CPU: the space whose root switch_mm loaded there (its bit is set in
+// that space's mask).
+AddressSpace* g_loaded[kCpuMaskBits];
 MmPolicy g_policy;
 Pfn g_zero_page{};
 Pfn g_root_cache[kRootCacheSize];
@@ -100,7 +104,21 @@ constexpr unsigned kShareMinLeaves = 32;
 
 void set_mm_policy(const MmPolicy& policy) { g_policy = policy; }
 
+namespace {
+// A lazy CPU asked to leave a root that is going away (pvops' leave hook,
+// run on that CPU from its shootdown handler).
+void leave_root_here(Pfn root) {
+  AddressSpace* as = loaded_mm();
+  if (as && as->root() == root) {
+    must(switch_to_kernel_mm(), "leave a dying root");
+  } else if (g_current_root == root) {
+    must(PVOP(load_root)(kernel_root()), "leave a dying root");
+  }
+}
+}  // namespace
+
 ErrorOr<void> init_user_mm() {
+  set_tlb_leave_hook(&leave_root_here);
   g_zero_page = TRY(frames().try_alloc());
   memset(phys_to_virt(g_zero_page), 0, kPageSize);
   frame_refs().set_immortal(g_zero_page);  // shared by any number of mappings, never freed
@@ -145,7 +163,7 @@ ErrorOr<AddressSpace*> AddressSpace::try_fork() {
   // The parent's leaves are write-protected as they are shared: that must not
   // stop halfway (a refused request is sent again), and only the child is
   // undone if the fork fails.
-  LazyMmuSection section(root_, OnRefusal::Retry);
+  LazyMmuSection section(root_, cpus_, OnRefusal::Retry);
   ErrorOr<void> r;
   shared_tables_up_to_ = VirtAddr{0};
   for (unsigned i = 0; i < count_ && !r.is_error(); ++i) {
@@ -193,10 +211,32 @@ bool AddressSpace::table_holds_only_private_memory(VirtAddr table) const {
 }
 
 ErrorOr<void> AddressSpace::destroy() {
-  LazyMmuSection section(root_, OnRefusal::Retry);
+  // This CPU stops running on the space first. Its root may be gone from
+  // CR3 already (the scheduler loaded the kernel's, or exec loaded the new
+  // image's): then only the bookkeeping follows.
+  if (loaded_mm() == this) {
+    if (g_current_root == root_) {
+      TRY(switch_to_kernel_mm());
+    } else {
+      const unsigned me = xcpu::this_cpu_id();
+      cpus_.clear(me);
+      g_loaded[me] = nullptr;
+    }
+  }
+  LazyMmuSection section(root_, cpus_, OnRefusal::Retry);
   auto r = PVOP(range.teardown)(root_, UnmapVisitor{&drop_frame, nullptr}, section);
   if (!r.is_error()) r = PVOP(range.release_user_tables)(root_, section);
   TRY(finish(section, r));
+  // Lazy TLB: CPUs that went idle on this root still have it loaded (and
+  // are still in the mask). The root must not be reused or freed under
+  // them: they switch to the kernel's root first.
+  const CpuMask lazy = cpus_.snapshot().without(xcpu::this_cpu_id());
+  if (!lazy.empty()) {
+    const CpuMask refused = ask_to_leave_root(lazy, root_);
+    if (!refused.empty())
+      panic("address space teardown: CPU %u still runs on root 0x%lx and cannot be asked to leave it", refused.next(0),
+            raw(root_));
+  }
   count_ = 0;
   in_use_ = false;
   return release_root(root_);
@@ -258,7 +298,7 @@ void AddressSpace::merge_neighbours() {
 }
 
 ErrorOr<void> AddressSpace::unmap_pages(VirtAddr start, VirtAddr end) {
-  LazyMmuSection section(root_, OnRefusal::Retry);
+  LazyMmuSection section(root_, cpus_, OnRefusal::Retry);
   auto r = PVOP(range.unmap)(root_, start, (end - start) >> kPageShift, UnmapVisitor{&drop_frame, nullptr}, section);
   return finish(section, r);
 }
@@ -357,7 +397,7 @@ ErrorOr<void> AddressSpace::mprotect(VirtAddr addr, uint64_t len, uint32_t prot)
   const uint64_t changing = write_only ? pte_bit::Write : managed;
   const PteFlags set{want.bits & changing}, clear{~want.bits & changing};
   merge_neighbours();
-  LazyMmuSection section(root_, OnRefusal::Retry);  // the VMAs already say the new rights
+  LazyMmuSection section(root_, cpus_, OnRefusal::Retry);  // the VMAs already say the new rights
   ErrorOr<void> r;
   if (!g_policy.ptshare) {
     r = PVOP(range.protect)(root_, addr, (end - addr) >> kPageShift, set, clear, section);
@@ -379,7 +419,7 @@ ErrorOr<void> AddressSpace::mprotect(VirtAddr addr, uint64_t len, uint32_t prot)
 
 ErrorOr<void> AddressSpace::unshare(VirtAddr addr, VirtAddr end, Coverage which) {
   if (!g_policy.ptshare) return {};  // no table is ever shared
-  LazyMmuSection section(root_, OnRefusal::Fail);
+  LazyMmuSection section(root_, cpus_, OnRefusal::Fail);
   return finish(section, PVOP(range.unshare)(root_, addr, (end - addr) >> kPageShift, which, section));
 }
 
@@ -410,7 +450,7 @@ ErrorOr<VirtAddr> AddressSpace::brk(VirtAddr new_end) {
 
 ErrorOr<void> AddressSpace::map_frames(VirtAddr addr, const Pfn* frames_in, uint64_t count, uint32_t prot) {
   for (uint64_t i = 0; i < count; ++i) frame_refs().set(frames_in[i], 1);
-  LazyMmuSection section(root_, OnRefusal::Fail);  // what was not mapped is read back and undone
+  LazyMmuSection section(root_, cpus_, OnRefusal::Fail);  // what was not mapped is read back and undone
   auto r = finish(section, PVOP(range.map)(root_, addr, count, FrameSource{frames_in, {}}, leaf_flags(prot)));
   if (r.is_error()) {
     // The frames that made it into the tables belong to the space now (its
@@ -440,7 +480,7 @@ FaultOutcome AddressSpace::handle_fault(VirtAddr va, Access access) {
     // The L2 entry above may be a closed gate (a table shared since fork, or
     // one this space alone holds again): copy or open it first, in its own
     // section, so the leaf decision below reads the table as it now is.
-    LazyMmuSection gate(root_, OnRefusal::Fail);
+    LazyMmuSection gate(root_, cpus_, OnRefusal::Fail);
     auto opened = finish(gate, PVOP(range.open_for_write)(root_, page,
                                                           leaf_rights_in_table(align_down(page, kTableSpan)), gate));
     if (opened.is_error()) return FaultOutcome::out_of_memory(opened.error());
@@ -449,7 +489,7 @@ FaultOutcome AddressSpace::handle_fault(VirtAddr va, Access access) {
 
   // A fault only grants access, so a refused update is not retried: the
   // tables are read back afterwards and say whether the new frame made it.
-  LazyMmuSection section(root_, OnRefusal::Fail);
+  LazyMmuSection section(root_, cpus_, OnRefusal::Fail);
   ErrorOr<void> r;
   Pfn fresh{};          // a frame this fault took, if any
   Pfn replaced{};       // the shared frame a copy replaces (copied = true)
@@ -507,6 +547,36 @@ FaultOutcome AddressSpace::handle_fault(VirtAddr va, Access access) {
     if (frame_refs().dec(replaced) == 0) frames().must_free(replaced);
   }
   return FaultOutcome::handled();
+}
+
+ErrorOr<void> switch_mm(AddressSpace* next) {
+  if (!next) return {};  // lazy: keep the loaded root, stay in its mask
+  const unsigned me = xcpu::this_cpu_id();
+  if (me >= kCpuMaskBits) panic("switch_mm: CPU %u beyond the %u a CpuMask holds", me, kCpuMaskBits);
+  // Join before the load: a shootdown of next issued from now on reaches
+  // this CPU, and whatever this CPU caches from the load on is covered.
+  next->cpus_.set(me);
+  TRY(PVOP(load_root)(next->root_));
+  // Leave the previous space only once its root is no longer loaded here.
+  AddressSpace* prev = g_loaded[me];
+  if (prev && prev != next) prev->cpus_.clear(me);
+  g_loaded[me] = next;
+  return {};
+}
+
+ErrorOr<void> switch_to_kernel_mm() {
+  const unsigned me = xcpu::this_cpu_id();
+  if (me >= kCpuMaskBits) panic("switch_to_kernel_mm: CPU %u beyond the %u a CpuMask holds", me, kCpuMaskBits);
+  AddressSpace* prev = g_loaded[me];
+  if (g_current_root != kernel_root()) TRY(PVOP(load_root)(kernel_root()));
+  if (prev) prev->cpus_.clear(me);
+  g_loaded[me] = nullptr;
+  return {};
+}
+
+AddressSpace* loaded_mm() {
+  const unsigned me = xcpu::this_cpu_id();
+  return me < kCpuMaskBits ? g_loaded[me] : nullptr;
 }
 
 }  // namespace pvk

@@ -4,6 +4,7 @@
 // page-table work goes through the pvops range operations inside lazy-MMU
 // sections, so each backend decides how the writes travel.
 #pragma once
+#include "base/lib/cpumask.h"
 #include "base/lib/error_or.h"
 #include "pvops/mmu_ops.h"
 
@@ -93,6 +94,12 @@ class AddressSpace {
   // The VMA containing va with at least `prot` rights, or null.
   const Vma* find(VirtAddr va) const;
   Pfn root() const { return root_; }
+  // The CPUs that may cache this space's translations (Linux's
+  // mm_cpumask): set by switch_mm when a CPU loads the root, cleared when
+  // that CPU loads another space's. A CPU that goes idle keeps the root
+  // loaded (lazy TLB) and stays in it. Every TLB invalidation of the space
+  // reaches these CPUs (the sections of this space carry the mask).
+  const CpuMask& cpus() const { return cpus_; }
   unsigned vma_count() const { return count_; }
   const Vma& vma(unsigned i) const { return vmas_[i]; }
 
@@ -113,7 +120,11 @@ class AddressSpace {
   ErrorOr<void> unshare(VirtAddr addr, VirtAddr end, Coverage which);
   LeafRights leaf_rights_in_table(VirtAddr table) const;
 
+  friend ErrorOr<void> switch_mm(AddressSpace* next);
+  friend ErrorOr<void> switch_to_kernel_mm();
+
   Pfn root_{};
+  CpuMask cpus_;
   Vma vmas_[kMaxVmas] = {};
   unsigned count_ = 0;
   VirtAddr brk_base_{};
@@ -123,5 +134,17 @@ class AddressSpace {
 };
 
 PteFlags leaf_flags(uint32_t prot);
+
+// Makes `next` the address space this CPU runs on: its root is loaded
+// through pvops (load_root) and the CpuMasks follow — this CPU joins next's
+// before the load and leaves the previous space's after it, so no shootdown
+// of either can miss it. Null next is a lazy switch: the loaded root stays
+// (a kernel-only task needs only the kernel half) and nothing changes.
+ErrorOr<void> switch_mm(AddressSpace* next);
+// This CPU leaves the space it runs on for the kernel's root (a CPU that
+// must stop holding a root: the space is going away, or a test is done).
+ErrorOr<void> switch_to_kernel_mm();
+// The space switch_mm last loaded on this CPU (null: none, or the kernel's).
+AddressSpace* loaded_mm();
 
 }  // namespace pvk

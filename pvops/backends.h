@@ -7,6 +7,9 @@
 namespace pvk {
 
 MmuOps make_native_ops(PteAccess access);
+// Registers the TLB shootdown handler with the native local flushes
+// (invlpg, CR3 reload); the compiled-in image calls it too.
+void install_native_shootdown();
 MmuOps make_batched_ops(PteAccess access, unsigned batch);
 MmuOps make_direct_ops(PteAccess access);
 // Also turns on Xen's writable-pagetable assist; fails if Xen refuses.

@@ -1,5 +1,6 @@
 #include "pvops/lazy_mmu_section.h"
 
+#include "base/arch/cross_cpu.h"
 #include "base/frames/frame_allocator.h"
 #include "pvops/pvop.h"
 #include "pvops/unhook_tables.h"
@@ -27,6 +28,11 @@ LazyMmuSection::LazyMmuSection(Pfn root, OnRefusal on_refusal) : root_(root) {
   PVOP(enter_lazy_mmu)(on_refusal);
 }
 
+LazyMmuSection::LazyMmuSection(Pfn root, const CpuMask& cpus, OnRefusal on_refusal)
+    : LazyMmuSection(root, on_refusal) {
+  cpus_ = &cpus;
+}
+
 LazyMmuSection::~LazyMmuSection() {
   if (finished_) return;
   g_open_section = nullptr;
@@ -34,8 +40,11 @@ LazyMmuSection::~LazyMmuSection() {
 }
 
 void LazyMmuSection::invalidate(VirtAddr va) {
-  // An address space that is not loaded has nothing cached (no PCIDs).
-  if (root_ != g_current_root && !is_kernel_half(va)) return;
+  const bool kernel = is_kernel_half(va);
+  // A space loaded nowhere has nothing cached (no PCIDs): without a mask,
+  // only this CPU's root can be loaded anywhere.
+  if (!kernel && !cpus_ && root_ != g_current_root) return;
+  (kernel ? kernel_ : user_) = true;
   if (flush_all_) return;
   if (page_count_ == kMaxSinglePageFlushes) {
     flush_all_ = true;
@@ -45,7 +54,10 @@ void LazyMmuSection::invalidate(VirtAddr va) {
 }
 
 void LazyMmuSection::invalidate_range(VirtAddr va, uint64_t pages) {
-  if (root_ != g_current_root && !is_kernel_half(va)) return;
+  const bool kernel = is_kernel_half(va);
+  if (!kernel && !cpus_ && root_ != g_current_root) return;
+  if (!pages) return;
+  (kernel ? kernel_ : user_) = true;
   if (flush_all_) return;
   if (pages > kMaxSinglePageFlushes - page_count_) {
     flush_all_ = true;
@@ -55,7 +67,9 @@ void LazyMmuSection::invalidate_range(VirtAddr va, uint64_t pages) {
 }
 
 void LazyMmuSection::invalidate_all() {
-  if (root_ == g_current_root) flush_all_ = true;
+  if (!cpus_ && root_ != g_current_root) return;
+  user_ = true;
+  flush_all_ = true;
 }
 
 LazyMmuSection* LazyMmuSection::open_section() { return g_open_section; }
@@ -73,12 +87,19 @@ ErrorOr<void> LazyMmuSection::release_table(Pfn pfn, Level level) {
 ErrorOr<void> LazyMmuSection::drain() {
   // TLB flushes are queued before the lazy flush so a batching backend can
   // send them in the same multicall as the updates they follow.
-  if (flush_all_) {
-    PVOP(flush_tlb_all)();
-  } else {
-    for (unsigned i = 0; i < page_count_; ++i) PVOP(flush_tlb_one)(pages_[i]);
+  // Here only if this CPU may cache them: its root is the section's, or
+  // the kernel half changed.
+  if (kernel_ || (user_ && root_ == g_current_root)) {
+    if (flush_all_) {
+      PVOP(flush_tlb_all)();
+    } else {
+      for (unsigned i = 0; i < page_count_; ++i)
+        if (is_kernel_half(pages_[i]) || root_ == g_current_root) PVOP(flush_tlb_one)(pages_[i]);
+    }
   }
+  shoot_down();
   flush_all_ = false;
+  user_ = kernel_ = false;
   page_count_ = 0;
   TRY(PVOP(flush_lazy_mmu)());
   // In order. A table whose release fails is dropped from the list (it is
@@ -97,6 +118,28 @@ ErrorOr<void> LazyMmuSection::drain() {
   }
   table_count_ = 0;
   return {};
+}
+
+void LazyMmuSection::shoot_down() {
+  if (!user_ && !kernel_) return;
+  // The stores of the section come before the mask is read (a CPU that
+  // loads the root later walks the new entries), as Linux orders
+  // set_pte against reading mm_cpumask.
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  CpuMask targets;
+  if (user_ && cpus_) targets = cpus_->snapshot();
+  if (kernel_) targets = targets | kernel_tlb_cpus();
+  targets = targets.without(xcpu::this_cpu_id());
+  if (targets.empty()) return;
+  TlbFlushInfo info;
+  info.full = flush_all_;
+  if (!info.full) {
+    info.count = page_count_;
+    for (unsigned i = 0; i < page_count_; ++i) info.pages[i] = pages_[i];
+  }
+  ++g_mmu_counters.shootdowns;
+  g_mmu_counters.shootdown_cpus += targets.count();
+  PVOP(flush_tlb_multi)(targets, info);
 }
 
 ErrorOr<void> LazyMmuSection::finish() {

@@ -4,8 +4,17 @@
 // finish() — which must be called exactly once — pushes the queued updates,
 // flushes the TLB and only then gives the tables back to the allocator.
 // Sections do not nest: opening one while another is open panics.
+//
+// TLB shootdown (pvops/tlb_shootdown.h): a section over a user address space
+// is given that space's CpuMask; when it drains, this CPU flushes what it
+// needs (if the root is loaded here) and the other CPUs of the mask are sent
+// one flush_tlb_multi for everything the section gathered — never one per
+// entry. Kernel-half invalidations concern every CPU that runs on pvk's
+// tables (kernel_tlb_cpus()). Past kTlbSinglePageFlushCeiling pages the
+// whole TLB is flushed, here and on the targets.
 #pragma once
 #include "base/lib/error_or.h"
+#include "base/lib/cpumask.h"
 #include "pvops/mmu_ops.h"
 
 namespace pvk {
@@ -15,6 +24,9 @@ class LazyMmuSection {
   // on_refusal: see OnRefusal (pvops/mmu_ops.h) — Retry for work that takes
   // access away and must not stop halfway.
   explicit LazyMmuSection(Pfn root, OnRefusal on_refusal = OnRefusal::Fail);
+  // A user address space's section: `cpus` says which CPUs may cache its
+  // translations (read when the section drains, after its stores).
+  LazyMmuSection(Pfn root, const CpuMask& cpus, OnRefusal on_refusal = OnRefusal::Fail);
   LazyMmuSection(const LazyMmuSection&) = delete;
   LazyMmuSection& operator=(const LazyMmuSection&) = delete;
   ~LazyMmuSection();
@@ -32,15 +44,19 @@ class LazyMmuSection {
   ErrorOr<void> release_table(Pfn pfn, Level level);
   ErrorOr<void> finish();
 
-  static constexpr unsigned kMaxSinglePageFlushes = 32;
+  static constexpr unsigned kMaxSinglePageFlushes = kTlbSinglePageFlushCeiling;
   static constexpr unsigned kMaxPendingTables = 64;
 
  private:
   ErrorOr<void> drain();
+  void shoot_down();
 
   Pfn root_;
+  const CpuMask* cpus_ = nullptr;  // the space's CPUs; null for the kernel's own sections
   bool finished_ = false;
   bool flush_all_ = false;
+  bool user_ = false;    // some gathered invalidation is in the user half
+  bool kernel_ = false;  // some is in the kernel half (every CPU's)
   unsigned page_count_ = 0;
   unsigned table_count_ = 0;
   VirtAddr pages_[kMaxSinglePageFlushes];

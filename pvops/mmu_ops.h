@@ -13,6 +13,7 @@
 #include "base/lib/error_or.h"
 #include "base/counters.h"
 #include "pvops/pte.h"
+#include "pvops/tlb_shootdown.h"
 
 namespace pvk {
 
@@ -146,6 +147,14 @@ struct MmuOps {
   ErrorOr<void> (*leave_lazy_mmu)();
   void (*flush_tlb_one)(VirtAddr va);
   void (*flush_tlb_all)();
+  // Shootdown (pvops/tlb_shootdown.h): makes every CPU of `cpus` other than
+  // this one drop what `info` names, before it returns or — Xen's hypercall
+  // path inside a lazy-MMU section — in the same multicall as the section's
+  // queued updates, which the section sends right after. Never fails
+  // silently: a target that cannot be reached is a fallback (Xen: a full
+  // flush by the hypervisor) or a panic.
+  void (*flush_tlb_multi)(const CpuMask& cpus, const TlbFlushInfo& info);
+  // Loads root on this CPU and records it as this CPU's current root.
   ErrorOr<void> (*load_root)(Pfn root);
   ErrorOr<void> (*alloc_pt_page)(Pfn pfn, Level level);
   ErrorOr<void> (*release_pt_page)(Pfn pfn, Level level);
@@ -158,7 +167,17 @@ struct MmuOps {
 #if !PVK_BUILTIN_NATIVE
 extern MmuOps g_mmu;
 #endif
-// The root currently loaded (TLB flushes matter only for it and the kernel half).
-extern Pfn g_current_root;
+// The root loaded on this CPU (TLB flushes here matter only for it and the
+// kernel half): a per-CPU value (current_root(), pvops/tlb_shootdown.h),
+// spelled as the one global it was before SMP so readers need not change.
+struct CurrentRootRef {
+  operator Pfn() const { return current_root(); }
+  CurrentRootRef& operator=(Pfn root) {
+    set_current_root(root);
+    return *this;
+  }
+};
+inline bool operator==(const CurrentRootRef&, Pfn b) { return current_root() == b; }
+inline CurrentRootRef g_current_root;
 
 }  // namespace pvk

@@ -54,6 +54,20 @@ inline void flush_all() {
   cpu::write_cr3(cpu::read_cr3());
 }
 
+// What a shootdown's target runs (no counters: they are the sender's).
+inline void target_flush_one(VirtAddr va) { cpu::invlpg(raw(va)); }
+inline void target_flush_all() { cpu::write_cr3(cpu::read_cr3()); }
+
+// Natively the only way to another CPU's TLB is to ask it: a request the
+// platform refuses leaves stale translations behind, so it stops the kernel.
+inline void flush_multi(const CpuMask& cpus, const TlbFlushInfo& info) {
+  const CpuMask refused = shootdown_ipi(cpus, info);
+  if (!refused.empty())
+    panic("tlb shootdown: could not ask CPU %u (of %u) to flush its TLB: a stale translation would outlive its "
+          "mapping",
+          refused.next(0), refused.count());
+}
+
 inline ErrorOr<void> load_root(Pfn root) {
   ++g_mmu_counters.root_loads;
   cpu::write_cr3(raw(pfn_to_phys(root)));
@@ -74,6 +88,7 @@ constexpr MmuOps ops(PteAccess access) {
   ops.leave_lazy_mmu = &no_queue;
   ops.flush_tlb_one = &flush_one;
   ops.flush_tlb_all = &flush_all;
+  ops.flush_tlb_multi = &flush_multi;
   ops.load_root = &load_root;
   // pte_val, pte_flags, pte_pfn and make_pte are the architectural
   // encodings: call sites may become those instructions (pvpatch=on).

@@ -9,6 +9,7 @@
 #include "base/frames/frame_allocator.h"
 #include "base/frames/physmap.h"
 #include "pvops/pte_attrs.h"
+#include "base/arch/cross_cpu.h"
 
 namespace pvk::xen_pv {
 namespace {
@@ -94,6 +95,99 @@ ErrorOr<void> leave_lazy() {
   return r;
 }
 
+// shootdown=: how flush_tlb_multi reaches the other vCPUs.
+ShootdownMode g_shootdown = ShootdownMode::Hypercall;
+
+// The vCPU bitmaps MMUEXT_*_MULTI point at (Xen reads them when the op is
+// carried out, which may be at the end of the lazy section): a few per CPU,
+// used in turn, so one outlives the queue it was put in.
+constexpr unsigned kVcpuMaskSlots = 4;
+static_assert(sizeof(xen_ulong_t) == sizeof(uint64_t), "a CpuMask word is one xen_ulong_t of Xen's vcpumask");
+xen_ulong_t g_vcpumasks[kCpuMaskBits][kVcpuMaskSlots][CpuMask::kWords];
+unsigned g_vcpumask_turn[kCpuMaskBits];
+
+const xen_ulong_t* vcpumask_of(const CpuMask& cpus) {
+  // Under Xen PV a CPU's dense id is its vCPU id (guest/arch/pv brings vCPUs
+  // up in order), so the mask's bits are the vCPU bitmap as it is.
+  const unsigned me = xcpu::this_cpu_id() % kCpuMaskBits;
+  xen_ulong_t* out = g_vcpumasks[me][g_vcpumask_turn[me]++ % kVcpuMaskSlots];
+  for (unsigned i = 0; i < CpuMask::kWords; ++i) out[i] = cpus.words()[i];
+  return out;
+}
+
+void multi_op(unsigned cmd, uint64_t va, const xen_ulong_t* mask) {
+  ++g_mmu_counters.tlb_flush_multi;
+  mmuext_op_t op{};
+  op.cmd = cmd;
+  op.arg1.linear_addr = va;
+  set_xen_guest_handle(op.arg2.vcpumask, mask);
+  if (g_lazy && g_config.defer_in_lazy) {
+    // Behind the section's updates: one multicall carries both.
+    if (auto r = g_queue.push_ext(op); r.is_error() && !settle(r, "mmuext_op").is_error())
+      if (g_queue.push_ext(op).is_error()) report_failure("mmuext_op", Errno::EIO);
+    return;
+  }
+  if (settle(g_queue.flush(), "mmu batch").is_error()) return;  // reported
+  unsigned done = 0;
+  const long rc = xen::mmuext_op(&op, 1, &done);
+  if (rc >= 0) return;
+  (void)report_rc("mmuext_op(flush multi)", rc, cmd, va);
+  // Other vCPUs would keep translations of a mapping that changed: flush
+  // every vCPU instead, and stop if even that is refused.
+  mmuext_op_t every{};
+  every.cmd = MMUEXT_TLB_FLUSH_ALL;
+  const long rc_all = xen::mmuext_op(&every, 1, &done);
+  if (rc_all < 0)
+    panic("xen: MMUEXT_TLB_FLUSH_ALL refused (rc %ld) after a refused flush multi: stale TLB entries on other vCPUs",
+          rc_all);
+}
+
+void flush_multi_by_hypercall(const CpuMask& cpus, const TlbFlushInfo& info) {
+  const xen_ulong_t* mask = vcpumask_of(cpus);
+  if (info.full || info.count > kTlbSinglePageFlushCeiling) {
+    multi_op(MMUEXT_TLB_FLUSH_MULTI, 0, mask);
+    return;
+  }
+  for (unsigned i = 0; i < info.count; ++i) multi_op(MMUEXT_INVLPG_MULTI, raw(info.pages[i]), mask);
+}
+
+void flush_tlb_multi(const CpuMask& cpus_in, const TlbFlushInfo& info) {
+  const CpuMask cpus = cpus_in.without(xcpu::this_cpu_id());
+  if (cpus.empty()) return;
+  if (g_shootdown == ShootdownMode::Hypercall) {
+    flush_multi_by_hypercall(cpus, info);
+    return;
+  }
+  // The targets walk the tables again as soon as they have flushed: the
+  // section's updates must be in them first.
+  (void)settle(g_queue.flush(), "mmu batch");
+  const CpuMask refused = shootdown_ipi(cpus, info);
+  if (refused.empty()) return;
+  // An event channel Xen would not signal: the hypervisor can still reach
+  // those vCPUs' TLBs, so flush them whole that way and say so.
+  kprintf("pvk: xen: shootdown=ipi could not signal vCPU %u (%u refused): flushing them through "
+          "MMUEXT_TLB_FLUSH_MULTI\n",
+          refused.next(0), refused.count());
+  Record("shootdown_fallback").u64("first_cpu", refused.next(0)).u64("cpus", refused.count());
+  const bool was_lazy = g_lazy;
+  g_lazy = false;  // now, not queued: the caller expects the flush done on return
+  multi_op(MMUEXT_TLB_FLUSH_MULTI, 0, vcpumask_of(refused));
+  g_lazy = was_lazy;
+}
+
+// A target's own flushes, issued at once: a request may arrive while this
+// CPU's kernel code has its lazy queue half filled, and must not send it.
+void target_flush(unsigned cmd, uint64_t va) {
+  mmuext_op_t op{};
+  op.cmd = cmd;
+  op.arg1.linear_addr = va;
+  unsigned done = 0;
+  const long rc = xen::mmuext_op(&op, 1, &done);
+  if (rc < 0) panic("xen: a shootdown's local flush (mmuext cmd %u, 0x%lx) was refused: rc %ld", cmd, va, rc);
+}
+void target_flush_one(VirtAddr va) { target_flush(MMUEXT_INVLPG_LOCAL, raw(va)); }
+void target_flush_all() { target_flush(MMUEXT_TLB_FLUSH_LOCAL, 0); }
+
 void flush_tlb_one(VirtAddr va) {
   ++g_mmu_counters.tlb_flush_one;
   tlb_op(MMUEXT_INVLPG_LOCAL, raw(va));
@@ -149,6 +243,11 @@ void configure(const Config& config) {
 }
 
 xen::MmuQueue& queue() { return g_queue; }
+
+void set_shootdown_mode(ShootdownMode mode) {
+  g_shootdown = mode;
+  init_tlb_shootdown({&target_flush_one, &target_flush_all});
+}
 bool lazy() { return g_lazy; }
 
 Errno report_rc(const char* op, long rc, uint64_t a, uint64_t b) {
@@ -296,6 +395,7 @@ void install_common(MmuOps& ops) {
   ops.leave_lazy_mmu = &leave_lazy;
   ops.flush_tlb_one = &flush_tlb_one;
   ops.flush_tlb_all = &flush_tlb_all;
+  ops.flush_tlb_multi = &flush_tlb_multi;
   ops.load_root = &load_root;
 }
 

@@ -18,6 +18,10 @@ struct Config {
 void configure(const Config& config);
 
 xen::MmuQueue& queue();
+
+// shootdown=: how flush_tlb_multi reaches other vCPUs; also registers the
+// TlbFlush handler with Xen's local flushes (set at boot, after the backend).
+void set_shootdown_mode(ShootdownMode mode);
 bool lazy();
 
 // Sends an update now (after anything queued), reporting a refusal.

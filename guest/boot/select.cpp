@@ -4,12 +4,47 @@
 #include "base/lib/kstring.h"
 #include "pvops/backends.h"
 #include "pvops/pvop.h"
+#if !PVK_BUILTIN_NATIVE
+#include "pvops/xen_common.h"
+#endif
 
 namespace pvk {
 
 AutoThresholds g_auto_thresholds{};
 
+namespace {
+
+// shootdown=: under Xen the hypercall (Linux's choice) unless ipi is asked
+// for; natively IPIs are the only way, and asking for the hypercall is
+// refused rather than ignored.
+ErrorOr<void, ParamError> select_shootdown(bool on_xen, Shootdown want) {
+  if (!on_xen) {
+    if (want == Shootdown::Hypercall)
+      return param_error(
+          "pvk: boot parameter 'shootdown=hypercall' needs a Xen PV guest; this boot is native (accepted here: ipi)");
+    install_native_shootdown();
+    return {};
+  }
+#if PVK_BUILTIN_NATIVE
+  return param_error("pvk: the compiled-in native image has no Xen shootdown");
+#else
+  xen_pv::set_shootdown_mode(want == Shootdown::Ipi ? ShootdownMode::Ipi : ShootdownMode::Hypercall);
+  return {};
+#endif
+}
+
+ErrorOr<void, ParamError> select_mmu_backend_only(const Platform& platform, const BootParams& params);
+
+}  // namespace
+
 ErrorOr<void, ParamError> select_mmu_backend(const Platform& platform, const BootParams& params) {
+  TRY(select_mmu_backend_only(platform, params));
+  return select_shootdown(!strcmp(platform.name, "xen"), params.shootdown);
+}
+
+namespace {
+
+ErrorOr<void, ParamError> select_mmu_backend_only(const Platform& platform, const BootParams& params) {
   const bool on_xen = !strcmp(platform.name, "xen");
   MmuBackend want = params.mmu;
   if (want == MmuBackend::Default) want = on_xen ? MmuBackend::Batched : MmuBackend::Native;
@@ -60,6 +95,7 @@ ErrorOr<void, ParamError> select_mmu_backend(const Platform& platform, const Boo
 #endif
 }
 
+}  // namespace
 }  // namespace pvk
 
 namespace pvk {

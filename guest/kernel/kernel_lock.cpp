@@ -5,6 +5,7 @@
 #include "guest/smp/percpu.h"
 #include "mm/kernel_space.h"
 #include "pvops/mmu_ops.h"
+#include "pvops/tlb_shootdown.h"
 
 namespace pvk {
 namespace {
@@ -16,13 +17,6 @@ constexpr LockClass kKernelLockClass{"kernel", LockRank::Kernel};
 Spinlock g_kernel_lock{kKernelLockClass};
 bool g_wait_chosen = false;
 
-// pvops keeps one g_current_root ("the root loaded": whether a page-table
-// change must also flush this CPU's TLB). With several CPUs each has its
-// own; as only the lock holder runs kernel code, the global is made to
-// mean "the root of the CPU holding the kernel lock": saved here on
-// release, given back on acquire.
-Pfn g_loaded_root[smp::kMaxCpus];
-
 }  // namespace
 
 void kernel_lock() {
@@ -31,19 +25,14 @@ void kernel_lock() {
     g_wait_chosen = true;
   }
   g_kernel_lock.lock_irqs_off();
-  // A CPU's first time: an AP runs on the kernel's root (bring-up loads
-  // it); the boot CPU on whatever g_current_root says, which is exact while
-  // it was the only CPU running kernel code.
-  const unsigned id = this_cpu()->id;
-  const Pfn mine = g_loaded_root[id];
-  if (raw(mine))
-    g_current_root = mine;
-  else if (id != 0)
-    g_current_root = kernel_root();
+  // Each CPU's loaded root is its own (pvops' current_root()). An AP's first
+  // time: it runs on the kernel's root, which bring-up loaded without
+  // telling pvops; saying so puts it among the CPUs kernel-half shootdowns
+  // reach.
+  if (!raw(current_root()) && this_cpu()->id != 0) set_current_root(kernel_root());
 }
 
 void kernel_unlock() {
-  g_loaded_root[this_cpu()->id] = g_current_root;
   g_kernel_lock.unlock_irqs_off();
 }
 

@@ -23,6 +23,7 @@ constexpr Choice kBackends[] = {{"native", uint8_t(MmuBackend::Native)},
 constexpr Choice kPteAccess[] = {{"attrs", uint8_t(PteAccess::Attrs)}, {"flags", uint8_t(PteAccess::Flags)}};
 constexpr Choice kOnOff[] = {{"on", uint8_t(Switch::On)}, {"off", uint8_t(Switch::Off)}};
 constexpr Choice kSchedCpus[] = {{"all", uint8_t(SchedCpus::All)}, {"boot", uint8_t(SchedCpus::Boot)}};
+constexpr Choice kShootdown[] = {{"hypercall", uint8_t(Shootdown::Hypercall)}, {"ipi", uint8_t(Shootdown::Ipi)}};
 
 enum class Kind { Choice, Number, Text, List, Seed, Fail };
 
@@ -50,7 +51,7 @@ constexpr Param text(const char* key, size_t offset, size_t size) {
 constexpr Param list(const char* key, size_t offset, size_t size, uint32_t max_items) {
   return {key, Kind::List, nullptr, 0, offset, size, 1, max_items};
 }
-static_assert(sizeof(MmuBackend) == 1 && sizeof(PteAccess) == 1 && sizeof(Switch) == 1);
+static_assert(sizeof(MmuBackend) == 1 && sizeof(PteAccess) == 1 && sizeof(Switch) == 1 && sizeof(Shootdown) == 1);
 
 constexpr const char* kFailKinds[] = {"mmu_update", "mmuext_op", "frame_alloc"};
 static_assert(sizeof kFailKinds / sizeof kFailKinds[0] == size_t(FailKind::Count));
@@ -66,6 +67,7 @@ constexpr Param kParams[] = {
     choice("pgd_cache", kOnOff, offsetof(BootParams, pgd_cache)),
     choice("ptshare", kOnOff, offsetof(BootParams, ptshare)),
     choice("sched_cpus", kSchedCpus, offsetof(BootParams, sched_cpus)),
+    choice("shootdown", kShootdown, offsetof(BootParams, shootdown)),
     text("selftest", offsetof(BootParams, selftest), sizeof(BootParams::selftest)),
     list("bench", offsetof(BootParams, bench), sizeof(BootParams::bench), kMaxBenchItems),
     text("init", offsetof(BootParams, init), sizeof(BootParams::init)),
@@ -292,7 +294,7 @@ ErrorOr<void, ParamError> parse_boot_params(const char* cmdline, BootParams& out
     if (!param)
       return refusal(
           "pvk: unknown boot parameter '%s' (known: mmu pte pvpatch batch auto_threshold zero_page pgd_cache ptshare "
-          "sched_cpus selftest bench init fail fail_seed)",
+          "sched_cpus shootdown selftest bench init fail fail_seed)",
           word, klen);
     if (eq == p) return refusal("pvk: boot parameter '%s' needs a value ('%s=...')", word, len, word, len);
     if (seen[index]) return refusal("pvk: boot parameter '%s' given twice", word, klen);

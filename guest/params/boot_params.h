@@ -12,6 +12,10 @@ namespace pvk {
 
 enum class MmuBackend : uint8_t { Default, Native, Batched, Direct, Wrpt, Unhook, Auto };
 enum class Switch : uint8_t { Off, On };
+// shootdown=: how a Xen PV guest reaches other vCPUs' TLBs (Default: the
+// hypercall under Xen; natively only IPIs exist, and shootdown=hypercall is
+// refused at boot).
+enum class Shootdown : uint8_t { Default, Hypercall, Ipi };
 
 // Fault injection (fail=): which operation fails, and how often. The
 // injection points live in the hypercall layer and the frame allocator.
@@ -37,6 +41,7 @@ struct BootParams {
   // sched_cpus=all|boot: which CPUs run processes (not given: all natively,
   // the boot vCPU under Xen: guest/kernel/main.cpp decides).
   SchedCpus sched_cpus = SchedCpus::Default;
+  Shootdown shootdown = Shootdown::Default;
   char selftest[64] = {};  // comma-separated list; empty = none
   char bench[256] = {};
   char init[64] = {};

@@ -141,7 +141,10 @@ ErrorOr<void> exec_program(Process& p, const char* name, const char* const* argv
   }
   AddressSpace* old = p.as;
   p.as = as;
-  if (&p == current()) must(PVOP(load_root)(as->root()), "load root");
+  // Through switch_mm: this CPU joins the new space's CPU mask (else a
+  // thread it later gets on another CPU could change the tables without
+  // shooting this CPU down) and leaves the old one's before it goes.
+  if (&p == current()) must(switch_mm(as), "switch_mm");
   if (old) must(old->destroy(), "destroy old address space");
   TrapFrame& f = *p.frame();
   memset(&f, 0, sizeof f);

@@ -105,16 +105,13 @@ void prepare_first_switch(Process& p) {
 
 namespace {
 
-// The one place a CPU changes address space (a switch_mm that tracks which
-// CPUs hold which space belongs here). A CPU with no process loads the
-// kernel's root: no CPU keeps a space loaded that it does not run, since
-// its tables may be freed by the CPU the process moved to.
-void switch_mm(const Process* next) {
-  if (next && next->as) {
-    must(PVOP(load_root)(next->as->root()), "load root");
-  } else if (g_current_root != kernel_root()) {
-    must(PVOP(load_root)(kernel_root()), "load kernel root");
-  }
+// The one place a CPU changes address space: mm's switch_mm keeps each
+// space's CPU mask (which CPUs a shootdown must reach). A CPU going idle
+// switches lazily: the old root stays loaded, and the CPU stays in its
+// space's mask, so a shootdown still reaches it and the space's teardown
+// asks it to leave the root first (mm/address_space.cpp).
+void switch_space(const Process* next) {
+  must(switch_mm(next ? next->as : nullptr), "switch_mm");
 }
 
 // User mode's data segment selectors, as this CPU holds them now.
@@ -166,7 +163,7 @@ void switch_to(Process* next) {
   if (!prev && g_platform->timer_resume) g_platform->timer_resume();  // from idle: the tick again
   cs.slice_start_tsc = cpu::rdtsc();
   g_platform->set_kernel_stack(next->stack_top());
-  switch_mm(next);
+  switch_space(next);
   // This CPU's FS base is prev's (loaded when prev came here) or, from
   // idle, whatever ran here last: switch_fs_base writes it from idle.
   switch_fs_base(prev, *next);
@@ -182,21 +179,9 @@ void switch_to_idle() {
   prev->on_cpu = Process::kNoCpu;
   save_user_segments(*prev);
   this_cpu()->current = nullptr;
-  switch_mm(nullptr);
+  switch_space(nullptr);
   switch_context(&prev->saved_rsp, mine().idle_rsp);
   restore_user_segments(*prev);  // resumed, maybe on another CPU
-}
-
-// Whether another CPU runs a process on p's address space. Until TLB
-// shootdown exists (pvops' cross-CPU flushes, issue 15), an address space
-// is live on at most one CPU at a time: page-table changes flush only the
-// TLB of the CPU making them, which is then the only one that can hold
-// its translations. (Processes never share one today; threads will.)
-bool space_live_elsewhere(const Process& p) {
-  if (!p.as) return false;
-  for (const Process& q : g_procs)
-    if (&q != &p && q.as == p.as && q.on_cpu != Process::kNoCpu && q.on_cpu != static_cast<int16_t>(me())) return true;
-  return false;
 }
 
 // The next runnable process that no CPU runs, round-robin over the table.
@@ -205,7 +190,7 @@ Process* pick_next() {
   for (unsigned n = 0; n < kMaxProcs; ++n) {
     const unsigned i = (g_rr_next + n) % kMaxProcs;
     Process& p = g_procs[i];
-    if (p.state == ProcState::Runnable && p.on_cpu == Process::kNoCpu && !space_live_elsewhere(p)) {
+    if (p.state == ProcState::Runnable && p.on_cpu == Process::kNoCpu) {
       g_rr_next = i + 1;
       return &p;
     }
@@ -616,7 +601,7 @@ ErrorOr<int> start_init(const char* const* argv) {
     return r.error();
   }
   this_cpu()->current = nullptr;
-  switch_mm(nullptr);
+  switch_space(nullptr);
   prepare_first_switch(*p);
   p->state = ProcState::Runnable;
   fault_inject_arm(true);  // fail= (if configured) concerns what the processes do

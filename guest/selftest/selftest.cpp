@@ -10,6 +10,7 @@ const Selftest kSelftests[] = {
     {"fault", &selftest_fault},
     {"reject", &selftest_reject},
     {"cpa", &selftest_cpa},
+    {"shootdown", &selftest_shootdown},
 };
 }  // namespace
 

@@ -18,5 +18,6 @@ bool selftest_mm();
 bool selftest_fault();
 bool selftest_reject();
 bool selftest_cpa();
+bool selftest_shootdown();
 
 }  // namespace pvk

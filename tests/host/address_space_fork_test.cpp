@@ -314,7 +314,7 @@ TEST_P(AddressSpaceTest, ForkOfTheLoadedSpaceFlushesTheWriteProtectedPages) {
   ASSERT_NE(parent, nullptr);
   const uint64_t a = mmap(parent, pg(3), kRw);
   for (unsigned i = 0; i < 3; ++i) fill(parent, a + pg(i), 1);
-  ASSERT_EQ(error_of(g_mmu.load_root(parent->root())), Errno::Ok);
+  ASSERT_EQ(error_of(switch_mm(parent)), Errno::Ok);
   fake().clear_events();
   AddressSpace* child = fork(parent);
   ASSERT_NE(child, nullptr);
@@ -350,6 +350,13 @@ TEST_P(AddressSpaceTest, ForkOfTheLoadedSpaceFlushesTheWriteProtectedPages) {
   fake().clear_events();
   write(child, a + pg(1), 2);
   EXPECT_EQ(fake().count(Ev::FlushOne) + fake().count(Ev::FlushAll), 0u);
+  // This CPU alone runs the space: nothing went to another CPU.
+  EXPECT_EQ(fake().count(Ev::FlushMulti), 0u);
+  EXPECT_EQ(g_mmu_counters.shootdowns, 0u);
+  EXPECT_EQ(g_mmu_counters.shootdown_cpus, 0u);
+  EXPECT_EQ(g_mmu_counters.ipis_sent, 0u);
+  EXPECT_EQ(g_mmu_counters.tlb_flush_multi, 0u);
+  ASSERT_EQ(error_of(switch_to_kernel_mm()), Errno::Ok);
   g_current_root = Pfn{0};
 }
 

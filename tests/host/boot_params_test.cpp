@@ -41,6 +41,7 @@ std::string diff(const BootParams& a, const BootParams& b) {
   if (a.zero_page != b.zero_page) d += " zero_page";
   if (a.pgd_cache != b.pgd_cache) d += " pgd_cache";
   if (a.sched_cpus != b.sched_cpus) d += " sched_cpus";
+  if (a.shootdown != b.shootdown) d += " shootdown";
   if (strcmp(a.selftest, b.selftest)) d += " selftest";
   if (strcmp(a.bench, b.bench)) d += " bench";
   if (strcmp(a.init, b.init)) d += " init";
@@ -81,6 +82,7 @@ TEST(BootParams, DefaultsWithAnEmptyCommandLine) {
   EXPECT_EQ(d.batch, 32u) << "Linux's multicall batch";
   EXPECT_EQ(d.zero_page, Switch::On);
   EXPECT_EQ(d.pgd_cache, Switch::On);
+  EXPECT_EQ(d.shootdown, Shootdown::Default) << "the platform decides (hypercall under Xen, IPIs natively)";
   EXPECT_STREQ(d.selftest, "");
   EXPECT_STREQ(d.bench, "");
   EXPECT_STREQ(d.init, "");
@@ -103,6 +105,7 @@ std::vector<ChoiceCase> choice_cases() {
   auto zero_page = [](BootParams& b) -> uint8_t& { return reinterpret_cast<uint8_t&>(b.zero_page); };
   auto pgd_cache = [](BootParams& b) -> uint8_t& { return reinterpret_cast<uint8_t&>(b.pgd_cache); };
   auto sched_cpus = [](BootParams& b) -> uint8_t& { return reinterpret_cast<uint8_t&>(b.sched_cpus); };
+  auto shootdown = [](BootParams& b) -> uint8_t& { return reinterpret_cast<uint8_t&>(b.shootdown); };
   const uint8_t on = uint8_t(Switch::On), off = uint8_t(Switch::Off);
   return {
       {"mmu", "native", mmu, uint8_t(MmuBackend::Native), uint8_t(MmuBackend::Default)},
@@ -119,6 +122,8 @@ std::vector<ChoiceCase> choice_cases() {
       {"pgd_cache", "off", pgd_cache, off, on},
       {"sched_cpus", "all", sched_cpus, uint8_t(SchedCpus::All), uint8_t(SchedCpus::Default)},
       {"sched_cpus", "boot", sched_cpus, uint8_t(SchedCpus::Boot), uint8_t(SchedCpus::All)},
+      {"shootdown", "hypercall", shootdown, uint8_t(Shootdown::Hypercall), uint8_t(Shootdown::Ipi)},
+      {"shootdown", "ipi", shootdown, uint8_t(Shootdown::Ipi), uint8_t(Shootdown::Default)},
   };
 }
 
@@ -152,6 +157,8 @@ TEST(BootParams, BadChoiceListsTheAcceptedValues) {
       {"zero_page=1", "zero_page", "1", "on|off"},
       {"pgd_cache=onn", "pgd_cache", "onn", "on|off"},
       {"sched_cpus=2", "sched_cpus", "2", "all|boot"},
+      {"shootdown=IPI", "shootdown", "IPI", "hypercall|ipi"},
+      {"shootdown=hypercalls", "shootdown", "hypercalls", "hypercall|ipi"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.line);

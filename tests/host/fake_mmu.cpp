@@ -2,6 +2,8 @@
 
 #include "fake_mmu.h"
 
+#include "cross_cpu_host.h"
+
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -71,6 +73,7 @@ const char* ev_name(Ev e) {
     case Ev::LazyFlush: return "LazyFlush";
     case Ev::LazyLeave: return "LazyLeave";
     case Ev::LoadRoot: return "LoadRoot";
+    case Ev::FlushMulti: return "FlushMulti";
   }
   return "?";
 }
@@ -121,6 +124,8 @@ void FakeMmu::reset(const FakeConfig& config) {
   g_mmu_counters = {};
   g_mmu = make_fake_ops(config.access);
   g_pte_access = config.access;
+  fake_xcpu().reset();
+  reset_tlb_state();
   g_current_root = Pfn{0};
 }
 
@@ -438,6 +443,12 @@ MmuOps make_fake_ops(PteAccess access) {
   ops.flush_tlb_all = [] {
     ++g_mmu_counters.tlb_flush_all;
     fake().events_.push_back({Ev::FlushAll});
+  };
+  ops.flush_tlb_multi = [](const CpuMask& cpus, const TlbFlushInfo& info) {
+    MmuEvent ev{Ev::FlushMulti};
+    ev.cpus = cpus;
+    ev.info = info;
+    fake().events_.push_back(ev);
   };
   ops.load_root = [](Pfn root) -> ErrorOr<void> {
     FakeMmu& f = fake();

@@ -68,6 +68,7 @@ enum class Ev : uint8_t {
   LazyFlush,
   LazyLeave,
   LoadRoot,
+  FlushMulti,  // flush_tlb_multi: cpus and info below
 };
 const char* ev_name(Ev e);
 
@@ -79,6 +80,8 @@ struct MmuEvent {
   Level level = Level::L1;
   VirtAddr va{};          // FlushOne
   bool deferred = false;  // Store: queued, not yet in memory
+  CpuMask cpus{};         // FlushMulti: the targets
+  TlbFlushInfo info{};    // FlushMulti: what they were asked to drop
 };
 
 struct FakeConfig {

@@ -1,0 +1,223 @@
+// Address spaces and TLB shootdown (issue 15 part 4): switch_mm keeps each
+// space's CpuMask, and every mm operation that takes a translation away —
+// mprotect, munmap, fork's write-protect, a COW break, teardown — sends one
+// flush_tlb_multi per lazy-MMU section to the other CPUs of the mask, none
+// when this CPU is the only one. The fake MMU records flush_tlb_multi; the
+// fake cross-CPU layer (cross_cpu_host.h) plays "this CPU".
+#include "host_compat.h"  // first: see there
+
+#include "address_space_fixture.h"
+#include "cross_cpu_host.h"
+#include "panic_host.h"
+
+namespace pvk::test {
+namespace {
+
+std::vector<unsigned> cpus_of(const CpuMask& m) {
+  std::vector<unsigned> out;
+  for (unsigned c : m.snapshot()) out.push_back(c);
+  return out;
+}
+
+class ShootdownSpaceTest : public AddressSpaceTest {
+ protected:
+  void SetUp() override {
+    AddressSpaceTest::SetUp();
+    fake_xcpu().online = 4;
+  }
+  void TearDown() override {
+    // Every CPU the test used leaves its space, as the scheduler would.
+    for (unsigned cpu = 1; cpu < 4; ++cpu) on_cpu(cpu, [] { EXPECT_EQ(error_of(switch_to_kernel_mm()), Errno::Ok); });
+    EXPECT_EQ(error_of(switch_to_kernel_mm()), Errno::Ok);
+    AddressSpaceTest::TearDown();
+  }
+  template <typename F>
+  static void on_cpu(unsigned cpu, F f) {
+    const unsigned me = fake_xcpu().this_cpu;
+    fake_xcpu().this_cpu = cpu;
+    f();
+    fake_xcpu().this_cpu = me;
+  }
+  // flush_tlb_multi calls since the events were last cleared.
+  static std::vector<MmuEvent> multis() { return fake().events(Ev::FlushMulti); }
+};
+
+TEST_P(ShootdownSpaceTest, SwitchMmJoinsTheNextSpaceAndLeavesThePreviousOne) {
+  AddressSpace* a = create();
+  AddressSpace* b = create();
+  ASSERT_TRUE(a && b);
+  ASSERT_EQ(error_of(switch_mm(a)), Errno::Ok);
+  EXPECT_EQ(cpus_of(a->cpus()), (std::vector<unsigned>{0}));
+  EXPECT_EQ(g_current_root, a->root());
+  on_cpu(1, [&] { ASSERT_EQ(error_of(switch_mm(a)), Errno::Ok); });
+  EXPECT_EQ(cpus_of(a->cpus()), (std::vector<unsigned>{0, 1}));
+  ASSERT_EQ(error_of(switch_mm(b)), Errno::Ok);
+  EXPECT_EQ(cpus_of(a->cpus()), (std::vector<unsigned>{1}));
+  EXPECT_EQ(cpus_of(b->cpus()), (std::vector<unsigned>{0}));
+  EXPECT_EQ(loaded_mm(), b);
+  // Lazy: a switch to a task without a space keeps the root and the mask.
+  on_cpu(1, [&] {
+    ASSERT_EQ(error_of(switch_mm(nullptr)), Errno::Ok);
+    EXPECT_EQ(loaded_mm(), a);
+  });
+  EXPECT_EQ(cpus_of(a->cpus()), (std::vector<unsigned>{1}));
+  on_cpu(1, [&] { ASSERT_EQ(error_of(switch_to_kernel_mm()), Errno::Ok); });
+  EXPECT_TRUE(a->cpus().snapshot().empty());
+  // Destroying the space this CPU runs on takes it off first.
+  destroy(b);
+  EXPECT_EQ(loaded_mm(), nullptr);
+  EXPECT_EQ(g_current_root, root_) << "the kernel's root";
+}
+
+TEST_P(ShootdownSpaceTest, DestroyingASpaceNoLongerInCr3KeepsTheLoadedRoot) {
+  // exec: the new image's root is loaded (by load_root, not switch_mm), then
+  // the old space goes away — the CPU must stay on the new root.
+  AddressSpace* old_image = create();
+  AddressSpace* new_image = create();
+  ASSERT_TRUE(old_image && new_image);
+  ASSERT_EQ(error_of(switch_mm(old_image)), Errno::Ok);
+  ASSERT_EQ(error_of(g_mmu.load_root(new_image->root())), Errno::Ok);
+  destroy(old_image);
+  EXPECT_EQ(g_current_root, new_image->root());
+  EXPECT_EQ(loaded_mm(), nullptr);
+  ASSERT_EQ(error_of(switch_mm(new_image)), Errno::Ok);
+  EXPECT_EQ(cpus_of(new_image->cpus()), (std::vector<unsigned>{0}));
+}
+
+TEST_P(ShootdownSpaceTest, AloneInTheMaskNothingIsSentAndTheCountersStayZero) {
+  AddressSpace* as = create();
+  ASSERT_NE(as, nullptr);
+  ASSERT_EQ(error_of(switch_mm(as)), Errno::Ok);
+  const uint64_t a = mmap(as, pg(40), kRw);
+  for (unsigned i = 0; i < 40; ++i) fill(as, a + pg(i), 1);
+  AddressSpace* child = fork(as);
+  ASSERT_NE(child, nullptr);
+  write(as, a, 2);
+  ASSERT_EQ(error_of(as->mprotect(VirtAddr{a}, pg(3), kRo)), Errno::Ok);
+  ASSERT_EQ(error_of(as->munmap(VirtAddr{a}, pg(40))), Errno::Ok);
+  destroy(child);
+  EXPECT_TRUE(multis().empty());
+  EXPECT_EQ(g_mmu_counters.shootdowns, 0u);
+  EXPECT_EQ(g_mmu_counters.shootdown_cpus, 0u);
+  EXPECT_EQ(g_mmu_counters.ipis_sent, 0u);
+  EXPECT_EQ(g_mmu_counters.tlb_flush_multi, 0u);
+}
+
+// Each operation in turn, with CPU 1 also running the space: exactly one
+// flush_tlb_multi to CPU 1 naming what the operation changed.
+TEST_P(ShootdownSpaceTest, EveryOperationThatTakesAccessAwayShootsDownOnce) {
+  AddressSpace* as = create();
+  ASSERT_NE(as, nullptr);
+  ASSERT_EQ(error_of(switch_mm(as)), Errno::Ok);
+  on_cpu(1, [&] { ASSERT_EQ(error_of(switch_mm(as)), Errno::Ok); });
+  const uint64_t a = mmap(as, pg(8), kRw);
+  for (unsigned i = 0; i < 8; ++i) fill(as, a + pg(i), 1);
+
+  auto one_shootdown = [&](const char* what, std::vector<uint64_t> pages, bool full = false) {
+    SCOPED_TRACE(what);
+    const auto m = multis();
+    ASSERT_EQ(m.size(), 1u) << "one shootdown per operation";
+    EXPECT_EQ(cpus_of(m[0].cpus), (std::vector<unsigned>{1}));
+    if (full) {
+      EXPECT_TRUE(m[0].info.full);
+      return;
+    }
+    ASSERT_FALSE(m[0].info.full);
+    std::set<uint64_t> got;
+    for (unsigned i = 0; i < m[0].info.count; ++i) got.insert(raw(m[0].info.pages[i]));
+    for (uint64_t p : pages) EXPECT_EQ(got.count(p), 1u) << std::hex << p;
+    fake().clear_events();
+  };
+
+  fake().clear_events();
+  ASSERT_EQ(error_of(as->mprotect(VirtAddr{a}, pg(2), kRo)), Errno::Ok);
+  one_shootdown("mprotect", {a, a + pg(1)});
+
+  ASSERT_EQ(error_of(as->munmap(VirtAddr{a + pg(7)}, pg(1))), Errno::Ok);
+  one_shootdown("munmap", {a + pg(7)});
+
+  AddressSpace* child = fork(as);
+  ASSERT_NE(child, nullptr);
+  one_shootdown("fork write-protect", {a + pg(2), a + pg(3), a + pg(4), a + pg(5), a + pg(6)});
+
+  write(as, a + pg(3), 9);  // a COW break replaces the frame CPU 1 may still map
+  one_shootdown("cow break", {a + pg(3)});
+
+  // The child runs nowhere: its changes shoot nothing down.
+  write(child, a + pg(4), 9);
+  ASSERT_EQ(error_of(child->mprotect(VirtAddr{a}, pg(7), kRo)), Errno::Ok);
+  EXPECT_TRUE(multis().empty());
+  destroy(child);
+  EXPECT_TRUE(multis().empty());
+
+  // Teardown of a space CPU 1 still has loaded (lazily): it is flushed too.
+  on_cpu(1, [&] { ASSERT_EQ(error_of(switch_mm(nullptr)), Errno::Ok); });
+  ASSERT_EQ(error_of(switch_to_kernel_mm()), Errno::Ok);
+  fake().clear_events();
+  ASSERT_EQ(error_of(as->munmap(VirtAddr{a}, pg(7))), Errno::Ok);
+  one_shootdown("munmap seen by a lazy CPU", {a});
+  EXPECT_EQ(g_mmu_counters.shootdown_cpus, g_mmu_counters.shootdowns) << "one target each time";
+  on_cpu(1, [&] { ASSERT_EQ(error_of(switch_to_kernel_mm()), Errno::Ok); });
+}
+
+TEST_P(ShootdownSpaceTest, ALargeMprotectIsOneFullShootdown) {
+  AddressSpace* as = create();
+  ASSERT_NE(as, nullptr);
+  on_cpu(2, [&] { ASSERT_EQ(error_of(switch_mm(as)), Errno::Ok); });
+  const uint64_t a = mmap(as, pg(64), kRw);
+  for (unsigned i = 0; i < 64; ++i) fill(as, a + pg(i), 1);
+  fake().clear_events();
+  ASSERT_EQ(error_of(as->mprotect(VirtAddr{a}, pg(64), kRo)), Errno::Ok);
+  const auto m = multis();
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_TRUE(m[0].info.full) << "past the ceiling: one full flush on the targets";
+  EXPECT_EQ(cpus_of(m[0].cpus), (std::vector<unsigned>{2}));
+  EXPECT_EQ(fake().count(Ev::FlushOne) + fake().count(Ev::FlushAll), 0u) << "not loaded on this CPU";
+}
+
+void no_flush(VirtAddr) {}
+void no_flush_all() {}
+
+TEST_P(ShootdownSpaceTest, ALazyCpuLeavesTheRootOfASpaceThatGoesAway) {
+  init_tlb_shootdown({&no_flush, &no_flush_all});  // the IPI path, delivered by the fake
+  AddressSpace* as = create();
+  ASSERT_NE(as, nullptr);
+  on_cpu(1, [&] {
+    ASSERT_EQ(error_of(switch_mm(as)), Errno::Ok);
+    ASSERT_EQ(error_of(switch_mm(nullptr)), Errno::Ok);  // idle, lazily on the root
+  });
+  const Pfn root = as->root();
+  fake_xcpu().sent.clear();
+  destroy(as);
+  ASSERT_EQ(fake_xcpu().sent.size(), 1u) << "CPU 1 was asked to leave";
+  EXPECT_EQ(fake_xcpu().sent[0].to, 1u);
+  on_cpu(1, [&] {
+    EXPECT_EQ(loaded_mm(), nullptr);
+    EXPECT_NE(g_current_root, root) << "CPU 1 left the dying root";
+    EXPECT_EQ(g_current_root, root_) << "for the kernel's";
+  });
+}
+
+TEST_P(ShootdownSpaceTest, TeardownWithALazyCpuThatCannotBeAskedPanics) {
+  init_tlb_shootdown({&no_flush, &no_flush_all});
+  AddressSpace* as = create();
+  ASSERT_NE(as, nullptr);
+  on_cpu(1, [&] { ASSERT_EQ(error_of(switch_mm(as)), Errno::Ok); });
+  fake_xcpu().refuse = true;
+  live_.erase(std::remove(live_.begin(), live_.end(), as), live_.end());
+  try {
+    (void)as->destroy();
+    ADD_FAILURE() << "destroy returned with CPU 1 still on the root";
+  } catch (const PanicError& e) {
+    EXPECT_THAT(e.what(), testing::HasSubstr("cannot be asked to leave"));
+  }
+  // Undo for the fixture's checks: CPU 1 leaves, the space goes.
+  fake_xcpu().refuse = false;
+  on_cpu(1, [&] { ASSERT_EQ(error_of(switch_to_kernel_mm()), Errno::Ok); });
+  EXPECT_EQ(error_of(as->destroy()), Errno::Ok);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, ShootdownSpaceTest, testing::ValuesIn(kAllWalkModes), walk_mode_name);
+
+}  // namespace
+}  // namespace pvk::test

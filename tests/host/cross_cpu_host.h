@@ -1,0 +1,30 @@
+// A host stand-in for base/arch/cross_cpu.h: a settable "this CPU", a
+// settable set of online CPUs, and send() that records each request and
+// either refuses it or runs the registered handler "on" the target (this
+// CPU id switched to the target's for the call), as a CPU taking the
+// request would.
+#pragma once
+#include <vector>
+
+#include "base/arch/cross_cpu.h"
+
+namespace pvk::test {
+
+struct SentIpi {
+  unsigned from;
+  unsigned to;
+  xcpu::Ipi kind;
+};
+
+struct FakeXcpu {
+  unsigned this_cpu = 0;
+  unsigned online = 1;       // CPUs 0..online-1
+  bool refuse = false;       // send() fails (as the one-CPU kernel's does)
+  bool deliver = true;       // run the target's handler inside send()
+  std::vector<SentIpi> sent;
+  void reset() { *this = FakeXcpu{}; }
+};
+
+FakeXcpu& fake_xcpu();
+
+}  // namespace pvk::test
