@@ -46,7 +46,7 @@ const BenchDef kBenches[] = {
      "pages=4:threads=0+1:loops=3"},
     {"fork_threads", "smp", run_fork_threads, {{"pages", "64+1024"}, {"threads", "0+1"}}, "pages=16:threads=0+1"},
     {"fault_threads", "smp", run_fault_threads, {{"pages", "64+1024"}, {"threads", "0+1"}}, "pages=16:threads=0+1"},
-    {"ctx_threads", "smp", run_ctx_threads, {{"threads", "1"}, {"iters", "500"}}, "threads=1+2:iters=5"},
+    {"ctx_threads", "smp", run_ctx_threads, {{"threads", "0+1"}, {"iters", "500"}}, "threads=0+1+2:iters=5"},
 };
 constexpr unsigned kNumBenches = sizeof kBenches / sizeof kBenches[0];
 

@@ -350,7 +350,9 @@ void run_fault_threads(Run& r) {
 
 // ---------------------------------------------------------------------------
 // ctx_threads: a token passed `iters` times round a ring of 1 + `threads`
-// threads of one process (threads=1: a ping-pong between two). Each thread
+// threads of one process (threads=1: a ping-pong between two; threads=0:
+// the main thread passes it to itself, the same calls without a switch, the
+// overhead to subtract). Each thread
 // sleeps in FUTEX_WAIT on its own word until the previous one sets it and
 // wakes it: per hop a wake, a switch (or a cross-CPU wake-up when the two
 // threads are on different CPUs) and a return from the wait. The threads
@@ -394,8 +396,8 @@ void ring_loop(void* arg) {
 
 void run_ctx_threads(Run& r) {
   const uint64_t threads = r.p("threads"), iters = r.p("iters");
-  if (threads < 1 || threads > kMaxThreads) {
-    r.fail("threads must be 1..%lu", kMaxThreads);
+  if (threads > kMaxThreads) {
+    r.fail("threads must be 0..%lu", kMaxThreads);
     return;
   }
   g_ring.size = static_cast<unsigned>(threads + 1);
@@ -412,22 +414,24 @@ void run_ctx_threads(Run& r) {
     }
     ++started;
   }
+  const unsigned first = 1 % g_ring.size;  // the main thread's successor (itself when alone)
   if (started == threads) {
     // One warm-up round, then the reps.
-    ring_pass(1);
+    ring_pass(first);
     ring_wait(0);
     for (unsigned rep = 0; rep < r.reps; ++rep) {
       r.start();
       for (uint64_t i = 0; i < iters; ++i) {
-        ring_pass(1);
+        ring_pass(first);
         ring_wait(0);
       }
       r.stop();
     }
   }
   __atomic_store_n(&g_ring.stop, 1u, __ATOMIC_RELEASE);
-  if (started == threads) ring_pass(1);
-  else
+  if (started == threads) {
+    if (threads) ring_pass(1);
+  } else
     for (unsigned t = 0; t < started; ++t) ring_pass(t + 1);  // partial ring: wake each to see stop
   for (unsigned t = 0; t < started; ++t)
     if (int64_t e = thread_join(&g_ring.t[t]); e != 0) r.fail("thread_join %u returned %ld", t, e);

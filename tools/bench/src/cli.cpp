@@ -177,6 +177,7 @@ struct Commands::State {
     m.smoke = smoke;
     m.with_variations = !no_variations;
     m.reps = effective_reps();
+    m.smp = smp;
     if (timeout_s > 0) m.timeout = std::chrono::seconds{timeout_s};
     return m;
   }
