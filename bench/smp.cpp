@@ -83,11 +83,14 @@ bool crew_start(Run& r, Crew& c, unsigned k) {
   c.stop = 0;
   c.running = 0;
   c.n = 0;
-  if (c.work == Work::Write && k) {
-    c.own_pages = map_pages_or_fail(r, k);
-    if (!c.own_pages) return false;
-    c.own_count = k;
-  }
+  // Every set maps (and writes) the threads' pages for the most threads,
+  // whatever k: the same mappings around the timed ones at every k, so
+  // that page tables the timed operation empties are not freed and
+  // reallocated at k = 0 only (pvk frees an emptied table at munmap).
+  c.own_pages = map_pages_or_fail(r, kMaxThreads);
+  if (!c.own_pages) return false;
+  c.own_count = kMaxThreads;
+  for (uint64_t i = 0; i < kMaxThreads; ++i) poke(c.own_pages + i * kWordsPerPage, i);
   for (unsigned t = 0; t < k; ++t) {
     Worker& w = c.w[t];
     w = Worker{};
