@@ -144,9 +144,22 @@ void run_mprotect_threads(Run& r) {
   if (loops == 0) loops = auto_loops(pages, 16384, 200);
   r.set_p("loops", loops);
   r.ops = loops;
-  uint64_t* region = map_pages_or_fail(r, pages);
-  if (!region) return;
-  const uint64_t len = pages * kPage;
+  // The region between two PROT_NONE guard pages: a neighbouring mapping
+  // with the same protection (the threads' stacks or pages) would let
+  // Linux merge the region into it at RW and split it again at RO, a cost
+  // that would depend on K through the layout, not on the CPUs.
+  const uint64_t len = pages * kPage, guarded = len + 2 * kPage;
+  const int64_t m = mmap(nullptr, guarded, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS);
+  if (is_err(m)) {
+    r.fail("mmap of %lu pages returned %ld", pages + 2, m);
+    return;
+  }
+  uint64_t* region = reinterpret_cast<uint64_t*>(m + static_cast<int64_t>(kPage));
+  if (int64_t e = mprotect(region, len, PROT_READ | PROT_WRITE); e != 0) {
+    r.fail("mprotect RW of the region returned %ld", e);
+    munmap(reinterpret_cast<void*>(m), guarded);
+    return;
+  }
   for (uint64_t i = 0; i < pages; ++i) poke(region + i * kWordsPerPage, pattern(5, i));
 
   static Crew c;
@@ -172,7 +185,7 @@ void run_mprotect_threads(Run& r) {
     poke(w, 0);  // writable again
   }
   if (r.ns.n) r.extra("per_page", r.ns.median() / r.ops / pages);
-  if (int64_t e = munmap(region, len); e != 0) r.fail("munmap returned %ld", e);
+  if (int64_t e = munmap(reinterpret_cast<void*>(m), guarded); e != 0) r.fail("munmap returned %ld", e);
 }
 
 // ---------------------------------------------------------------------------
