@@ -19,6 +19,9 @@
 // at once. `thread_touches` (extra field) counts the accesses the threads
 // made during the parameter set: how much they ran.
 //
+// With more than one CPU, the threads are pinned where the kernel lets a
+// thread choose (Linux: sched_setaffinity; see Placement below).
+//
 // The same static binary runs on Linux (clone, futex: the Linux ABI).
 #include "bench/bench.h"
 #include "bench/libc/thread.h"
@@ -29,6 +32,53 @@ namespace {
 constexpr uint64_t kWordsPerPage = kPage / 8;
 constexpr uint64_t kMaxThreads = 15;  // pvk: 64 process slots; threads take them too
 constexpr uint64_t kYieldEvery = 4096;
+
+// CPU placement. On Linux a new thread may stay on its creator's CPU (the
+// measured K = 1, 1 page case: the reader ran one pass in the whole set),
+// so the threads are pinned: the main thread to CPU 0, thread i to CPU
+// (i + 1) mod the CPUs it may use, the main thread's mask restored at the
+// end of the set. pvk has no sched_setaffinity (-ENOSYS): nothing is
+// pinned there and its scheduler places the threads. Linux x86-64 system
+// call numbers; the mask is one 64-bit word (CPUs 0..63).
+constexpr uint64_t kSysSchedSetaffinity = 203, kSysSchedGetaffinity = 204;
+
+struct Placement {
+  uint64_t saved = 0;  // the main thread's mask before the set (0: not pinned)
+  unsigned cpus = 1;   // CPUs in it
+};
+
+unsigned nth_cpu(uint64_t mask, unsigned n) {
+  for (unsigned c = 0, seen = 0; c < 64; ++c)
+    if (mask >> c & 1) {
+      if (seen == n) return c;
+      ++seen;
+    }
+  return 0;
+}
+
+int64_t pin_self(unsigned cpu) {
+  const uint64_t mask = 1ull << cpu;
+  return syscall3(kSysSchedSetaffinity, 0, sizeof mask, reinterpret_cast<uint64_t>(&mask));
+}
+
+// Pins the main thread to the first CPU of its mask (more than one CPU only).
+Placement place_main() {
+  Placement p;
+  uint64_t mask = 0;
+  if (syscall3(kSysSchedGetaffinity, 0, sizeof mask, reinterpret_cast<uint64_t>(&mask)) <= 0 || mask == 0) return p;
+  p.cpus = static_cast<unsigned>(__builtin_popcountll(mask));
+  if (p.cpus > 1 && pin_self(nth_cpu(mask, 0)) == 0) p.saved = mask;
+  return p;
+}
+
+// In thread `index` (0-based): its CPU, the (index + 1)-th of the mask, round robin.
+void place_thread(const Placement& p, unsigned index) {
+  if (p.saved) pin_self(nth_cpu(p.saved, (index + 1) % p.cpus));
+}
+
+void unplace_main(const Placement& p) {
+  if (p.saved) syscall3(kSysSchedSetaffinity, 0, sizeof p.saved, reinterpret_cast<uint64_t>(&p.saved));
+}
 
 enum class Work {
   Read,   // load one word of each page of the shared region, round and round
@@ -55,11 +105,13 @@ struct Crew {
   unsigned n = 0;
   uint64_t* own_pages = nullptr;  // one page per thread (Work::Write)
   uint64_t own_count = 0;
+  Placement placement;
 };
 
 void crew_loop(void* arg) {
   Worker* me = static_cast<Worker*>(arg);
   Crew* c = me->crew;
+  place_thread(c->placement, static_cast<unsigned>(me - c->w));
   __atomic_add_fetch(&c->running, 1u, __ATOMIC_ACQ_REL);
   uint64_t n = 0, i = 0;
   while (!__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE)) {
@@ -83,6 +135,7 @@ bool crew_start(Run& r, Crew& c, unsigned k) {
   c.stop = 0;
   c.running = 0;
   c.n = 0;
+  c.placement = k ? place_main() : Placement{};
   // Every set maps (and writes) the threads' pages for the most threads,
   // whatever k: the same mappings around the timed ones at every k, so
   // that page tables the timed operation empties are not freed and
@@ -116,6 +169,8 @@ void crew_stop(Run& r, Crew& c) {
   if (c.own_pages) munmap(c.own_pages, c.own_count * kPage);
   c.own_pages = nullptr;
   c.n = 0;
+  unplace_main(c.placement);
+  c.placement = Placement{};
   r.extra("thread_touches", touches);
 }
 
@@ -281,6 +336,7 @@ struct FaultCrew {
   unsigned n = 0;
   Thread t[kMaxThreads];
   unsigned index[kMaxThreads];
+  Placement placement;
 };
 FaultCrew g_fc;
 
@@ -290,6 +346,7 @@ void fault_slice(uint64_t* slice, uint64_t pages, uint64_t tag) {
 
 void fault_loop(void* arg) {
   const unsigned me = *static_cast<unsigned*>(arg);
+  place_thread(g_fc.placement, me);
   uint32_t seen = 0;
   for (;;) {
     uint32_t g;
@@ -327,6 +384,7 @@ void run_fault_threads(Run& r) {
   g_fc.n = 0;
   g_fc.pages = pages;
   g_fc.region = nullptr;
+  g_fc.placement = threads ? place_main() : Placement{};
   for (unsigned t = 0; t < threads; ++t) {
     g_fc.index[t] = t;
     const int64_t tid = thread_create(&g_fc.t[t], fault_loop, &g_fc.index[t]);
@@ -361,6 +419,7 @@ void run_fault_threads(Run& r) {
   fault_go();
   for (unsigned t = 0; t < g_fc.n; ++t)
     if (int64_t e = thread_join(&g_fc.t[t]); e != 0) r.fail("thread_join %u returned %ld", t, e);
+  unplace_main(g_fc.placement);
   r.extra("faulters", slices);
 }
 
@@ -383,6 +442,7 @@ struct Ring {
   unsigned size = 0;
   Thread t[kMaxThreads];
   unsigned index[kMaxThreads + 1];
+  Placement placement;
 };
 Ring g_ring;
 
@@ -400,6 +460,7 @@ void ring_wait(unsigned me) {
 void ring_loop(void* arg) {
   const unsigned me = *static_cast<unsigned*>(arg);
   const unsigned next = (me + 1) % g_ring.size;
+  place_thread(g_ring.placement, me - 1);  // thread 1 on the main thread's neighbour CPU
   for (;;) {
     ring_wait(me);
     const bool stop = __atomic_load_n(&g_ring.stop, __ATOMIC_ACQUIRE);
@@ -420,6 +481,7 @@ void run_ctx_threads(Run& r) {
   g_ring.stop = 0;
   for (auto& f : g_ring.flag) f = 0;
   r.ops = iters * g_ring.size;
+  g_ring.placement = threads ? place_main() : Placement{};
   unsigned started = 0;
   for (unsigned t = 0; t < threads; ++t) {
     g_ring.index[t] = t + 1;
@@ -451,6 +513,7 @@ void run_ctx_threads(Run& r) {
     for (unsigned t = 0; t < started; ++t) ring_pass(t + 1);  // partial ring: wake each to see stop
   for (unsigned t = 0; t < started; ++t)
     if (int64_t e = thread_join(&g_ring.t[t]); e != 0) r.fail("thread_join %u returned %ld", t, e);
+  unplace_main(g_ring.placement);
 }
 
 }  // namespace bench
