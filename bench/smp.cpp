@@ -153,8 +153,13 @@ bool crew_start(Run& r, Crew& c, unsigned k) {
     if (tid < 0) return r.fail("thread_create %u returned %ld", t, tid);
     ++c.n;
   }
-  // Every thread in its loop before the first rep.
+  // Every thread in its loop, and past its first pass (a thread placed on
+  // an idle CPU may take milliseconds to get going there: measured on
+  // Linux with -smp 2 under -icount, a reader that made one pass in a
+  // whole 3 ms parameter set), before the first rep.
   while (__atomic_load_n(&c.running, __ATOMIC_ACQUIRE) < c.n) sched_yield();
+  for (unsigned t = 0; t < c.n; ++t)
+    while (c.w[t].touches < 2 * kYieldEvery) sched_yield();
   return true;
 }
 
