@@ -174,5 +174,11 @@ void run_mprotect(Run&);
 void run_cpa(Run&);
 void run_kernbench(Run&);
 void run_fork_dirty(Run&);
+// Issue 15 (bench/smp.cpp).
+void run_mprotect_threads(Run&);
+void run_munmap_threads(Run&);
+void run_fork_threads(Run&);
+void run_fault_threads(Run&);
+void run_ctx_threads(Run&);
 
 }  // namespace bench

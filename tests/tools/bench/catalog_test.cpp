@@ -19,7 +19,7 @@ TEST(Catalog, MatchesTheDriver) {
   text << in.rdbuf();
   const std::string source = text.str();
   // {"getpid", "seed000", run_getpid, {{"iters", "10000"}}, ...
-  const std::regex entry(R"re(\{"(\w+)", "(seed\d+)", run_\w+, \{((?:\{"\w+", "[^"]*"\},? ?)*)\})re");
+  const std::regex entry(R"re(\{"(\w+)", "(seed\d+|smp)", run_\w+, \{((?:\{"\w+", "[^"]*"\},? ?)*)\})re");
   const std::regex key(R"re(\{"(\w+)", ")re");
   std::vector<std::string> driver_names;
   for (auto it = std::sregex_iterator(source.begin(), source.end(), entry); it != std::sregex_iterator(); ++it) {
@@ -44,7 +44,14 @@ TEST(Catalog, SuitesAndSwitches) {
   EXPECT_TRUE(is_suite("seed003"));
   EXPECT_FALSE(is_suite("getpid"));
   EXPECT_EQ(suite_members("seed003"), std::vector<std::string_view>{"fork_dirty"});
-  EXPECT_EQ(suite_members("all").size(), benchmarks().size());
+  // all: the seeds' benchmarks; the smp suite only by name (issue 15).
+  EXPECT_TRUE(is_suite("smp"));
+  const auto smp = suite_members("smp");
+  EXPECT_EQ(smp, (std::vector<std::string_view>{"mprotect_threads", "munmap_threads", "fork_threads", "fault_threads",
+                                                 "ctx_threads"}));
+  EXPECT_EQ(suite_members("all").size() + smp.size(), benchmarks().size());
+  EXPECT_EQ(suite_members("smoke").size(), benchmarks().size());
+  for (const auto& m : suite_members("all")) EXPECT_NE(find_benchmark(m)->suite, "smp") << m;
   // One name per line of base/counters.inc.
   std::ifstream inc(std::string(PVK_SOURCE_DIR) + "/base/counters.inc");
   ASSERT_TRUE(inc) << "base/counters.inc";

@@ -407,6 +407,50 @@ TEST(Matrix, ItemsLongerThanOneBootAreSplit) {
   for (const auto& b : plan.boots) EXPECT_LE(b.bench.size(), max_bench_chars);
 }
 
+// Issue 15: with --smp N the default list runs kernbench at N/2, N and 2N
+// workers and adds the smp suite at threads 0, 1 and N-1; at N = 1 it is
+// the one-vCPU list, unchanged.
+TEST(Matrix, SmpDefaultListHasKernbenchLoadsAndTheThreadBenchmarks) {
+  EXPECT_EQ(kernbench_procs(1), "1+4+8");
+  EXPECT_EQ(kernbench_procs(2), "1+2+4");
+  EXPECT_EQ(kernbench_procs(3), "1+3+6");
+  EXPECT_EQ(kernbench_procs(4), "2+4+8");
+  EXPECT_EQ(kernbench_procs(16), "8+16+20");  // the driver's limit
+  EXPECT_EQ(join_items(default_items(1)), "all");
+  EXPECT_EQ(join_items(default_items(2)),
+            "seed000,seed001,seed002:procs=1+2+4:jobs=8,seed003,smp:threads=0+1:reps=3");
+  EXPECT_EQ(join_items(default_items(4)),
+            "seed000,seed001,seed002:procs=2+4+8:jobs=8,seed003,smp:threads=0+1+3:reps=3");
+  EXPECT_EQ(join_items(default_items(8)),
+            "seed000,seed001,seed002:procs=4+8+16:jobs=16,seed003,smp:threads=0+1+7:reps=3");
+
+  auto boots_with = [](const Plan& plan, const std::string& id, const std::string& what) {
+    int n = 0;
+    for (const auto* b : boots_of(plan, id)) n += b->bench.find(what) != std::string::npos;
+    return n;
+  };
+  MatrixOptions two;
+  two.smp = 2;
+  two.platforms = {"native", "xen", "linux-native"};
+  const Plan plan = build_plan(two);
+  MatrixOptions one_cpu;
+  one_cpu.platforms = two.platforms;
+  EXPECT_EQ(ids(plan), ids(build_plan(one_cpu)));  // the same configurations
+  for (const char* id : {"native mmu=native", "xen mmu=batched", "xen mmu=wrpt", "linux-native"}) {
+    EXPECT_EQ(boots_with(plan, id, "smp:threads=0+1:reps=3"), 1) << id;
+    EXPECT_EQ(boots_with(plan, id, "procs=1+2+4"), 1) << id;
+  }
+  // Variations keep their benchmarks: kernbench at the SMP loads, no thread benchmarks.
+  EXPECT_EQ(boots_with(plan, "native mmu=native pgd_cache=off", "kernbench:procs=1+2+4:jobs=8"), 1);
+  EXPECT_EQ(boots_with(plan, "native mmu=native pgd_cache=off", "smp"), 0);
+  EXPECT_EQ(boots_with(plan, "xen mmu=unhook", "smp"), 0);
+  // One CPU: the list of before.
+  one_cpu.platforms = {"native"};
+  const Plan one = build_plan(one_cpu);
+  EXPECT_EQ(boots_with(one, "native mmu=native", "all,"), 1);  // all, then the density series
+  EXPECT_EQ(boots_with(one, "native mmu=native", "smp"), 0);
+}
+
 TEST(Matrix, Errors) {
   MatrixOptions o;
   o.platforms = {"solaris"};

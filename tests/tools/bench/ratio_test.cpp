@@ -218,5 +218,45 @@ TEST(Ratios, OnlySameBenchmarkAndParameters) {
   EXPECT_TRUE(compute_ratios(r, builtin_ratios()).empty());
 }
 
+// Issue 15: threads=K over threads=0 of the same benchmark, other parameters
+// and configuration; never across configurations, never at K = 0 over itself.
+TEST(Ratios, ThreadsOverNoThreadsWithinOneConfiguration) {
+  Results r;
+  r.configs = {config_from_id("native mmu=native"), config_from_id("linux-native")};
+  auto add = [&](const std::string& id, const std::string& params, long median) {
+    r.records.push_back(sample(id, bench_line("mprotect_threads", params, median, median, median, 1)));
+  };
+  add("native mmu=native", R"("pages":1,"threads":0,"loops":200)", 100);
+  add("native mmu=native", R"("pages":1,"threads":1,"loops":200)", 300);
+  add("native mmu=native", R"("pages":1,"threads":3,"loops":200)", 500);
+  add("native mmu=native", R"("pages":256,"threads":0,"loops":64)", 1000);
+  add("native mmu=native", R"("pages":256,"threads":1,"loops":64)", 1500);
+  add("linux-native", R"("pages":1,"threads":0,"loops":200)", 50);
+  add("linux-native", R"("pages":1,"threads":1,"loops":200)", 200);
+  aggregate(r);
+  const auto ratios = compute_ratios(r, builtin_ratios());
+  std::map<std::string, double> got;
+  for (const auto& x : ratios)
+    if (x.spec == "threads K÷0") {
+      EXPECT_EQ(x.numerator, x.denominator);
+      got[x.numerator + " " + params_text(x.params)] = x.value;
+    }
+  const std::map<std::string, double> want{
+      {"native mmu=native pages=1 threads=1 loops=200", 3.0},
+      {"native mmu=native pages=1 threads=3 loops=200", 5.0},
+      {"native mmu=native pages=256 threads=1 loops=64", 1.5},
+      {"linux-native pages=1 threads=1 loops=200", 4.0},
+  };
+  EXPECT_EQ(got, want);
+  // pvk÷Linux pairs the new benchmarks at equal parameters, threads included.
+  const Ratio* pl = find(ratios, "pvk÷Linux native", "native mmu=native", "linux-native");
+  ASSERT_NE(pl, nullptr);
+  EXPECT_EQ(count(ratios, "pvk÷Linux native"), 2u);
+  const auto spec = std::find_if(builtin_ratios().begin(), builtin_ratios().end(),
+                                 [](const RatioSpec& s) { return s.name == "threads K÷0"; });
+  ASSERT_NE(spec, builtin_ratios().end());
+  EXPECT_EQ(spec->vary, "threads");
+}
+
 }  // namespace
 }  // namespace pvk::bench

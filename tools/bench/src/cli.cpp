@@ -177,6 +177,7 @@ struct Commands::State {
     m.smoke = smoke;
     m.with_variations = !no_variations;
     m.reps = effective_reps();
+    m.smp = smp;
     if (timeout_s > 0) m.timeout = std::chrono::seconds{timeout_s};
     return m;
   }
@@ -419,7 +420,9 @@ Commands::Commands(CLI::App& app, const fs::path& build_dir, const fs::path& sou
               "with its load; three boots per configuration unless --reps")
       ->excludes(icount_flag);
   b->add_option("--icount-spec", s.icount_spec, "the -icount argument virtual time passes to QEMU")->capture_default_str();
-  b->add_option("--smp", s.smp, "CPUs of every machine: QEMU -smp N (MTTCG in wall time), Xen dom0_max_vcpus=N")
+  b->add_option("--smp", s.smp, "CPUs of every machine: QEMU -smp N (MTTCG in wall time; with -icount the vCPUs run round-robin on "
+                "one host thread), Xen dom0_max_vcpus=N; with N > 1 the default list runs kernbench at N/2, N and 2N "
+                "workers and adds the smp suite (bench/README.md) at threads=0, 1 and N-1")
       ->check(CLI::Range(1u, 16u))
       ->capture_default_str();
   s.reps_option = b->add_option("--reps", s.reps,

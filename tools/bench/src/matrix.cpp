@@ -197,7 +197,40 @@ const std::vector<Variation>& variations() {
   return table;
 }
 
-std::vector<Item> default_items() { return {Item{"all", {}}}; }
+std::string kernbench_procs(unsigned smp) {
+  if (smp <= 1) return "1+4+8";
+  constexpr unsigned kMaxProcs = 20;  // bench/seed002.cpp: each worker has a kbworker and its child
+  std::vector<unsigned> loads{std::max(1u, smp / 2), smp, 2 * smp};
+  std::string out;
+  unsigned last = 0;
+  for (unsigned p : loads) {
+    p = std::min(p, kMaxProcs);
+    if (p == last) continue;
+    out += (out.empty() ? "" : "+") + std::to_string(p);
+    last = p;
+  }
+  return out;
+}
+
+Item smp_items(unsigned smp) {
+  std::string threads = "0+1";
+  if (smp > 2) threads += "+" + std::to_string(smp - 1);
+  return Item{"smp", {{"threads", threads}, {"reps", "3"}}};
+}
+
+std::vector<Item> default_items(unsigned smp) {
+  if (smp <= 1) return {Item{"all", {}}};
+  // `all` with procs= would reach ctx too (its ring size): the seeds'
+  // suites one by one, procs= on seed002 (kernbench is its only member
+  // with procs), jobs= so that every worker has a job at 2N.
+  const std::string procs = kernbench_procs(smp);
+  const unsigned top = static_cast<unsigned>(std::stoul(procs.substr(procs.rfind('+') + 1)));
+  return {Item{"seed000", {}},
+          Item{"seed001", {}},
+          Item{"seed002", {{"procs", procs}, {"jobs", std::to_string(std::max(8u, top))}}},
+          Item{"seed003", {}},
+          smp_items(smp)};
+}
 
 std::vector<Item> large_items() {
   return {Item{"fork_dirty", {{"pages", "64000+128000"}}}, Item{"mprotect", {{"pages", "65536+128000"}}}};
@@ -288,7 +321,7 @@ std::vector<Group> item_groups(const MatrixOptions& options) {
   } else if (options.smoke) {
     groups.push_back({"smoke", {Item{"smoke", {}}}, false, 0.2});
   } else {
-    groups.push_back({"all", default_items(), false, 1.0, 0, density_items()});
+    groups.push_back({"all", default_items(options.smp), false, 1.0, 0, density_items()});
     if (options.full) groups.push_back({"large", large_items(), true, 3.0});
   }
   return groups;

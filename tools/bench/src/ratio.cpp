@@ -139,6 +139,14 @@ const std::vector<RatioSpec>& builtin_ratios() {
        "page_median_cycles", "fault_zero_read", "fault_write"},
       // Issue 14: the A/A check (--aa): a configuration over itself, booted
       // as two configurations. Must be 1.00 within its interval.
+      // Issue 15: what other CPUs running the same address space cost (the
+      // TLB shootdowns of mprotect, munmap and fork; faults contending in
+      // one mm), in each configuration: threads=K over threads=0.
+      {.name = "threads K÷0",
+       .about = "issue 15: the smp benchmarks with K more threads of the process running (on other CPUs with "
+                "--smp) over the same operation with none, in one configuration",
+       .vary = "threads",
+       .vary_base = "0"},
       {"A/A", parse_selector("twin=2"), parse_selector("twin=1"),
        "the same configuration booted twice as two configurations (--aa): any difference is noise"},
   };
@@ -269,6 +277,29 @@ bool bench_is(const std::string& bench, const std::string& wanted, const std::st
   return bench == (wanted.empty() ? otherwise : wanted);
 }
 
+// The parameters without `key` ("" = all of them), as params_text.
+std::string params_without(const Params& params, const std::string& key) {
+  Params rest;
+  for (const auto& p : params)
+    if (p.first != key) rest.push_back(p);
+  return params_text(rest);
+}
+
+// A parameter's value as text ("" when the row has no such parameter).
+std::string param_value(const Params& params, const std::string& key) {
+  for (const auto& [k, v] : params)
+    if (k == key) return v.is_string() ? v.get<std::string>() : v.dump();
+  return "";
+}
+
+// Whether b is a's denominator under spec's rows and parameters.
+bool rows_pair(const RatioSpec& spec, const Row& a, const Row& b) {
+  if (spec.vary.empty()) return params_text(a.params) == params_text(b.params);
+  const std::string va = param_value(a.params, spec.vary), vb = param_value(b.params, spec.vary);
+  return !va.empty() && va != spec.vary_base && vb == spec.vary_base &&
+         params_without(a.params, spec.vary) == params_without(b.params, spec.vary);
+}
+
 }  // namespace
 
 std::vector<Ratio> compute_ratios(const Results& results, const std::vector<RatioSpec>& specs) {
@@ -282,13 +313,13 @@ std::vector<Ratio> compute_ratios(const Results& results, const std::vector<Rati
       if (!ca || !spec.numerator.matches(*ca)) continue;
       const size_t first = out.size();
       for (const auto& b : results.rows) {
-        if (&a == &b || !bench_is(b.bench, spec.denominator_bench, a.bench) ||
-            params_text(a.params) != params_text(b.params))
-          continue;
+        if (&a == &b || !bench_is(b.bench, spec.denominator_bench, a.bench) || !rows_pair(spec, a, b)) continue;
         const Config* cb = results.find_config(b.config);
         const bool same_config = cb && ca->id() == cb->id();
-        // One configuration over itself only across benchmarks.
-        if (!cb || !spec.denominator.matches(*cb) || (same_config && a.bench == b.bench)) continue;
+        // One configuration over itself only across benchmarks or a parameter;
+        // across a parameter, only within one configuration.
+        if (!cb || !spec.denominator.matches(*cb)) continue;
+        if (spec.vary.empty() ? (same_config && a.bench == b.bench) : !same_config) continue;
         std::set<std::string> keys;
         for (const auto& k : ca->keys()) keys.insert(k);
         for (const auto& k : cb->keys()) keys.insert(k);

@@ -752,8 +752,12 @@ std::string ratios_section(const Results& results, const std::vector<RatioSpec>&
     const std::string across = spec.numerator_bench.empty()
                                    ? ""
                                    : fmt::format(" ({} over {})", spec.numerator_bench, spec.denominator_bench);
-    md += fmt::format("\n### {} — {}\n\n{}: `{}` over `{}`{}.\n\n", spec.name, mode, spec.about,
-                      spec.numerator.text(), spec.denominator.text(), across);
+    if (!spec.vary.empty())  // across a parameter, within each configuration (issue 15)
+      md += fmt::format("\n### {} — {}\n\n{}: `{}≠{}` over `{}={}`, the other parameters equal.\n\n", spec.name,
+                        mode, spec.about, spec.vary, spec.vary_base, spec.vary, spec.vary_base);
+    else
+      md += fmt::format("\n### {} — {}\n\n{}: `{}` over `{}`{}.\n\n", spec.name, mode, spec.about,
+                        spec.numerator.text(), spec.denominator.text(), across);
     std::vector<std::string> pairs;
     for (const Ratio* r : mine)
       if (std::find(pairs.begin(), pairs.end(), r->pair) == pairs.end()) pairs.push_back(r->pair);

@@ -185,6 +185,7 @@ RunResult run_linux(const RunOptions& options, const ConsoleEcho& echo, std::chr
   qemu.memory = options.memory;
   qemu.dom0_memory = options.dom0_memory;
   qemu.icount = options.icount;
+  qemu.smp = options.smp;  // --smp N: QEMU -smp N, under Xen dom0_max_vcpus=N (as for pvk)
   ProcessOptions process;
   if (platform == Platform::linux_xen) {
     qemu.xen_image = xen_image(options.xen_gz, options.xen_cache_dir);

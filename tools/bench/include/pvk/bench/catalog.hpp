@@ -23,9 +23,10 @@ struct BenchInfo {
 const std::vector<BenchInfo>& benchmarks();
 const BenchInfo* find_benchmark(std::string_view name);
 
-// The driver's suites: all, seed000..seed003, smoke.
+// The driver's suites: all, seed000..seed003, smp (issue 15), smoke.
 bool is_suite(std::string_view name);
-// The members of a suite (all and smoke: every benchmark).
+// The members of a suite (smoke: every benchmark; all: every one but the
+// smp suite's).
 std::vector<std::string_view> suite_members(std::string_view suite);
 
 // The counters every pvk record carries (deltas over the median rep), in the

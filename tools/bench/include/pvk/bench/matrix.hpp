@@ -84,7 +84,17 @@ const std::vector<Variation>& variations();
 
 // Benchmark lists. The default is representative and fits the 5-minute
 // budget on two cores; --full adds the large fork and mprotect sizes.
-std::vector<Item> default_items();
+// With smp = N > 1 CPUs (issue 15), the seeds' suites with kernbench at
+// N/2 (at least 1), N and 2N workers instead of its one-vCPU loads
+// (kernbench_procs), plus the smp suite (smp_items).
+std::vector<Item> default_items(unsigned smp = 1);
+// kernbench's loads on N CPUs: "1+4+8" (the driver's default) for N = 1,
+// else max(1, N/2), N and 2N (capped at 20, the driver's limit), each once.
+std::string kernbench_procs(unsigned smp);
+// Issue 15's thread benchmarks for N CPUs: the smp suite at threads=0, 1
+// and N-1 (when larger), each at its default small and larger page counts,
+// 3 reps.
+Item smp_items(unsigned smp);
 std::vector<Item> large_items();
 // Issue 12's sparse fork: fork_dirty over one span (12,800 pages) at falling
 // densities, stride=2+10+100+512 (50 %, 10 %, 1 %, one entry per L1 table;
@@ -103,6 +113,7 @@ struct MatrixOptions {
   bool with_variations = true;
   int reps = 1;  // boots per configuration
   std::optional<std::chrono::seconds> timeout;
+  unsigned smp = 1;  // CPUs of every machine (--smp): the default list's SMP items
 };
 
 // The sizes the targets (ratio.hpp, Target::in_default_matrix: issue 10's

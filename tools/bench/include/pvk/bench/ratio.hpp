@@ -47,6 +47,11 @@ struct RatioSpec {
   // backend"): of the rows the denominator matches for one numerator row,
   // only the fastest (lowest per-op figure) pairs, and the pair names it.
   bool best_denominator = false;
+  // Across one parameter (issue 15's "threads=K ÷ threads=0"): within each
+  // configuration (both selectors must match it), a benchmark's rows whose
+  // `vary` parameter is not `vary_base` over its row with `vary_base` and
+  // every other parameter the same. "" = rows pair only at equal parameters.
+  std::string vary{}, vary_base{};
 };
 
 // The ratios every summary shows (when the run has both sides).
