@@ -74,6 +74,21 @@ void report_fault_injection() {
   }
 }
 
+// A comma-separated list parameter (the parser refused more than
+// kMaxBenchItems items) as argv[1..], copied into `copy` (the words are cut
+// in place); argv[0] is already set and argv has kMaxBenchItems + 2 slots.
+template <size_t N>
+void split_list(const char (&list)[N], char (&copy)[N], const char** argv) {
+  memcpy(copy, list, N);
+  unsigned argc = 1;
+  for (char* p = copy; *p && argc <= kMaxBenchItems;) {
+    argv[argc++] = p;
+    while (*p && *p != ',') ++p;
+    if (*p) *p++ = 0;
+  }
+  argv[argc] = nullptr;
+}
+
 bool run_init(const char* const* argv) {
   const char* program = argv[0];
   set_mm_policy({g_params.zero_page == Switch::On, g_params.pgd_cache == Switch::On, g_params.ptshare == Switch::On});
@@ -221,20 +236,16 @@ void kernel_main(Platform& platform, BootInfo& info) {
   if (g_params.selftest[0] && !run_selftests(g_params.selftest, /*dry_run=*/false))
     pass = false, failure = "selftest failed";
   if (g_params.init[0]) {
-    const char* argv[] = {g_params.init, nullptr};
+    // init=PROG, with init_args=A,B,... as its arguments.
+    static char args[sizeof g_params.init_args];
+    const char* argv[kMaxBenchItems + 2] = {g_params.init};
+    split_list(g_params.init_args, args, argv);
     if (!run_init(argv)) pass = false, failure = failure ? failure : "init failed or leaked frames";
   } else if (g_params.bench[0]) {
     // bench=A,B:k=v,... runs the benchmark driver with one argument per item.
     static char items[sizeof g_params.bench];
-    memcpy(items, g_params.bench, sizeof items);
-    const char* argv[kMaxBenchItems + 2] = {"bench"};  // the parser refused more items
-    unsigned argc = 1;
-    for (char* p = items; *p && argc <= kMaxBenchItems;) {
-      argv[argc++] = p;
-      while (*p && *p != ',') ++p;
-      if (*p) *p++ = 0;
-    }
-    argv[argc] = nullptr;
+    const char* argv[kMaxBenchItems + 2] = {"bench"};
+    split_list(g_params.bench, items, argv);
     if (!run_init(argv)) pass = false, failure = failure ? failure : "benchmarks failed or leaked frames";
   }
 

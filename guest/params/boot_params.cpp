@@ -71,6 +71,7 @@ constexpr Param kParams[] = {
     text("selftest", offsetof(BootParams, selftest), sizeof(BootParams::selftest)),
     list("bench", offsetof(BootParams, bench), sizeof(BootParams::bench), kMaxBenchItems),
     text("init", offsetof(BootParams, init), sizeof(BootParams::init)),
+    list("init_args", offsetof(BootParams, init_args), sizeof(BootParams::init_args), kMaxBenchItems),
     {"fail", Kind::Fail, nullptr, 0, offsetof(BootParams, fail), sizeof(BootParams::fail), 0, 0},
     {"fail_seed", Kind::Seed, nullptr, 0, offsetof(BootParams, fail_seed), sizeof(uint64_t), 0, 0},
 };
@@ -266,7 +267,7 @@ const char* fail_kind_name(FailKind k) {
 
 ErrorOr<void, ParamError> parse_boot_params(const char* cmdline, BootParams& out) {
   bool seen[kNumParams] = {};
-  bool init_seen = false, bench_seen = false;
+  bool init_seen = false, bench_seen = false, init_args_seen = false;
   const char* p = cmdline ? cmdline : "";
   size_t length = 0;
   while (length <= kMaxCmdline && p[length]) ++length;
@@ -294,18 +295,21 @@ ErrorOr<void, ParamError> parse_boot_params(const char* cmdline, BootParams& out
     if (!param)
       return refusal(
           "pvk: unknown boot parameter '%s' (known: mmu pte pvpatch batch auto_threshold zero_page pgd_cache ptshare "
-          "sched_cpus shootdown selftest bench init fail fail_seed)",
+          "sched_cpus shootdown selftest bench init init_args fail fail_seed)",
           word, klen);
     if (eq == p) return refusal("pvk: boot parameter '%s' needs a value ('%s=...')", word, len, word, len);
     if (seen[index]) return refusal("pvk: boot parameter '%s' given twice", word, klen);
     seen[index] = true;
     init_seen |= param->offset == offsetof(BootParams, init);
     bench_seen |= param->offset == offsetof(BootParams, bench);
+    init_args_seen |= param->offset == offsetof(BootParams, init_args);
     TRY(parse_value(*param, eq + 1, static_cast<size_t>(p - eq - 1), out));
   }
   if (init_seen && bench_seen)
     return param_error(
         "pvk: boot parameters 'init' and 'bench' together: bench= runs the bench driver as init, give one");
+  if (init_args_seen && !init_seen)
+    return param_error("pvk: boot parameter 'init_args' without 'init': they are init's arguments");
   return {};
 }
 

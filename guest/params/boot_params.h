@@ -45,6 +45,9 @@ struct BootParams {
   char selftest[64] = {};  // comma-separated list; empty = none
   char bench[256] = {};
   char init[64] = {};
+  // init_args=A,B,...: init's arguments, one per item (proctest: the
+  // sub-tests to run). Only with init=.
+  char init_args[128] = {};
   FailRate fail[static_cast<size_t>(FailKind::Count)];
   uint64_t fail_seed = 1;
 };

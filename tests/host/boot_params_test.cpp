@@ -381,6 +381,20 @@ TEST(BootParams, InitAndBenchTogetherAreRefused) {
   expect_ok(parse("bench=getppid"));
 }
 
+// init_args=A,B: init's arguments (proctest's sub-tests), a list like bench=.
+TEST(BootParams, InitArgsAreAListForInit) {
+  Parsed p = parse("init=proctest init_args=tlb_mprotect,tlb_munmap");
+  expect_ok(p);
+  EXPECT_STREQ(p.params.init_args, "tlb_mprotect,tlb_munmap");
+  const Parsed alone = parse("init_args=tlb_mprotect");
+  expect_error(alone);
+  EXPECT_THAT(alone.error(), HasSubstr("'init_args' without 'init'"));
+  for (const char* line : {"init=proctest init_args=,a", "init=proctest init_args=a,,b"}) {
+    SCOPED_TRACE(line);
+    expect_error(parse(line));
+  }
+}
+
 TEST(BootParams, FailRatesParse) {
   Parsed p = parse("fail=mmu_update:1/1000,mmuext_op:1/500,frame_alloc:1/2000");
   expect_ok(p);

@@ -40,6 +40,18 @@ bool wait_until(Pred pred) {
   return true;
 }
 
+// The kernel's shootdown count (pvk's counter syscall; -1 on Linux): a
+// test reports how many its call made, so a boot test can tell a race that
+// crossed CPUs (the threads ran elsewhere) from one on a single CPU.
+int64_t shootdowns_now() {
+  PvkCounters c{};
+  return read_counters(&c) == 0 ? static_cast<int64_t>(c.shootdowns) : -1;
+}
+void detail_shootdowns(const char* key, int64_t before) {
+  const int64_t after = shootdowns_now();
+  if (before >= 0 && after >= 0) detail(key, after - before);
+}
+
 // A worker's SIGSEGV ends that worker, noting it faulted (the handler runs
 // in the faulting thread).
 volatile uint32_t g_faulted[kWorkers];
@@ -98,10 +110,12 @@ void test_tlb_mprotect() {
   // Every writer has stored for a while: its CPU holds the writable entry.
   CHECK(wait_until([] { return all_stored(10000); }));
 
+  const int64_t shootdowns_before = shootdowns_now();
   CHECK_EQ(mprotect(const_cast<uint64_t*>(g_sr.region), len, PROT_READ), 0);
   uint64_t at_return[kWorkers];
   for (unsigned i = 0; i < kWorkers; ++i) at_return[i] = g_sr.stores[i];
   for (uint64_t w = 0; w < kWorkers * kWordsPerPage; ++w) g_snapshot[w] = g_sr.region[w];
+  detail_shootdowns("shootdowns", shootdowns_before);
 
   // Each writer's next store faults ...
   const bool faulted = wait_until(all_faulted);
@@ -181,8 +195,10 @@ void test_tlb_cow_fork() {
   CHECK(thread_create(&t, cow_writer, &g_index[0]) > 0);
   CHECK(wait_until([] { return g_cr.stores > 10000; }));
   const uint64_t at_fork = g_cr.stores;
+  const int64_t shootdowns_before = shootdowns_now();
   const int64_t pid = fork_helper();
   if (pid == 0) cow_child_reads();
+  detail_shootdowns("shootdowns", shootdowns_before);
   CHECK(pid > 0);
   if (pid > 0) CHECK_EQ(WAIT_OR_KILL(pid, 20), ::pvk::abi::wait_exited(0));
   // The writer went on storing meanwhile (the race happened).
@@ -240,7 +256,9 @@ void test_tlb_munmap() {
     return true;
   }));
 
+  const int64_t shootdowns_before = shootdowns_now();
   CHECK_EQ(munmap(const_cast<uint64_t*>(g_rr.region), len), 0);
+  detail_shootdowns("shootdowns", shootdowns_before);
   for (uint64_t w = 0; w < kUnmapPages * kWordsPerPage; ++w) next[w] = kNew;
 
   const bool faulted = wait_until(all_faulted);
