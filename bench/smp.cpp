@@ -334,6 +334,7 @@ namespace {
 
 struct FaultCrew {
   volatile uint32_t gen = 0;   // bumped to start a rep (or to stop)
+  uint32_t start_gen = 0;      // gen when this parameter set's threads were made
   volatile uint32_t done = 0;  // threads finished with this rep
   volatile uint32_t stop = 0;
   uint64_t* region = nullptr;
@@ -352,7 +353,10 @@ void fault_slice(uint64_t* slice, uint64_t pages, uint64_t tag) {
 void fault_loop(void* arg) {
   const unsigned me = *static_cast<unsigned*>(arg);
   place_thread(g_fc.placement, me);
-  uint32_t seen = 0;
+  // Not 0: gen carries on from earlier parameter sets, and a thread that
+  // took an old value for a new rep would fault on a region not yet mapped
+  // (seen on two CPUs, where the thread runs before the first rep is set).
+  uint32_t seen = g_fc.start_gen;
   for (;;) {
     uint32_t g;
     while ((g = __atomic_load_n(&g_fc.gen, __ATOMIC_ACQUIRE)) == seen)
@@ -390,6 +394,7 @@ void run_fault_threads(Run& r) {
   g_fc.pages = pages;
   g_fc.region = nullptr;
   g_fc.placement = threads ? place_main() : Placement{};
+  g_fc.start_gen = __atomic_load_n(&g_fc.gen, __ATOMIC_ACQUIRE);
   for (unsigned t = 0; t < threads; ++t) {
     g_fc.index[t] = t;
     const int64_t tid = thread_create(&g_fc.t[t], fault_loop, &g_fc.index[t]);

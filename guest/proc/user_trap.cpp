@@ -1,5 +1,6 @@
 // Traps that concern processes: faults and ticks from user mode, and the
 // kernel's own faults on user memory while copying (demand paging).
+#include "base/arch/cross_cpu.h"
 #include "base/arch/probe.h"
 #include "base/arch/platform.h"
 #include "base/console/console.h"
@@ -52,6 +53,16 @@ bool repeats_without_progress(Process& p, uint64_t rip, uint64_t addr) {
   return false;
 }
 
+// A page fault that will kill (SIGSEGV with no handler to run): one line
+// saying where, so a dead program is not a mystery (a handled SIGSEGV is
+// the program's business and says nothing).
+void note_fatal_fault(const Process& p, const TrapFrame& f, uint64_t addr, const char* why) {
+  const uint64_t handler = p.leader->actions[abi::SIGSEGV].handler;
+  if (handler != abi::SIG_DFL && handler != abi::SIG_IGN && !(p.blocked & (uint64_t{1} << (abi::SIGSEGV - 1)))) return;
+  kprintf("pvk: pid %d tid %d (%s): SIGSEGV: %s at 0x%lx (rip 0x%lx, error 0x%lx, cpu %u)\n", p.tgid, p.pid, p.name,
+          why, addr, f.rip, f.error_code, xcpu::this_cpu_id());
+}
+
 }  // namespace
 
 void user_trap(TrapFrame& f, uint64_t fault_addr) {
@@ -74,9 +85,15 @@ void user_trap(TrapFrame& f, uint64_t fault_addr) {
       switch (p.as->handle_fault(VirtAddr{fault_addr}, access_of(f.error_code)).kind) {
         case FaultOutcome::Handled:
           p.fault_failures = 0;
-          if (repeats_without_progress(p, f.rip, fault_addr)) raise_fault_signal(abi::SIGSEGV);
+          if (repeats_without_progress(p, f.rip, fault_addr)) {
+            note_fatal_fault(p, f, fault_addr, "the same fault again and again (no progress)");
+            raise_fault_signal(abi::SIGSEGV);
+          }
           break;
-        case FaultOutcome::BadAccess: raise_fault_signal(abi::SIGSEGV); break;
+        case FaultOutcome::BadAccess:
+          note_fatal_fault(p, f, fault_addr, "no mapping allows the access");
+          raise_fault_signal(abi::SIGSEGV);
+          break;
         case FaultOutcome::OutOfMemory:
           // A frame or a mapping refused once may be there the next time:
           // let the access fault again a few times before giving up.
