@@ -155,6 +155,11 @@ const char* kbworker_path();
 
 // mmap of n pages (private anonymous RW) or fail r.
 uint64_t* map_pages_or_fail(Run& r, uint64_t pages);
+// pages= of at least 1, or fail r.
+bool pages_or_fail(Run& r, uint64_t pages);
+// r.reps timed reps of `loops` x (mprotect RO, mprotect RW) of the region;
+// a failed call fails r (seed 002's mprotect and mprotect_threads).
+void time_mprotect_cycles(Run& r, void* region, uint64_t len, uint64_t loops);
 
 // The benchmarks (one function per name).
 void run_getpid(Run&);

@@ -184,6 +184,24 @@ uint64_t* map_pages_or_fail(Run& r, uint64_t pages) {
   return reinterpret_cast<uint64_t*>(a);
 }
 
+bool pages_or_fail(Run& r, uint64_t pages) {
+  if (pages == 0) r.fail("pages must be at least 1");
+  return pages != 0;
+}
+
+void time_mprotect_cycles(Run& r, void* region, uint64_t len, uint64_t loops) {
+  for (unsigned rep = 0; rep < r.reps && !r.failed(); ++rep) {
+    int64_t e1 = 0, e2 = 0;
+    r.start();
+    for (uint64_t l = 0; l < loops; ++l) {
+      e1 |= mprotect(region, len, PROT_READ);
+      e2 |= mprotect(region, len, PROT_READ | PROT_WRITE);
+    }
+    r.stop();
+    if (e1 || e2) r.fail("mprotect failed (%ld, %ld)", e1, e2);
+  }
+}
+
 const char* kbworker_path() {
   // On pvk the embedded program's name; on Linux the file next to the
   // driver (dirname(argv[0])/kbworker).

@@ -63,16 +63,7 @@ void run_mprotect(Run& r) {
   const uint64_t len = pages * kPage;
   for (uint64_t i = 0; i < pages; ++i) poke(region + i * (kPage / 8), pattern(3, i));
 
-  for (unsigned rep = 0; rep < r.reps && !r.failed(); ++rep) {
-    int64_t e1 = 0, e2 = 0;
-    r.start();
-    for (uint64_t l = 0; l < loops; ++l) {
-      e1 |= mprotect(region, len, PROT_READ);
-      e2 |= mprotect(region, len, PROT_READ | PROT_WRITE);
-    }
-    r.stop();
-    if (e1 || e2) r.fail("mprotect failed (%ld, %ld)", e1, e2);
-  }
+  time_mprotect_cycles(r, region, len, loops);
   // The data survived and the region is writable again.
   for (uint64_t i = 0; i < pages && !r.failed(); i += (pages > 64 ? pages / 64 : 1)) {
     uint64_t* w = region + i * (kPage / 8);

@@ -196,10 +196,7 @@ uint64_t auto_loops(uint64_t pages, uint64_t budget, uint64_t cap) {
 
 void run_mprotect_threads(Run& r) {
   const uint64_t pages = r.p("pages"), threads = r.p("threads");
-  if (pages == 0) {
-    r.fail("pages must be at least 1");
-    return;
-  }
+  if (!pages_or_fail(r, pages)) return;
   uint64_t loops = r.p("loops");
   if (loops == 0) loops = auto_loops(pages, 16384, 200);
   r.set_p("loops", loops);
@@ -227,16 +224,7 @@ void run_mprotect_threads(Run& r) {
   c.region = region;
   c.pages = pages;
   if (crew_start(r, c, static_cast<unsigned>(threads))) {
-    for (unsigned rep = 0; rep < r.reps && !r.failed(); ++rep) {
-      int64_t e1 = 0, e2 = 0;
-      r.start();
-      for (uint64_t l = 0; l < loops; ++l) {
-        e1 |= mprotect(region, len, PROT_READ);
-        e2 |= mprotect(region, len, PROT_READ | PROT_WRITE);
-      }
-      r.stop();
-      if (e1 || e2) r.fail("mprotect failed (%ld, %ld)", e1, e2);
-    }
+    time_mprotect_cycles(r, region, len, loops);
   }
   crew_stop(r, c);
   for (uint64_t i = 0; i < pages && !r.failed(); i += (pages > 64 ? pages / 64 : 1)) {
@@ -255,10 +243,7 @@ void run_mprotect_threads(Run& r) {
 
 void run_munmap_threads(Run& r) {
   const uint64_t pages = r.p("pages"), threads = r.p("threads");
-  if (pages == 0) {
-    r.fail("pages must be at least 1");
-    return;
-  }
+  if (!pages_or_fail(r, pages)) return;
   uint64_t loops = r.p("loops");
   if (loops == 0) loops = auto_loops(pages, 4096, 100);
   r.set_p("loops", loops);
@@ -289,10 +274,7 @@ void run_munmap_threads(Run& r) {
 
 void run_fork_threads(Run& r) {
   const uint64_t pages = r.p("pages"), threads = r.p("threads");
-  if (pages == 0) {
-    r.fail("pages must be at least 1");
-    return;
-  }
+  if (!pages_or_fail(r, pages)) return;
   uint64_t* region = map_pages_or_fail(r, pages);
   if (!region) return;
   static Crew c;
@@ -378,10 +360,7 @@ void fault_go() {
 
 void run_fault_threads(Run& r) {
   const uint64_t pages = r.p("pages"), threads = r.p("threads");
-  if (pages == 0) {
-    r.fail("pages must be at least 1");
-    return;
-  }
+  if (!pages_or_fail(r, pages)) return;
   if (threads > kMaxThreads) {
     r.fail("threads must be 0..%lu", kMaxThreads);
     return;
