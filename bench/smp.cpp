@@ -179,10 +179,17 @@ void crew_stop(Run& r, Crew& c) {
   r.extra("thread_touches", touches);
 }
 
-uint64_t auto_loops(uint64_t pages, uint64_t budget, uint64_t cap) {
-  uint64_t loops = budget / pages;
-  if (loops < 1) loops = 1;
-  if (loops > cap) loops = cap;
+// loops= as given, or (0) about budget / pages, from 1 to cap; the record
+// shows the count used, and each loop is one op.
+uint64_t loops_param(Run& r, uint64_t pages, uint64_t budget, uint64_t cap) {
+  uint64_t loops = r.p("loops");
+  if (loops == 0) {
+    loops = budget / pages;
+    if (loops < 1) loops = 1;
+    if (loops > cap) loops = cap;
+  }
+  r.set_p("loops", loops);
+  r.ops = loops;
   return loops;
 }
 
@@ -197,10 +204,7 @@ uint64_t auto_loops(uint64_t pages, uint64_t budget, uint64_t cap) {
 void run_mprotect_threads(Run& r) {
   const uint64_t pages = r.p("pages"), threads = r.p("threads");
   if (!pages_or_fail(r, pages)) return;
-  uint64_t loops = r.p("loops");
-  if (loops == 0) loops = auto_loops(pages, 16384, 200);
-  r.set_p("loops", loops);
-  r.ops = loops;
+  const uint64_t loops = loops_param(r, pages, 16384, 200);
   // The region between two PROT_NONE guard pages: a neighbouring mapping
   // with the same protection (the threads' stacks or pages) would let
   // Linux merge the region into it at RW and split it again at RO, a cost
@@ -244,10 +248,7 @@ void run_mprotect_threads(Run& r) {
 void run_munmap_threads(Run& r) {
   const uint64_t pages = r.p("pages"), threads = r.p("threads");
   if (!pages_or_fail(r, pages)) return;
-  uint64_t loops = r.p("loops");
-  if (loops == 0) loops = auto_loops(pages, 4096, 100);
-  r.set_p("loops", loops);
-  r.ops = loops;
+  const uint64_t loops = loops_param(r, pages, 4096, 100);
   static Crew c;
   c.work = Work::Write;
   if (crew_start(r, c, static_cast<unsigned>(threads))) {

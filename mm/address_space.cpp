@@ -105,6 +105,13 @@ constexpr unsigned kShareMinLeaves = 32;
 void set_mm_policy(const MmPolicy& policy) { g_policy = policy; }
 
 namespace {
+// This CPU's index in the CpuMasks.
+unsigned mask_cpu() {
+  const unsigned me = xcpu::this_cpu_id();
+  if (me >= kCpuMaskBits) panic("switch_mm: CPU %u beyond the %u a CpuMask holds", me, kCpuMaskBits);
+  return me;
+}
+
 // A lazy CPU asked to leave a root that is going away (pvops' leave hook,
 // run on that CPU from its shootdown handler).
 void leave_root_here(Pfn root) {
@@ -218,9 +225,7 @@ ErrorOr<void> AddressSpace::destroy() {
     if (g_current_root == root_) {
       TRY(switch_to_kernel_mm());
     } else {
-      const unsigned me = xcpu::this_cpu_id();
-      cpus_.clear(me);
-      g_loaded[me] = nullptr;
+      forget_loaded(mask_cpu());
     }
   }
   LazyMmuSection section(root_, cpus_, OnRefusal::Retry);
@@ -549,28 +554,28 @@ FaultOutcome AddressSpace::handle_fault(VirtAddr va, Access access) {
   return FaultOutcome::handled();
 }
 
+void AddressSpace::forget_loaded(unsigned cpu, AddressSpace* staying) {
+  AddressSpace* prev = g_loaded[cpu];
+  if (prev && prev != staying) prev->cpus_.clear(cpu);
+  g_loaded[cpu] = staying;
+}
+
 ErrorOr<void> switch_mm(AddressSpace* next) {
   if (!next) return {};  // lazy: keep the loaded root, stay in its mask
-  const unsigned me = xcpu::this_cpu_id();
-  if (me >= kCpuMaskBits) panic("switch_mm: CPU %u beyond the %u a CpuMask holds", me, kCpuMaskBits);
+  const unsigned me = mask_cpu();
   // Join before the load: a shootdown of next issued from now on reaches
   // this CPU, and whatever this CPU caches from the load on is covered.
   next->cpus_.set(me);
   TRY(PVOP(load_root)(next->root_));
   // Leave the previous space only once its root is no longer loaded here.
-  AddressSpace* prev = g_loaded[me];
-  if (prev && prev != next) prev->cpus_.clear(me);
-  g_loaded[me] = next;
+  AddressSpace::forget_loaded(me, next);
   return {};
 }
 
 ErrorOr<void> switch_to_kernel_mm() {
-  const unsigned me = xcpu::this_cpu_id();
-  if (me >= kCpuMaskBits) panic("switch_to_kernel_mm: CPU %u beyond the %u a CpuMask holds", me, kCpuMaskBits);
-  AddressSpace* prev = g_loaded[me];
+  const unsigned me = mask_cpu();
   if (g_current_root != kernel_root()) TRY(PVOP(load_root)(kernel_root()));
-  if (prev) prev->cpus_.clear(me);
-  g_loaded[me] = nullptr;
+  AddressSpace::forget_loaded(me);
   return {};
 }
 

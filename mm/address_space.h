@@ -120,6 +120,9 @@ class AddressSpace {
   ErrorOr<void> unshare(VirtAddr addr, VirtAddr end, Coverage which);
   LeafRights leaf_rights_in_table(VirtAddr table) const;
 
+  // switch_mm's bookkeeping: CPU `cpu` no longer runs the space it loaded
+  // last (unless that is `staying`), whose mask it leaves.
+  static void forget_loaded(unsigned cpu, AddressSpace* staying = nullptr);
   friend ErrorOr<void> switch_mm(AddressSpace* next);
   friend ErrorOr<void> switch_to_kernel_mm();
 
