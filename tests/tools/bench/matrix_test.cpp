@@ -2,6 +2,8 @@
 // machines and repetitions.
 #include "pvk/bench/matrix.hpp"
 
+#include "pvk/bench/catalog.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -65,14 +67,18 @@ TEST(Matrix, DefaultIsEveryBackendPlusTheSeedVariations) {
       "xen mmu=batched pte=flags pvpatch=off",
       // Issue 12: unhook and auto, with fork and mprotect only.
       "xen mmu=unhook", "xen mmu=auto",
+      // Issue 15: two CPUs, natively and under batched with each shootdown.
+      "native mmu=native smp=2", "xen mmu=batched sched_cpus=all shootdown=hypercall smp=2",
+      "xen mmu=batched sched_cpus=all shootdown=ipi smp=2",
   };
   EXPECT_EQ(ids(plan), expected);
   // One boot per configuration, plus the 128,000-page sizes of the targets
   // once on each configuration they compare with another of this run:
   // issue 10's batched ptshare=on and wrpt (ptshare=off), issue 12's auto
   // against batched, wrpt and unhook; fork_dirty. (The others compare with
-  // Linux: --linux.)
-  EXPECT_EQ(plan.boots.size(), 31u);
+  // Linux: --linux.) The two-CPU configurations: one boot each (no
+  // MatrixOptions::smp_reps here).
+  EXPECT_EQ(plan.boots.size(), 34u);
   std::map<std::string, std::string> sized;  // configuration -> bench= of its 128000 boot
   for (const auto& b : plan.boots)
     if (b.group == "128000") sized[plan.configs[b.config].id()] = b.bench;
@@ -149,8 +155,8 @@ TEST(Matrix, PtshareOnIsAVariationOfForkAndMprotectOnEveryBackend) {
   // The seed variations do not get the large sizes.
   for (const Boot* b : boots_of(plan, "xen mmu=wrpt pgd_cache=off")) EXPECT_EQ(b->bench, kPgdCacheOff);
   // 22 configurations x 3 (unhook and auto among them), 4 ptshare=on x 3,
-  // five 128,000-page boots.
-  EXPECT_EQ(plan.boots.size(), 83u);
+  // five 128,000-page boots, 3 two-CPU configurations x 3.
+  EXPECT_EQ(plan.boots.size(), 92u);
 }
 
 // Issue 12: the sparse fork series rides in the first boot of every
@@ -162,7 +168,7 @@ TEST(Matrix, DensitySeriesOnceInTheFirstBootOfEachForkConfiguration) {
   MatrixOptions o;
   o.reps = 3;
   const Plan plan = build_plan(o);
-  EXPECT_EQ(plan.boots.size(), 83u);  // as many boots as without it
+  EXPECT_EQ(plan.boots.size(), 92u);  // as many boots as without it
   std::map<std::string, int> with;    // configuration -> boots carrying the series
   for (const auto& b : plan.boots) {
     const bool has = b.bench.find("stride=") != std::string::npos;
@@ -276,14 +282,14 @@ TEST(Matrix, NoVariationsNoTableSizes) {
   o.with_variations = false;
   o.mmus = {"native", "batched", "direct", "wrpt"};
   const Plan plan = build_plan(o);
-  EXPECT_EQ(plan.configs.size(), 4u);
-  EXPECT_EQ(plan.boots.size(), 4u);  // no ptshare=on to compare wrpt's 128,000-page fork with, no auto
+  EXPECT_EQ(plan.configs.size(), 7u);  // and the three on two CPUs
+  EXPECT_EQ(plan.boots.size(), 7u);  // no ptshare=on to compare wrpt's 128,000-page fork with, no auto
   // With auto (the default list), auto's target boots 128,000 pages on it
   // and on batched, wrpt and unhook; not on direct.
   o.mmus = {};
   const Plan all = build_plan(o);
-  EXPECT_EQ(all.configs.size(), 6u);
-  EXPECT_EQ(all.boots.size(), 10u);
+  EXPECT_EQ(all.configs.size(), 9u);
+  EXPECT_EQ(all.boots.size(), 13u);
   std::set<std::string> sized;
   for (const auto& b : all.boots)
     if (b.group == "128000") sized.insert(all.configs[b.config].id());
@@ -315,7 +321,7 @@ TEST(Matrix, FullAddsTheLargeSizesOnBigMachines) {
   o.with_variations = false;
   o.mmus = {"native", "batched", "direct", "wrpt"};
   const Plan plan = build_plan(o);
-  EXPECT_EQ(plan.configs.size(), 4u);
+  EXPECT_EQ(plan.configs.size(), 10u);  // and the three on two CPUs and on four
   const auto xen = boots_of(plan, "xen mmu=batched");
   ASSERT_EQ(xen.size(), 2u);
   const Boot* large = xen[0]->group == "large" ? xen[0] : xen[1];
@@ -429,26 +435,114 @@ TEST(Matrix, SmpDefaultListHasKernbenchLoadsAndTheThreadBenchmarks) {
     for (const auto* b : boots_of(plan, id)) n += b->bench.find(what) != std::string::npos;
     return n;
   };
+  // --smp 2: every configuration of the one-CPU matrix on two CPUs (an
+  // smp=2 key, never on the kernel's command line), and no others.
   MatrixOptions two;
   two.smp = 2;
   two.platforms = {"native", "xen", "linux-native"};
   const Plan plan = build_plan(two);
   MatrixOptions one_cpu;
   one_cpu.platforms = two.platforms;
-  EXPECT_EQ(ids(plan), ids(build_plan(one_cpu)));  // the same configurations
-  for (const char* id : {"native mmu=native", "xen mmu=batched", "xen mmu=wrpt", "linux-native"}) {
+  std::set<std::string> one_cpu_ids;
+  for (const auto& c : build_plan(one_cpu).configs)
+    if (c.cpus() == 1) one_cpu_ids.insert(c.id());
+  std::set<std::string> two_cpu_ids;
+  for (const auto& c : plan.configs) {
+    EXPECT_EQ(c.cpus(), 2u) << c.id();
+    Config without = c;
+    std::erase_if(without.switches, [](const auto& s) { return s.first == kSmpKey; });
+    two_cpu_ids.insert(without.id());
+  }
+  EXPECT_EQ(two_cpu_ids, one_cpu_ids);
+  for (const auto& b : plan.boots) {
+    EXPECT_EQ(b.machine.cpus, 2u) << plan.describe_boot(b);
+    EXPECT_TRUE(b.exclusive) << plan.describe_boot(b);
+    EXPECT_EQ(b.cmdline.find("smp="), std::string::npos) << b.cmdline;
+  }
+  for (const char* id : {"native mmu=native smp=2", "xen mmu=batched smp=2", "xen mmu=wrpt smp=2", "linux-native smp=2"}) {
     EXPECT_EQ(boots_with(plan, id, "smp:threads=0+1:reps=3"), 1) << id;
     EXPECT_EQ(boots_with(plan, id, "procs=1+2+4"), 1) << id;
   }
   // Variations keep their benchmarks: kernbench at the SMP loads, no thread benchmarks.
-  EXPECT_EQ(boots_with(plan, "native mmu=native pgd_cache=off", "kernbench:procs=1+2+4:jobs=8"), 1);
-  EXPECT_EQ(boots_with(plan, "native mmu=native pgd_cache=off", "smp"), 0);
-  EXPECT_EQ(boots_with(plan, "xen mmu=unhook", "smp"), 0);
-  // One CPU: the list of before.
+  EXPECT_EQ(boots_with(plan, "native mmu=native pgd_cache=off smp=2", "kernbench:procs=1+2+4:jobs=8"), 1);
+  EXPECT_EQ(boots_with(plan, "native mmu=native pgd_cache=off smp=2", "smp"), 0);
+  EXPECT_EQ(boots_with(plan, "xen mmu=unhook smp=2", "smp"), 0);
+  // One CPU: the list of before, and the machine has one CPU.
   one_cpu.platforms = {"native"};
   const Plan one = build_plan(one_cpu);
   EXPECT_EQ(boots_with(one, "native mmu=native", "all,"), 1);  // all, then the density series
   EXPECT_EQ(boots_with(one, "native mmu=native", "smp"), 0);
+  for (const Boot* b : boots_of(one, "native mmu=native")) {
+    EXPECT_EQ(b->machine.cpus, 1u);
+    EXPECT_FALSE(b->exclusive);
+  }
+}
+
+// Issue 15: without --smp the default matrix boots, besides its one-CPU
+// configurations, each platform's smp_switches on two CPUs (--full: and
+// four) with kernbench at that machine's loads and the smp suite, each boot
+// alone and --smp's boots per configuration; not with --bench, --smoke or
+// --set, and not for a backend --mmu leaves out.
+TEST(Matrix, DefaultAddsTwoCpuMachinesNativelyAndUnderBatchedWithEachShootdown) {
+  EXPECT_EQ(join_items(smp_matrix_items(2)), "kernbench:procs=1+2+4:jobs=8,smp:threads=0+1:reps=3");
+  EXPECT_EQ(join_items(smp_matrix_items(4)), "kernbench:procs=2+4+8:jobs=8,smp:threads=0+1+3:reps=3");
+  MatrixOptions o;
+  o.platforms = {"native", "native-builtin", "xen", "linux-native", "linux-xen"};
+  o.smp_reps = 3;
+  const Plan plan = build_plan(o);
+  std::map<std::string, int> several;  // configuration -> boots
+  for (const auto& b : plan.boots) {
+    const Config& c = plan.configs[b.config];
+    EXPECT_EQ(b.machine.cpus, c.cpus()) << plan.describe_boot(b);
+    EXPECT_EQ(b.exclusive, c.cpus() > 1) << plan.describe_boot(b);
+    if (c.cpus() == 1) continue;
+    ++several[c.id()];
+    EXPECT_EQ(b.bench, join_items(smp_matrix_items(2))) << plan.describe_boot(b);
+    EXPECT_EQ(b.cmdline.find("smp="), std::string::npos) << b.cmdline;
+  }
+  EXPECT_EQ(several, (std::map<std::string, int>{
+                         {"native mmu=native smp=2", 3},
+                         {"xen mmu=batched sched_cpus=all shootdown=hypercall smp=2", 3},
+                         {"xen mmu=batched sched_cpus=all shootdown=ipi smp=2", 3},
+                         {"linux-native smp=2", 3},
+                         {"linux-xen smp=2", 3},
+                     }));
+  EXPECT_EQ(boots_of(plan, "xen mmu=batched sched_cpus=all shootdown=ipi smp=2")[0]->cmdline,
+            "mmu=batched sched_cpus=all shootdown=ipi bench=" + join_items(smp_matrix_items(2)));
+  // --full: four CPUs too.
+  o.full = true;
+  std::set<std::string> full_ids;
+  for (const auto& c : build_plan(o).configs)
+    if (c.cpus() > 1) full_ids.insert(c.id());
+  EXPECT_EQ(full_ids.size(), 10u);
+  EXPECT_TRUE(full_ids.count("xen mmu=batched sched_cpus=all shootdown=hypercall smp=4"));
+  EXPECT_TRUE(full_ids.count("native mmu=native smp=4"));
+  // --mmu without batched: natively only; --bench, --smoke, --set: none.
+  auto several_cpus = [](const MatrixOptions& options) {
+    std::set<std::string> out;
+    for (const auto& c : build_plan(options).configs)
+      if (c.cpus() > 1) out.insert(c.id());
+    return out;
+  };
+  o = {};
+  o.mmus = {"native", "wrpt"};
+  EXPECT_EQ(several_cpus(o), (std::set<std::string>{"native mmu=native smp=2"}));
+  o = {};
+  o.items = parse_items("getppid");
+  EXPECT_TRUE(several_cpus(o).empty());
+  o = {};
+  o.smoke = true;
+  EXPECT_TRUE(several_cpus(o).empty());
+  o = {};
+  o.sets = {parse_set("pte=flags")};
+  EXPECT_TRUE(several_cpus(o).empty());
+  // The key is checked: 1..16 CPUs.
+  EXPECT_EQ(make_config("native", {{"mmu", "native"}, {"smp", "4"}}).cpus(), 4u);
+  EXPECT_EQ(make_config("native", {{"mmu", "native"}}).cpus(), 1u);
+  EXPECT_THROW(make_config("native", {{"smp", "0"}}), std::invalid_argument);
+  EXPECT_THROW(make_config("native", {{"smp", "17"}}), std::invalid_argument);
+  EXPECT_THROW(make_config("native", {{"smp", "two"}}), std::invalid_argument);
+  EXPECT_EQ(make_config("native", {{"mmu", "native"}, {"smp", "2"}}).cmdline(), "mmu=native");
 }
 
 TEST(Matrix, Errors) {

@@ -2,6 +2,8 @@
 // their spread, user-declared ratios and the Linux seam.
 #include "pvk/bench/ratio.hpp"
 
+#include "pvk/bench/report.hpp"
+
 #include "fixtures.hpp"
 
 #include <gtest/gtest.h>
@@ -256,6 +258,49 @@ TEST(Ratios, ThreadsOverNoThreadsWithinOneConfiguration) {
                                  [](const RatioSpec& s) { return s.name == "threads K÷0"; });
   ASSERT_NE(spec, builtin_ratios().end());
   EXPECT_EQ(spec->vary, "threads");
+}
+
+// Issue 15: the machines with several CPUs — shootdown through Xen over
+// IPIs on the same vCPUs, each against Linux PV on as many; and in a
+// virtual-time run their ratios are not exact (their boots ran in wall
+// time), while the one-CPU configurations' still are.
+TEST(Ratios, SeveralCpusPairOnTheSameMachineAndAreTimedInWallTime) {
+  Results r;
+  r.run = {{"icount", "shift=0,sleep=off"}};
+  const std::string hyp = "xen mmu=batched sched_cpus=all shootdown=hypercall smp=2";
+  const std::string ipi = "xen mmu=batched sched_cpus=all shootdown=ipi smp=2";
+  r.configs = {config_from_id(hyp), config_from_id(ipi), config_from_id("linux-xen smp=2"),
+               config_from_id("linux-xen"), config_from_id("xen mmu=batched"), config_from_id("xen mmu=wrpt")};
+  auto add = [&](const std::string& id, const std::string& bench, long median) {
+    r.records.push_back(sample(id, bench_line(bench, R"("pages":1,"threads":1,"loops":200)", median, median, median, 1)));
+  };
+  add(hyp, "mprotect_threads", 300);
+  add(ipi, "mprotect_threads", 200);
+  add("linux-xen smp=2", "mprotect_threads", 100);
+  add("linux-xen", "mprotect_threads", 1000);  // one vCPU: pairs with nothing here
+  add("xen mmu=batched", "fork_dirty", 100);
+  add("xen mmu=wrpt", "fork_dirty", 400);
+  aggregate(r);
+  const auto ratios = compute_ratios(r, builtin_ratios());
+  const Ratio* modes = find(ratios, "shootdown hypercall÷ipi", hyp, ipi);
+  ASSERT_NE(modes, nullptr);
+  EXPECT_DOUBLE_EQ(modes->value, 1.5);
+  EXPECT_FALSE(modes->deterministic);
+  EXPECT_NE(modes->stats.method, "exact");
+  const Ratio* lh = find(ratios, "pvk÷Linux Xen, hypercall shootdown", hyp, "linux-xen smp=2");
+  ASSERT_NE(lh, nullptr);
+  EXPECT_DOUBLE_EQ(lh->value, 3.0);
+  const Ratio* li = find(ratios, "pvk÷Linux Xen, ipi shootdown", ipi, "linux-xen smp=2");
+  ASSERT_NE(li, nullptr);
+  EXPECT_DOUBLE_EQ(li->value, 2.0);
+  EXPECT_EQ(count(ratios, "pvk÷Linux Xen, hypercall shootdown"), 1u);  // not with Linux on one vCPU
+  // The one-CPU pair of the same run: exact.
+  const Ratio* bw = find(ratios, "batched÷wrpt", "xen mmu=batched", "xen mmu=wrpt");
+  ASSERT_NE(bw, nullptr);
+  EXPECT_TRUE(bw->deterministic);
+  EXPECT_EQ(bw->stats.method, "exact");
+  EXPECT_TRUE(r.mixed_time());
+  EXPECT_EQ(time_mode(r), "virtual time (-icount); machines with several CPUs in wall time");
 }
 
 }  // namespace

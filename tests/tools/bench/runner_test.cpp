@@ -134,6 +134,72 @@ TEST(Execute, CancelledBootsAreNotRun) {
   }
 }
 
+// Issue 15: a boot whose machine has several CPUs runs alone (wall time:
+// its vCPUs must not wait for host CPUs another QEMU holds), after the
+// others; the one-CPU boots still run side by side.
+class AloneRunner : public FakeRunner {
+ public:
+  BootOutcome boot(const Config& config, const Boot& boot) override {
+    {
+      std::lock_guard lock(mutex);
+      if (boot.exclusive && running != 0) exclusive_had_company = true;
+      if (!boot.exclusive && exclusive_running) exclusive_had_company = true;
+      if (boot.exclusive) exclusive_running = true;
+      if (!boot.exclusive && exclusive_seen) one_cpu_after_exclusive = true;
+      if (boot.exclusive) exclusive_seen = true;
+    }
+    BootOutcome out = FakeRunner::boot(config, boot);
+    std::lock_guard lock(mutex);
+    if (boot.exclusive) exclusive_running = false;
+    return out;
+  }
+  bool exclusive_running = false, exclusive_seen = false;
+  bool exclusive_had_company = false, one_cpu_after_exclusive = false;
+};
+
+TEST(Execute, BootsWithSeveralCpusRunAloneAndLast) {
+  MatrixOptions o;
+  o.with_variations = false;
+  o.mmus = {"native", "batched"};
+  o.reps = 3;
+  o.items = parse_items("getpid");
+  Plan plan = build_plan(o);
+  // Interleave exclusive boots among the others (as a schedule might).
+  for (size_t i = 0; i < plan.boots.size(); i += 2) {
+    plan.boots[i].exclusive = true;
+    plan.boots[i].machine.cpus = 2;
+  }
+  AloneRunner runner;
+  ExecuteOptions options;
+  options.jobs = 3;
+  options.progress = [](const std::string&) {};
+  const Results results = execute(plan, runner, options);
+  EXPECT_EQ(runner.seen.size(), plan.boots.size());
+  EXPECT_GT(runner.max_running, 1);  // the one-CPU boots still overlap
+  EXPECT_FALSE(runner.exclusive_had_company);
+  EXPECT_FALSE(runner.one_cpu_after_exclusive);
+}
+
+// The options of one boot: its machine's CPUs, and no -icount with more than one.
+TEST(Execute, BootRunOptionsTimeSeveralCpusInWallTime) {
+  RunMachine machine;
+  machine.icount = "shift=0,sleep=off";
+  Boot boot;
+  boot.cmdline = "mmu=native bench=getpid";
+  boot.machine = {"2G", "", 1};
+  boot.timeout = std::chrono::seconds{30};
+  RunOptions one = boot_run_options(machine, boot);
+  EXPECT_EQ(one.icount, "shift=0,sleep=off");
+  EXPECT_EQ(one.smp, 1u);
+  EXPECT_EQ(one.memory, "2G");
+  EXPECT_EQ(one.params, "mmu=native bench=getpid");
+  EXPECT_EQ(one.timeout, std::chrono::seconds{30});
+  boot.machine.cpus = 2;
+  RunOptions two = boot_run_options(machine, boot);
+  EXPECT_EQ(two.icount, "");
+  EXPECT_EQ(two.smp, 2u);
+}
+
 TEST(Execute, ClockText) {
   EXPECT_EQ(clock_text(12.4), "12 s");
   EXPECT_EQ(clock_text(185), "3:05");

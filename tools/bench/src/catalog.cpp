@@ -114,11 +114,17 @@ std::optional<std::string_view> switch_default(std::string_view key) {
   // Not a kernel switch: the A/A twin's tag (schedule.hpp), never on a
   // kernel command line; a configuration without it is the first twin.
   if (key == kTwinKey) return "1";
+  // Not a kernel switch either: one CPU unless the configuration says.
+  if (key == kSmpKey) return "1";
   return std::nullopt;
 }
 
+bool is_harness_key(std::string_view key) { return key == kTwinKey || key == kSmpKey; }
+
 std::vector<std::string_view> switch_backends(std::string_view key) {
   if (key == "batch") return {"batched"};
+  // Natively there are only IPIs (the kernel refuses shootdown=hypercall).
+  if (key == "shootdown") return {"batched", "direct", "wrpt", "unhook", "auto"};
   return {};
 }
 

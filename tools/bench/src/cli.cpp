@@ -178,18 +178,33 @@ struct Commands::State {
     m.with_variations = !no_variations;
     m.reps = effective_reps();
     m.smp = smp;
+    // A machine with several CPUs times in wall time (runner.hpp), which
+    // needs more than one boot a side for an interval.
+    m.smp_reps = reps_option->count() > 0 || smoke ? effective_reps() : 3;
     if (timeout_s > 0) m.timeout = std::chrono::seconds{timeout_s};
     return m;
+  }
+
+  // How the plan's boots are timed: virtual time for one-CPU machines
+  // (unless --wall), wall time, each boot alone, for the others.
+  std::string timing_text(const Plan& plan) const {
+    const size_t several = static_cast<size_t>(
+        std::count_if(plan.configs.begin(), plan.configs.end(), [](const Config& c) { return c.cpus() > 1; }));
+    if (!virtual_time()) return "wall time";
+    const std::string vt = "virtual time (-icount " + icount_spec + ")";
+    if (several == 0) return vt;
+    if (several == plan.configs.size()) return "wall time (every machine has several CPUs), each boot alone";
+    return fmt::format("{}; {} configurations with several CPUs in wall time, each boot alone", vt, several);
   }
 
   // --dry-run: one line per boot.
   void print_plan(const Plan& plan) const {
     for (const auto& b : plan.boots)
-      fmt::print("{:<40} {:<8} -m {:<5} dom0_mem {:<6} timeout {:>5} s  {}\n", plan.describe_boot(b),
+      fmt::print("{:<40} {:<8} -m {:<5} dom0_mem {:<6} -smp {:<2} timeout {:>5} s  {}\n", plan.describe_boot(b),
                  plan.configs[b.config].platform, b.machine.memory.empty() ? "-" : b.machine.memory,
-                 b.machine.dom0_memory.empty() ? "-" : b.machine.dom0_memory, b.timeout.count(), b.cmdline);
-    fmt::print("{} configurations, {} boots, {}\n", plan.configs.size(), plan.boots.size(),
-               virtual_time() ? "virtual time (-icount " + icount_spec + ")" : std::string("wall time"));
+                 b.machine.dom0_memory.empty() ? "-" : b.machine.dom0_memory, b.machine.cpus, b.timeout.count(),
+                 b.cmdline);
+    fmt::print("{} configurations, {} boots, {}\n", plan.configs.size(), plan.boots.size(), timing_text(plan));
   }
 
   QemuRunnerOptions qemu_options() const {
@@ -305,7 +320,7 @@ struct Commands::State {
     catch_interrupts();
 
     fmt::print(stderr, "pvk bench: {} configurations, {} boots, {} at a time{} -> {}\n", plan.configs.size(),
-               plan.boots.size(), std::min<size_t>(jobs, plan.boots.size()), virtual_time() ? ", -icount " + icount_spec : ", wall time",
+               plan.boots.size(), std::min<size_t>(jobs, plan.boots.size()), ", " + timing_text(plan),
                out_dir.string());
     const std::string started = utc_now();
     // The source the kernel was built from: read now, not when the run ends
@@ -420,10 +435,12 @@ Commands::Commands(CLI::App& app, const fs::path& build_dir, const fs::path& sou
               "with its load; three boots per configuration unless --reps")
       ->excludes(icount_flag);
   b->add_option("--icount-spec", s.icount_spec, "the -icount argument virtual time passes to QEMU")->capture_default_str();
-  b->add_option("--smp", s.smp, "CPUs of every machine: QEMU -smp N (MTTCG in wall time; with -icount the vCPUs run round-robin on "
-                "one host thread), Xen dom0_max_vcpus=N; with N > 1 the default list runs kernbench at N/2, N and 2N "
-                "workers and adds the smp suite (bench/README.md) at threads=0, 1 and N-1")
-      ->check(CLI::Range(1u, 16u))
+  b->add_option("--smp", s.smp, "CPUs of every machine instead of the default matrix's own (one CPU, plus native and "
+                "Xen batched at 2, --full 4): QEMU -smp N, Xen dom0_max_vcpus=N; with N > 1 the default list runs "
+                "kernbench at N/2, N and 2N workers and adds the smp suite (bench/README.md) at threads=0, 1 and N-1. "
+                "A machine with several CPUs always times in wall time (MTTCG), three boots unless --reps, each "
+                "boot alone: under -icount QEMU runs the vCPUs round-robin on one thread and IPIs wait for turns")
+      ->check(CLI::Range(1u, kMaxSmp))
       ->capture_default_str();
   s.reps_option = b->add_option("--reps", s.reps,
                                 "boots per configuration (the driver also repeats each benchmark 5 times per boot); "

@@ -65,9 +65,14 @@ Comparison compare_results(const Results& old_results, const Results& new_result
     std::vector<double> old_values, new_values;
     for (const auto& [rep, v] : boot_values(o, "")) old_values.push_back(v);
     for (const auto& [rep, v] : boot_values(r, "")) new_values.push_back(v);
-    // Two virtual-time runs of one kernel repeat each other's boots exactly.
-    const Timing timing =
-        old_results.virtual_time() && new_results.virtual_time() ? Timing::Virtual : Timing::Wall;
+    // Two virtual-time runs of one kernel repeat each other's boots exactly
+    // (a machine with several CPUs runs in wall time even in those).
+    const Config* old_config = old_results.find_config(o.config);
+    const Config* new_config = new_results.find_config(r.config);
+    const Timing timing = old_config && new_config && old_results.virtual_time(*old_config) &&
+                                  new_results.virtual_time(*new_config)
+                              ? Timing::Virtual
+                              : Timing::Wall;
     line.stats = ratio_stats(new_values, old_values, false, timing);
     if (line.stats.estimated) {
       if (!line.stats.same()) line.change = line.stats.center > 1 ? +1 : -1;

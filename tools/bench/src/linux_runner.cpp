@@ -1,4 +1,5 @@
 #include "pvk/bench/linux_runner.hpp"
+#include "pvk/bench/runner.hpp"
 
 #include "pvk/linux.hpp"
 #include "pvk/platform.hpp"
@@ -14,16 +15,11 @@ BootOutcome LinuxRunner::boot(const Config& config, const Boot& boot) {
   const auto platform = parse_platform(config.platform);
   if (!platform || !is_linux(*platform))
     throw std::runtime_error(fmt::format("the Linux runner boots linux-native and linux-xen, not {}", config.platform));
-  RunOptions run;
-  static_cast<RunMachine&>(run) = options_;
-  run.platform = *platform;
   // Linux takes pvk's command line as it is: bench= becomes init's
   // arguments, any other word goes to Linux (the matrix gives a Linux
   // configuration no pvk switches).
-  run.params = boot.cmdline;
-  run.timeout = boot.timeout;
-  run.memory = boot.machine.memory;
-  run.dom0_memory = boot.machine.dom0_memory;
+  RunOptions run = boot_run_options(options_, boot);
+  run.platform = *platform;
   return outcome_of(run_kernel(run));
 }
 

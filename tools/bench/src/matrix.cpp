@@ -63,18 +63,30 @@ struct Group {
 
 }  // namespace
 
-std::string Config::cmdline() const {
+namespace {
+
+std::string switches_text(const Switches& switches, bool kernel_only) {
   std::string out;
   for (const auto& [key, value] : switches) {
+    if (kernel_only && is_harness_key(key)) continue;
     if (!out.empty()) out += ' ';
     out += key + "=" + value;
   }
   return out;
 }
 
+}  // namespace
+
+std::string Config::cmdline() const { return switches_text(switches, /*kernel_only=*/true); }
+
 std::string Config::id() const {
-  const std::string line = cmdline();
+  const std::string line = switches_text(switches, /*kernel_only=*/false);
   return line.empty() ? platform : platform + " " + line;
+}
+
+unsigned Config::cpus() const {
+  const std::string n = effective(kSmpKey).value_or("1");
+  return static_cast<unsigned>(std::max(1ul, std::stoul(n)));
 }
 
 std::string Config::label() const {
@@ -114,6 +126,12 @@ Config make_config(std::string platform, Switches switches) {
   for (size_t i = 1; i < switches.size(); ++i)
     if (switches[i].first == switches[i - 1].first)
       throw std::invalid_argument(fmt::format("boot switch {}= given twice", switches[i].first));
+  for (const auto& [key, value] : switches)
+    if (key == kSmpKey) {
+      const bool digits = !value.empty() && value.size() <= 2 && value.find_first_not_of("0123456789") == std::string::npos;
+      if (!digits || std::stoul(value) < 1 || std::stoul(value) > kMaxSmp)
+        throw std::invalid_argument(fmt::format("{}={}: CPUs are a number from 1 to {}", key, value, kMaxSmp));
+    }
   return Config{std::move(platform), std::move(switches)};
 }
 
@@ -135,16 +153,21 @@ const std::vector<PlatformSpec>& platform_specs() {
   // need ~1.5 GB. Timeouts are per boot; measured on a 2-core host the
   // default list takes ~6 s natively and 30-50 s under Xen.
   static const std::vector<PlatformSpec> specs{
-      {"native", {"native"}, {"", ""}, {"2G", ""}, 300s, 1.0},
+      {"native", {"native"}, {"", ""}, {"2G", ""}, 300s, 1.0, true, {{{"mmu", "native"}}}},
       // pvk-builtin.elf: the compiled-in native baseline, MMU verbs as
       // direct native code with no pvops table (issue 11). Natively only.
       {"native-builtin", {"native"}, {"", ""}, {"2G", ""}, 300s, 1.0, false},
-      {"xen", {"batched", "direct", "wrpt"}, {"", ""}, {"2560", "2000M"}, 1200s, 6.0},
+      // With several vCPUs: batched with each way of reaching the other
+      // vCPUs' TLBs, processes on every vCPU (sched_cpus=all; by default
+      // only the boot vCPU runs them under Xen).
+      {"xen", {"batched", "direct", "wrpt"}, {"", ""}, {"2560", "2000M"}, 1200s, 6.0, true,
+       {{{"mmu", "batched"}, {"sched_cpus", "all"}, {"shootdown", "hypercall"}},
+        {{"mmu", "batched"}, {"sched_cpus", "all"}, {"shootdown", "ipi"}}}},
       // Linux side by side (`--linux`): Debian's kernel on the same machines
       // (pvk/linux.hpp), no backends, no pvk switches. Linux boots in ~6 s
       // natively and, with Xen, in ~12 s as dom0.
-      {"linux-native", {}, {"", ""}, {"2G", ""}, 300s, 1.5},
-      {"linux-xen", {}, {"", ""}, {"2560", "2000M"}, 1200s, 5.0},
+      {"linux-native", {}, {"", ""}, {"2G", ""}, 300s, 1.5, true, {{}}},
+      {"linux-xen", {}, {"", ""}, {"2560", "2000M"}, 1200s, 5.0, true, {{}}},
   };
   return specs;
 }
@@ -218,19 +241,28 @@ Item smp_items(unsigned smp) {
   return Item{"smp", {{"threads", threads}, {"reps", "3"}}};
 }
 
+namespace {
+
+// kernbench's options on N CPUs: the N-CPU loads, and jobs= so that every
+// worker has a job at 2N.
+std::vector<std::pair<std::string, std::string>> kernbench_options(unsigned smp) {
+  const std::string procs = kernbench_procs(smp);
+  const unsigned top = static_cast<unsigned>(std::stoul(procs.substr(procs.rfind('+') + 1)));
+  return {{"procs", procs}, {"jobs", std::to_string(std::max(8u, top))}};
+}
+
+}  // namespace
+
 std::vector<Item> default_items(unsigned smp) {
   if (smp <= 1) return {Item{"all", {}}};
   // `all` with procs= would reach ctx too (its ring size): the seeds'
   // suites one by one, procs= on seed002 (kernbench is its only member
-  // with procs), jobs= so that every worker has a job at 2N.
-  const std::string procs = kernbench_procs(smp);
-  const unsigned top = static_cast<unsigned>(std::stoul(procs.substr(procs.rfind('+') + 1)));
-  return {Item{"seed000", {}},
-          Item{"seed001", {}},
-          Item{"seed002", {{"procs", procs}, {"jobs", std::to_string(std::max(8u, top))}}},
-          Item{"seed003", {}},
+  // with procs).
+  return {Item{"seed000", {}}, Item{"seed001", {}}, Item{"seed002", kernbench_options(smp)}, Item{"seed003", {}},
           smp_items(smp)};
 }
+
+std::vector<Item> smp_matrix_items(unsigned smp) { return {Item{"kernbench", kernbench_options(smp)}, smp_items(smp)}; }
 
 std::vector<Item> large_items() {
   return {Item{"fork_dirty", {{"pages", "64000+128000"}}}, Item{"mprotect", {{"pages", "65536+128000"}}}};
@@ -249,9 +281,11 @@ namespace {
 
 bool is_base_for(const Selector& selector, const Config& config) {
   if (!selector.matches(config)) return false;
-  // A base configuration: no switch besides mmu= and the selector's own.
-  return std::all_of(config.switches.begin(), config.switches.end(),
-                     [&](const auto& s) { return s.first == "mmu" || selector.mentions(s.first); });
+  // A base configuration: no switch besides mmu= and the selector's own
+  // (and the machine's CPUs, which --smp gives every configuration).
+  return std::all_of(config.switches.begin(), config.switches.end(), [&](const auto& s) {
+    return s.first == "mmu" || s.first == kSmpKey || selector.mentions(s.first);
+  });
 }
 
 // Whether a run with these options boots something the selector matches:
@@ -364,19 +398,24 @@ std::set<std::string> checked_set_keys(const MatrixOptions& options) {
   return set_keys;
 }
 
+enum class TargetSizes { No, Yes };
+
 // Adds a configuration (once) and its boots: every rep of every group's
-// bench= items.
+// bench= items. With TargetSizes::Yes, also the targets' sizes it is a side
+// of (table_items).
 void add_config(Plan& plan, std::set<std::string>& seen, const MatrixOptions& options, const PlatformSpec& spec,
-                const Config& config, std::vector<Group> config_groups) {
+                const Config& config, std::vector<Group> config_groups, TargetSizes sizes = TargetSizes::Yes) {
   if (!seen.insert(config.id()).second) return;
   // The default list: the targets' sizes where this configuration is one side (--full has them anyway).
-  if (options.items.empty() && !options.smoke && !options.full)
+  if (sizes == TargetSizes::Yes && options.items.empty() && !options.smoke && !options.full)
     if (std::vector<Item> sized = table_items(config, &options); !sized.empty())
       config_groups.push_back({"128000", std::move(sized), true, 2.0, 1});
   const size_t index = plan.configs.size();
   plan.configs.push_back(config);
   const double weight = spec.weight * backend_weight(config.get("mmu").value_or(""));
-  for (int rep = 1; rep <= options.reps; ++rep) {
+  const unsigned cpus = config.cpus();
+  const int reps = cpus > 1 && options.smp_reps > 0 ? options.smp_reps : options.reps;
+  for (int rep = 1; rep <= reps; ++rep) {
     int part = 0;
     for (const auto& group : config_groups) {
       if (group.boots > 0 && rep > group.boots) continue;
@@ -391,6 +430,8 @@ void add_config(Plan& plan, std::set<std::string>& seen, const MatrixOptions& op
         boot.bench = bench;
         boot.cmdline = config.cmdline().empty() ? "bench=" + bench : config.cmdline() + " bench=" + bench;
         boot.machine = group.large ? spec.large : spec.standard;
+        boot.machine.cpus = cpus;
+        boot.exclusive = cpus > 1;
         boot.timeout = options.timeout.value_or(group.large ? 2 * spec.timeout : spec.timeout);
         boot.weight = weight * group.weight;
         plan.boots.push_back(std::move(boot));
@@ -414,9 +455,17 @@ std::vector<std::string> backends_for(const PlatformSpec& spec, const MatrixOpti
   return backends;
 }
 
+// The machine's CPUs as a configuration key, when --smp asks for more than one.
+Switches machine_switches(unsigned smp) {
+  if (smp <= 1) return {};
+  return {{std::string(kSmpKey), std::to_string(smp)}};
+}
+
 // The --set cross product for one backend, each switch only where it matters.
 std::vector<Switches> crossed_switches(const std::string& mmu, const MatrixOptions& options) {
-  std::vector<Switches> crossed{mmu.empty() ? Switches{} : Switches{{"mmu", mmu}}};
+  Switches base = machine_switches(options.smp);
+  if (!mmu.empty()) base.emplace_back("mmu", mmu);
+  std::vector<Switches> crossed{base};
   for (const auto& axis : options.sets) {
     if (mmu.empty()) break;
     const auto only = switch_backends(axis.key);
@@ -458,6 +507,31 @@ std::vector<Group> variation_groups(const std::vector<Group>& groups, const Vari
                         std::move(items), g.large, weight, g.boots, narrow(g.once)});
   }
   return narrowed;
+}
+
+// Issue 15: the default matrix also boots each platform's smp_switches on
+// 2 CPUs (--full: and 4) with smp_matrix_items(), unless --smp gave every
+// machine its CPUs, --bench its own list, --smoke the smoke list, --set its
+// own cross product, or --mmu left the configuration's backend out. No
+// variations, no targets' sizes: the one-CPU configurations have those.
+void add_smp_configs(Plan& plan, std::set<std::string>& seen, const MatrixOptions& options) {
+  if (options.smp > 1 || !options.items.empty() || options.smoke || !options.sets.empty()) return;
+  std::vector<unsigned> counts{2};
+  if (options.full) counts.push_back(4);
+  for (const auto& name : options.platforms) {
+    const PlatformSpec* spec = find_platform(name);
+    if (!spec) continue;
+    for (const Switches& switches : spec->smp_switches) {
+      const auto mmu = std::find_if(switches.begin(), switches.end(), [](const auto& s) { return s.first == "mmu"; });
+      if (mmu != switches.end() && !options.mmus.empty() && !named(options.mmus, mmu->second)) continue;
+      for (unsigned n : counts) {
+        Switches with = switches;
+        for (auto& s : machine_switches(n)) with.push_back(std::move(s));
+        add_config(plan, seen, options, *spec, make_config(name, with),
+                   {{fmt::format("{} CPUs", n), smp_matrix_items(n), false, 1.0}}, TargetSizes::No);
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -508,6 +582,7 @@ Plan build_plan(const MatrixOptions& options) {
       }
     }
   }
+  add_smp_configs(plan, seen, options);
   if (plan.boots.empty()) throw std::invalid_argument("the matrix is empty");
   std::stable_sort(plan.boots.begin(), plan.boots.end(),
                    [](const Boot& a, const Boot& b) { return a.weight > b.weight; });

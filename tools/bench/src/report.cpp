@@ -321,6 +321,7 @@ std::vector<TargetLine> evaluate_targets(const std::vector<Ratio>& ratios) {
 }
 
 std::string time_mode(const Results& results) {
+  if (results.mixed_time()) return "virtual time (-icount); machines with several CPUs in wall time";
   return results.virtual_time() ? "virtual time (-icount)" : "wall time";
 }
 

@@ -149,6 +149,12 @@ bool Results::virtual_time() const {
   return it != run.end() && it->is_string() && !it->get<std::string>().empty();
 }
 
+bool Results::virtual_time(const Config& config) const { return virtual_time() && config.cpus() == 1; }
+
+bool Results::mixed_time() const {
+  return virtual_time() && std::any_of(configs.begin(), configs.end(), [](const Config& c) { return c.cpus() > 1; });
+}
+
 void mark_warmups(std::vector<Sample>& boot_records) {
   std::set<std::string> later;
   for (auto it = boot_records.rbegin(); it != boot_records.rend(); ++it) {
@@ -268,7 +274,7 @@ OJson to_json(const Results& results) {
   OJson boots = OJson::array();
   for (const auto& b : results.boots) {
     boots.push_back({{"configuration", b.config}, {"rep", b.rep}, {"part", b.part}, {"group", b.group},
-                     {"cmdline", b.cmdline}, {"memory", b.machine.memory}, {"dom0_memory", b.machine.dom0_memory},
+                     {"cmdline", b.cmdline}, {"memory", b.machine.memory}, {"dom0_memory", b.machine.dom0_memory}, {"cpus", b.machine.cpus},
                      {"ran", b.ran}, {"pass", b.pass}, {"reason", b.reason}, {"elapsed_s", b.elapsed_s},
                      {"benchmarks", b.benchmarks}, {"failed", b.failed}, {"trouble", b.trouble}, {"log", b.log},
                      {"load_before", b.load_before}, {"load_after", b.load_after}, {"host_busy", b.host_busy}});
@@ -311,7 +317,7 @@ Results results_from_json(const OJson& json) {
     boot.part = b.value("part", 0);
     boot.group = b.value("group", "");
     boot.cmdline = b.value("cmdline", "");
-    boot.machine = {b.value("memory", ""), b.value("dom0_memory", "")};
+    boot.machine = {b.value("memory", ""), b.value("dom0_memory", ""), b.value("cpus", 1u)};
     boot.ran = b.value("ran", false);
     boot.pass = b.value("pass", false);
     boot.reason = b.value("reason", "");

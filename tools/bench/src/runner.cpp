@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <fstream>
 #include <mutex>
+#include <shared_mutex>
 #include <thread>
 
 #include <unistd.h>
@@ -138,18 +139,25 @@ BootOutcome outcome_of(RunResult&& result) {
   return out;
 }
 
-BootOutcome QemuRunner::boot(const Config& config, const Boot& boot) {
-  const auto platform = parse_platform(options_.boots_as.empty() ? config.platform : options_.boots_as);
-  if (!platform || (*platform != Platform::native && *platform != Platform::xen))
-    throw std::runtime_error(fmt::format("the QEMU runner boots native and xen, not {}", config.platform));
+RunOptions boot_run_options(const RunMachine& machine, const Boot& boot) {
   RunOptions run;
-  static_cast<RunMachine&>(run) = options_;
-  run.platform = *platform;
-  run.kernel = options_.kernel;
+  static_cast<RunMachine&>(run) = machine;
   run.params = boot.cmdline;
   run.timeout = boot.timeout;
   run.memory = boot.machine.memory;
   run.dom0_memory = boot.machine.dom0_memory;
+  run.smp = boot.machine.cpus;
+  if (run.smp > 1) run.icount.clear();
+  return run;
+}
+
+BootOutcome QemuRunner::boot(const Config& config, const Boot& boot) {
+  const auto platform = parse_platform(options_.boots_as.empty() ? config.platform : options_.boots_as);
+  if (!platform || (*platform != Platform::native && *platform != Platform::xen))
+    throw std::runtime_error(fmt::format("the QEMU runner boots native and xen, not {}", config.platform));
+  RunOptions run = boot_run_options(options_, boot);
+  run.platform = *platform;
+  run.kernel = options_.kernel;
   return outcome_of(run_kernel(run));
 }
 
@@ -167,14 +175,26 @@ Results execute(const Plan& plan, BootRunner& runner, const ExecuteOptions& opti
   if (!options.log_dir.empty()) fs::create_directories(options.log_dir);
 
   Progress progress(plan, options);
+  // Plan order, the exclusive boots (several CPUs, wall time) last: while
+  // one runs it holds the gate alone, the others share it.
+  std::vector<size_t> run_order;
+  for (const bool exclusive : {false, true})
+    for (size_t i = 0; i < plan.boots.size(); ++i)
+      if (plan.boots[i].exclusive == exclusive) run_order.push_back(i);
+  std::shared_mutex gate;
   std::atomic<size_t> next{0};
   auto worker = [&] {
     while (true) {
       if (options.cancel && options.cancel->load()) return;
-      const size_t i = next++;
-      if (i >= plan.boots.size()) return;
+      const size_t k = next++;
+      if (k >= run_order.size()) return;
+      const size_t i = run_order[k];
       const Boot& boot = plan.boots[i];
       const Config& config = plan.configs[boot.config];
+      std::shared_lock shared(gate, std::defer_lock);
+      std::unique_lock alone(gate, std::defer_lock);
+      boot.exclusive ? alone.lock() : shared.lock();
+      if (options.cancel && options.cancel->load()) return;
       progress.started(i);
       const auto load_before = read_loadavg();
       const auto ticks_before = read_cpu_ticks();
@@ -185,6 +205,7 @@ Results execute(const Plan& plan, BootRunner& runner, const ExecuteOptions& opti
         outcome.started = false;
         outcome.reason = fmt::format("could not boot: {}", e.what());
       }
+      boot.exclusive ? alone.unlock() : shared.unlock();
       BootRecord& rec = results.boots[i];
       if (load_before) rec.load_before = *load_before;
       if (const auto load_after = read_loadavg()) rec.load_after = *load_after;

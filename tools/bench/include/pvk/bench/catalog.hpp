@@ -54,6 +54,16 @@ std::vector<ExtraColumn> extra_columns(std::string_view bench);
 // kernel never sees it (the twin's boots carry the original's command line).
 inline constexpr std::string_view kTwinKey = "twin";
 
+// The machine's CPUs (issue 15): QEMU -smp N, Xen's dom0_max_vcpus, a
+// domU's vcpus. A configuration key like a switch, so that selectors and
+// tables tell "native smp=2" from "native"; the kernel never sees it (it
+// counts the CPUs it finds).
+inline constexpr std::string_view kSmpKey = "smp";
+
+// Keys of a configuration that are the harness's, not the kernel's: never
+// on a kernel command line.
+bool is_harness_key(std::string_view key);
+
 // A boot switch's value when the command line does not give it (the
 // kernel's BootParams defaults); nullopt for switches without a known default.
 // mmu= has none: its default depends on the platform, so the harness always

@@ -24,8 +24,8 @@ struct Config {
   std::string platform;  // "native", "xen" (later "linux-native", "linux-xen")
   Switches switches;     // mmu first, then the others by name
 
-  std::string cmdline() const;  // "mmu=batched pgd_cache=off"
-  std::string id() const;       // platform + command line: what identifies it
+  std::string cmdline() const;  // "mmu=batched pgd_cache=off": the kernel's switches only
+  std::string id() const;       // platform + every switch (the harness's too): what identifies it
   std::string label() const;    // short, for tables: "xen/batched pgd_cache=off"
   // "platform" is the platform; anything else a switch given explicitly.
   std::optional<std::string> get(std::string_view key) const;
@@ -33,9 +33,14 @@ struct Config {
   std::optional<std::string> effective(std::string_view key) const;
   // Every dimension: platform and each switch.
   std::vector<std::string> keys() const;
+  // The machine's CPUs (kSmpKey; 1 when not given).
+  unsigned cpus() const;
 };
 
-// Sorts the switches (mmu first, then by name); throws on a repeated key.
+// The most CPUs a machine may have (tools/pvk run --smp's limit).
+inline constexpr unsigned kMaxSmp = 16;
+// Sorts the switches (mmu first, then by name); throws on a repeated key
+// and on an smp= that is not 1..kMaxSmp.
 Config make_config(std::string platform, Switches switches);
 // Parses Config::id() back.
 Config config_from_id(std::string_view id);
@@ -43,6 +48,7 @@ Config config_from_id(std::string_view id);
 struct Machine {
   std::string memory;       // QEMU -m ("" = the runner's default)
   std::string dom0_memory;  // Xen dom0_mem ("" = the runner's default)
+  unsigned cpus = 1;        // QEMU -smp, dom0_max_vcpus (the configuration's kSmpKey)
 };
 
 // A platform the harness can boot. A later Linux platform (linux-native,
@@ -55,6 +61,10 @@ struct PlatformSpec {
   std::chrono::seconds timeout;       // one boot of the default list
   double weight;                      // relative cost of a boot, for scheduling and the ETA
   bool variations = true;             // boots variations() (the compiled-in image has no pvops switches)
+  // Issue 15: the configurations the default matrix also boots on machines
+  // with several CPUs (smp_matrix_items() on 2 CPUs; --full adds 4),
+  // without their smp= key.
+  std::vector<Switches> smp_switches{};
 };
 const std::vector<PlatformSpec>& platform_specs();
 const PlatformSpec* find_platform(std::string_view name);
@@ -95,6 +105,10 @@ std::string kernbench_procs(unsigned smp);
 // and N-1 (when larger), each at its default small and larger page counts,
 // 3 reps.
 Item smp_items(unsigned smp);
+// The default matrix's machines with several CPUs (PlatformSpec::
+// smp_switches) run only what is about them: kernbench at the N-CPU loads
+// and the smp suite.
+std::vector<Item> smp_matrix_items(unsigned smp);
 std::vector<Item> large_items();
 // Issue 12's sparse fork: fork_dirty over one span (12,800 pages) at falling
 // densities, stride=2+10+100+512 (50 %, 10 %, 1 %, one entry per L1 table;
@@ -114,6 +128,9 @@ struct MatrixOptions {
   int reps = 1;  // boots per configuration
   std::optional<std::chrono::seconds> timeout;
   unsigned smp = 1;  // CPUs of every machine (--smp): the default list's SMP items
+  // Boots per configuration whose machine has several CPUs (timed in wall
+  // time even in a virtual-time run, runner.hpp boot_run_options); 0: reps.
+  int smp_reps = 0;
 };
 
 // The sizes the targets (ratio.hpp, Target::in_default_matrix: issue 10's
@@ -139,6 +156,10 @@ struct Boot {
   Machine machine;
   std::chrono::seconds timeout{0};
   double weight = 1;
+  // Runs with no other boot beside it: a machine with several CPUs, timed
+  // in wall time, whose vCPUs must not wait for host CPUs another QEMU
+  // holds (a shootdown waits for every target). execute() runs these last.
+  bool exclusive = false;
 };
 
 struct Plan {

@@ -111,6 +111,11 @@ struct Results {
   const Config* find_config(std::string_view id) const;
   // Whether the run timed in virtual time (-icount): its boots repeat exactly.
   bool virtual_time() const;
+  // Whether this configuration's boots were: a machine with several CPUs
+  // runs in wall time even then (runner.hpp, boot_run_options).
+  bool virtual_time(const Config& config) const;
+  // A virtual-time run with some configurations in wall time.
+  bool mixed_time() const;
 };
 
 // Fills results.rows from results.records: rows ordered by benchmark (the

@@ -37,6 +37,15 @@ namespace pvk::bench {
 // A finished run_kernel() as the harness records it (every runner's last step).
 BootOutcome outcome_of(RunResult&& result);
 
+// One boot's run_kernel options: the shared machine, with the boot's
+// command line, timeout, memory and CPUs. A machine with more than one CPU
+// runs without -icount, in wall time: QEMU's icount executes the vCPUs
+// round-robin in one host thread, where a CPU's turn comes at QEMU's
+// granularity and another CPU's IPI waits for it — measured at -smp 2, the
+// second CPU never took the scheduler's IPI and not one shootdown crossed
+// (bench/README.md, "SMP in wall time").
+RunOptions boot_run_options(const RunMachine& machine, const Boot& boot);
+
 // Boots one configuration with one boot's command line. The platform seam:
 // pvk under QEMU (native, xen) now; Linux later.
 class BootRunner {
