@@ -301,6 +301,8 @@ TEST(Ratios, SeveralCpusPairOnTheSameMachineAndAreTimedInWallTime) {
   EXPECT_EQ(bw->stats.method, "exact");
   EXPECT_TRUE(r.mixed_time());
   EXPECT_EQ(time_mode(r), "virtual time (-icount); machines with several CPUs in wall time");
+  r.configs = {config_from_id(hyp), config_from_id(ipi)};
+  EXPECT_EQ(time_mode(r), "wall time (every machine has several CPUs)");
 }
 
 }  // namespace

@@ -31,7 +31,6 @@ Written write_outputs(const Results& results, const std::vector<RatioSpec>& spec
   Written w;
   const std::vector<Ratio> ratios = compute_ratios(results, specs);
   OJson json = to_json(results);
-  const std::string mode = time_mode(results);
   OJson rj = OJson::array();
   for (const auto& r : ratios) {
     OJson params = OJson::object();
@@ -40,7 +39,7 @@ Written write_outputs(const Results& results, const std::vector<RatioSpec>& spec
     // low/high: the reps' spread (as before issue 14); interval: the 95 % one over the boots.
     OJson j{{"ratio", r.spec}, {"bench", r.bench}, {"params", params}, {"numerator", r.numerator},
             {"denominator", r.denominator}, {"pair", r.pair}, {"value", r.value}, {"low", r.low},
-            {"high", r.high}, {"pass", r.pass}, {"time", mode}, {"method", s.method},
+            {"high", r.high}, {"pass", r.pass}, {"time", r.deterministic ? "virtual time (-icount)" : "wall time"}, {"method", s.method},
             {"boots", {s.n_numerator, s.n_denominator}}, {"significant", !s.same()}, {"noisy", s.noisy()}};
     if (!r.denominator_bench.empty()) j["denominator_bench"] = r.denominator_bench;
     if (s.estimated) {

@@ -321,6 +321,9 @@ std::vector<TargetLine> evaluate_targets(const std::vector<Ratio>& ratios) {
 }
 
 std::string time_mode(const Results& results) {
+  if (results.virtual_time() && !results.configs.empty() &&
+      std::all_of(results.configs.begin(), results.configs.end(), [](const Config& c) { return c.cpus() > 1; }))
+    return "wall time (every machine has several CPUs)";
   if (results.mixed_time()) return "virtual time (-icount); machines with several CPUs in wall time";
   return results.virtual_time() ? "virtual time (-icount)" : "wall time";
 }
