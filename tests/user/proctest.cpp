@@ -50,6 +50,8 @@ const Test kTests[] = {
     {"tlb_mprotect", test_tlb_mprotect},
     {"tlb_cow_fork", test_tlb_cow_fork},
     {"tlb_munmap", test_tlb_munmap},
+    {"sigkick_tgkill", test_sigkick_tgkill},
+    {"sigkick_exit_group", test_sigkick_exit_group},
     // The harness's own checks: each must be reported as a failure.
     {"_fail", [] { CHECK_EQ(1 + 1, 3); }, true},
     {"_crash", [] { poke(0); }, true},
