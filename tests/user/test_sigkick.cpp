@@ -23,11 +23,13 @@
 // at a phase that varies from try to try: half a tick on average (less
 // when a tick switched the spinner out just before the send, or the host
 // held its vCPU past its tick: such tries run on for nothing either way).
-// With the kick, microseconds. The mean over the crossed tries must be
-// below a tick/8: one outlier of most of a tick (the sender's vCPU held by
-// the host between its stamp and the kick, for exit_group) is tolerated,
-// while without the kick 7 tries uniform over a tick have a chance below
-// 1e-4 of so low a mean.
+// With the kick, microseconds, but the sender's vCPU may be held by the
+// host between its stamp and the kick (exit_group) and lengthen one try.
+// So the tries go on until kTries crossed (or kMaxTries in all), and the
+// mean of the crossed ones without the longest must be below a tick/8;
+// judged from kMinCrossed crossed tries on (fewer tell little). Without
+// the kick, 6 tries uniform over a tick have a chance below 1e-3 of so
+// low a mean.
 // A boot with processes on two CPUs checks the crossed count
 // (tests/boot/smp_boot_test.cpp): otherwise the test proved nothing.
 #include "bench/libc/thread.h"
@@ -36,13 +38,15 @@
 namespace proctest {
 namespace {
 
-constexpr unsigned kTries = 7;
+constexpr unsigned kTries = 7;      // crossed tries wanted
+constexpr unsigned kMaxTries = 14;  // tries in all
+constexpr unsigned kMinCrossed = 3;
 // pvk's timer tick (kTimeSliceNs, guest/kernel/main.cpp; Linux's is no longer).
 constexpr uint64_t kTickNs = 10'000'000;
 constexpr uint64_t kBoundNs = kTickNs / 8;
 // How long a try looks for the spinner running beside the sender: the
 // proctest runner takes turns on the CPUs, and a loaded host runs each vCPU
-// a fraction of the time. On one CPU it never finds it: 7 tries of this.
+// a fraction of the time. On one CPU it never finds it: kMaxTries of this.
 constexpr uint64_t kCrossWaitNs = 20 * kTickNs;
 // The sender's window for seeing the spinner's stamp move.
 constexpr uint64_t kWindowNs = 50'000;
@@ -142,17 +146,19 @@ uint64_t median(uint64_t* v, unsigned n) {
   return v[n / 2];
 }
 
-// The crossed tries' figures (ns, sorted here) in the record; their mean judged.
+// The crossed tries' figures (ns, sorted here) in the record; the mean of
+// all but the longest judged (see the top of the file).
 void judge(uint64_t* ns, unsigned crossed) {
   detail("crossed", crossed);
   detail("bound_ns", static_cast<int64_t>(kBoundNs));
   if (!crossed) return;
-  uint64_t sum = 0;
-  for (unsigned i = 0; i < crossed; ++i) sum += ns[i];
-  const uint64_t mean = sum / crossed;
-  detail("mean_ns", static_cast<int64_t>(mean));
   detail("median_ns", static_cast<int64_t>(median(ns, crossed)));
   detail("max_ns", static_cast<int64_t>(ns[crossed - 1]));
+  if (crossed < kMinCrossed) return;
+  uint64_t sum = 0;
+  for (unsigned i = 0; i + 1 < crossed; ++i) sum += ns[i];
+  const uint64_t mean = sum / (crossed - 1);
+  detail("trimmed_mean_ns", static_cast<int64_t>(mean));
   CHECK(mean < kBoundNs);
 }
 
@@ -183,7 +189,7 @@ void test_sigkick_tgkill() {
   if (tid <= 0) return;
   uint64_t ns[kTries];
   unsigned crossed = 0;
-  for (unsigned i = 0; i < kTries; ++i) {
+  for (unsigned i = 0; i < kMaxTries && crossed < kTries; ++i) {
     const bool crossing = wait_until_crossed();
     const uint64_t cycles = signal_run_on(tid);
     CHECK(cycles != kFailed);
@@ -200,7 +206,7 @@ void test_sigkick_exit_group() {
   calibrate_tsc();
   uint64_t ns[kTries];
   unsigned crossed = 0;
-  for (unsigned i = 0; i < kTries; ++i) {
+  for (unsigned i = 0; i < kMaxTries && crossed < kTries; ++i) {
     g_spin->last_tsc = 0;
     g_spin->sent_tsc = 0;
     const int64_t pid = fork_helper();
