@@ -30,7 +30,8 @@
 // judged from kMinCrossed crossed tries on (fewer tell little). Without
 // the kick, 6 tries uniform over a tick have a chance below 1e-3 of so
 // low a mean.
-// A boot with processes on two CPUs checks the crossed count
+// They run only when named (proctest.cpp): the SmpTlb boots, with processes
+// on two CPUs, name them and check the crossed count and the kicks sent
 // (tests/boot/smp_boot_test.cpp): otherwise the test proved nothing.
 #include "bench/libc/thread.h"
 #include "harness.h"
