@@ -24,6 +24,9 @@ namespace pvk::xcpu {
 enum class Ipi : uint8_t {
   Reschedule,  // something became runnable: an idle CPU should look
   TlbFlush,    // pvops' shootdown: flush what this CPU's mailbox asks
+  // A signal was posted to the thread running there: enter the kernel, whose
+  // way back to user mode delivers it (else it waits for that CPU's tick).
+  SignalKick,
   kCount
 };
 

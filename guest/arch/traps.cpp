@@ -104,14 +104,17 @@ extern "C" void trap_dispatch(TrapFrame* frame) {
     const bool tick = g_platform->handle_event();  // runs cross-CPU requests too
     if (from_user && tick) {
       kernel_lock();
-      user_trap(*frame, 0);
+      user_trap(*frame, 0);  // its way back delivers a kick's signal too
       kernel_unlock();
+    } else if (from_user) {
+      return_after_kick(*frame);
     }
     return;
   }
   if (g_platform->ipi_ack && frame->vector == vec::CrossCpu) {
     g_platform->ipi_ack();
     smp::cross_cpu_interrupt();
+    if (from_user) return_after_kick(*frame);
     return;
   }
   if (g_platform->ipi_ack && frame->vector == vec::Spurious) return;  // the APIC wants no EOI for it

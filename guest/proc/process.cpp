@@ -58,7 +58,12 @@ struct CpuSched {
   uint64_t idle_halts = 0;  // times its idle loop halted
   uint64_t ticks = 0;       // timer ticks from user mode
   uint64_t kicks_sent = 0;  // Reschedule IPIs sent to idle CPUs
+  uint64_t signal_kicks = 0;  // SignalKick IPIs sent: signals for threads running on other CPUs
   bool idle = false;        // in its idle loop, about to halt or halted: a Reschedule wakes it
+  // A SignalKick came in and no way back to user mode has delivered
+  // signals since. Only this CPU reads or writes it (its handler runs here,
+  // interrupts off), so no atomics.
+  bool kicked = false;
 };
 CpuSched g_sched[smp::kMaxCpus];
 
@@ -215,6 +220,20 @@ void work_appeared() {
   kick_idle_cpu();
 }
 
+// A signal for p, which runs on another CPU, maybe in user mode where
+// nothing makes it enter the kernel before its next tick: interrupt that
+// CPU (Linux's kick_process), whose entry then delivers on its way back
+// (return_after_kick). Were p in the kernel instead, it is waiting for the
+// lock this CPU holds, and its own way back to user mode delivers anyway.
+void kick_signal_target(const Process& p) {
+  if (p.on_cpu == Process::kNoCpu || static_cast<unsigned>(p.on_cpu) == me()) return;
+  if (xcpu::send(static_cast<unsigned>(p.on_cpu), xcpu::Ipi::SignalKick)) ++mine().signal_kicks;
+}
+
+// Ipi::SignalKick's handler (interrupts off, no lock): notes the kick for
+// the entry that ran it, which delivers once it holds the lock.
+void note_signal_kick() { mine().kicked = true; }
+
 }  // namespace
 
 void make_runnable(Process& p) {
@@ -285,6 +304,8 @@ void report_sched() {
     r.u64(key, cs.ticks);
     format(key, sizeof key, "cpu%u_kicks", c);
     r.u64(key, cs.kicks_sent);
+    format(key, sizeof key, "cpu%u_signal_kicks", c);
+    r.u64(key, cs.signal_kicks);
   }
   r.u64("cpus", xcpu::cpus_online()).u64("cpus_ran_processes", ran).u64("switches", switches);
 }
@@ -402,8 +423,13 @@ bool signal_interrupts(const Process& p) {
 void send_signal(Process& p, int sig) {
   if (sig <= 0 || sig > abi::kNumSignals) return;
   p.pending |= sig_bit(sig);
-  // A blocked call returns EINTR so the signal is seen on the way out.
-  if (p.state == ProcState::Blocked && acts(p, sig)) make_runnable(p);
+  if (!acts(p, sig)) return;  // masked or ignored: nothing to hurry
+  // A blocked call returns EINTR so the signal is seen on the way out; a
+  // thread running elsewhere is interrupted so it sees it now.
+  if (p.state == ProcState::Blocked)
+    make_runnable(p);
+  else
+    kick_signal_target(p);
 }
 
 void raise_fault_signal(int sig) {
@@ -422,8 +448,16 @@ struct SigFrame {
   uint64_t blocked;
 };
 
+void return_after_kick(TrapFrame& f) {
+  if (!mine().kicked) return;  // an IPI of another kind: nothing to deliver
+  kernel_lock();
+  prepare_return_to_user(f);
+  kernel_unlock();
+}
+
 void prepare_return_to_user(TrapFrame& f) {
   Process& p = *running_here();
+  mine().kicked = false;  // what a kick asked for happens here
   while (uint64_t deliverable = p.pending & ~p.blocked) {
     const int sig = __builtin_ctzll(deliverable) + 1;
     p.pending &= ~sig_bit(sig);
@@ -605,6 +639,7 @@ ErrorOr<int> start_init(const char* const* argv) {
   prepare_first_switch(*p);
   p->state = ProcState::Runnable;
   fault_inject_arm(true);  // fail= (if configured) concerns what the processes do
+  xcpu::set_handler(xcpu::Ipi::SignalKick, &note_signal_kick);
   // The other CPUs leave their park (secondary_cpu_scheduler).
   __atomic_store_n(&g_sched_started, true, __ATOMIC_RELEASE);
   for (unsigned c = 1; c < smp::kMaxCpus; ++c)

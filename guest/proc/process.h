@@ -109,6 +109,10 @@ bool signal_interrupts(const Process& p);
 
 // Called on every way back to user mode: deliver signals, maybe reschedule.
 void prepare_return_to_user(TrapFrame& f);
+// After the cross-CPU handlers of an interrupt (event) from user mode: if
+// one of them was a signal kick (Ipi::SignalKick), the way back to user
+// mode delivers what is pending, under the kernel lock (taken here).
+void return_after_kick(TrapFrame& f);
 // A synchronous fault in user mode that becomes a signal.
 void raise_fault_signal(int sig);
 void send_signal(Process& p, int sig);

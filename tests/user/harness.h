@@ -106,7 +106,7 @@ char recv_byte(int fd);  // 0 on EOF or error
 struct Test {
   const char* name;
   void (*fn)();
-  bool hidden = false;  // only run when named (the harness's own checks)
+  bool hidden = false;  // only run when named (the harness's own checks; timing tests)
 };
 extern const Test kTests[];
 extern const unsigned kTestCount;
@@ -144,5 +144,7 @@ void test_threads_churn();
 void test_tlb_mprotect();
 void test_tlb_cow_fork();
 void test_tlb_munmap();
+void test_sigkick_tgkill();
+void test_sigkick_exit_group();
 
 }  // namespace proctest

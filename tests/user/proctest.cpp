@@ -50,6 +50,10 @@ const Test kTests[] = {
     {"tlb_mprotect", test_tlb_mprotect},
     {"tlb_cow_fork", test_tlb_cow_fork},
     {"tlb_munmap", test_tlb_munmap},
+    // Timing in wall time, meaningful only with processes on two CPUs: run
+    // when named (tests/boot/smp_boot_test.cpp's SmpTlb boots name them).
+    {"sigkick_tgkill", test_sigkick_tgkill, true},
+    {"sigkick_exit_group", test_sigkick_exit_group, true},
     // The harness's own checks: each must be reported as a failure.
     {"_fail", [] { CHECK_EQ(1 + 1, 3); }, true},
     {"_crash", [] { poke(0); }, true},
