@@ -170,7 +170,7 @@ ErrorOr<AddressSpace*> AddressSpace::try_fork() {
   // The parent's leaves are write-protected as they are shared: that must not
   // stop halfway (a refused request is sent again), and only the child is
   // undone if the fork fails.
-  LazyMmuSection section(root_, cpus_, OnRefusal::Retry);
+  LazyMmuSection section(root_, tlb_, OnRefusal::Retry);
   ErrorOr<void> r;
   shared_tables_up_to_ = VirtAddr{0};
   for (unsigned i = 0; i < count_ && !r.is_error(); ++i) {
@@ -228,14 +228,14 @@ ErrorOr<void> AddressSpace::destroy() {
       forget_loaded(mask_cpu());
     }
   }
-  LazyMmuSection section(root_, cpus_, OnRefusal::Retry);
+  LazyMmuSection section(root_, tlb_, OnRefusal::Retry);
   auto r = PVOP(range.teardown)(root_, UnmapVisitor{&drop_frame, nullptr}, section);
   if (!r.is_error()) r = PVOP(range.release_user_tables)(root_, section);
   TRY(finish(section, r));
   // Lazy TLB: CPUs that went idle on this root still have it loaded (and
   // are still in the mask). The root must not be reused or freed under
   // them: they switch to the kernel's root first.
-  const CpuMask lazy = cpus_.snapshot().without(xcpu::this_cpu_id());
+  const CpuMask lazy = tlb_.cpus.snapshot().without(xcpu::this_cpu_id());
   if (!lazy.empty()) {
     const CpuMask refused = ask_to_leave_root(lazy, root_);
     if (!refused.empty())
@@ -303,7 +303,7 @@ void AddressSpace::merge_neighbours() {
 }
 
 ErrorOr<void> AddressSpace::unmap_pages(VirtAddr start, VirtAddr end) {
-  LazyMmuSection section(root_, cpus_, OnRefusal::Retry);
+  LazyMmuSection section(root_, tlb_, OnRefusal::Retry);
   auto r = PVOP(range.unmap)(root_, start, (end - start) >> kPageShift, UnmapVisitor{&drop_frame, nullptr}, section);
   return finish(section, r);
 }
@@ -402,7 +402,7 @@ ErrorOr<void> AddressSpace::mprotect(VirtAddr addr, uint64_t len, uint32_t prot)
   const uint64_t changing = write_only ? pte_bit::Write : managed;
   const PteFlags set{want.bits & changing}, clear{~want.bits & changing};
   merge_neighbours();
-  LazyMmuSection section(root_, cpus_, OnRefusal::Retry);  // the VMAs already say the new rights
+  LazyMmuSection section(root_, tlb_, OnRefusal::Retry);  // the VMAs already say the new rights
   ErrorOr<void> r;
   if (!g_policy.ptshare) {
     r = PVOP(range.protect)(root_, addr, (end - addr) >> kPageShift, set, clear, section);
@@ -424,7 +424,7 @@ ErrorOr<void> AddressSpace::mprotect(VirtAddr addr, uint64_t len, uint32_t prot)
 
 ErrorOr<void> AddressSpace::unshare(VirtAddr addr, VirtAddr end, Coverage which) {
   if (!g_policy.ptshare) return {};  // no table is ever shared
-  LazyMmuSection section(root_, cpus_, OnRefusal::Fail);
+  LazyMmuSection section(root_, tlb_, OnRefusal::Fail);
   return finish(section, PVOP(range.unshare)(root_, addr, (end - addr) >> kPageShift, which, section));
 }
 
@@ -455,7 +455,7 @@ ErrorOr<VirtAddr> AddressSpace::brk(VirtAddr new_end) {
 
 ErrorOr<void> AddressSpace::map_frames(VirtAddr addr, const Pfn* frames_in, uint64_t count, uint32_t prot) {
   for (uint64_t i = 0; i < count; ++i) frame_refs().set(frames_in[i], 1);
-  LazyMmuSection section(root_, cpus_, OnRefusal::Fail);  // what was not mapped is read back and undone
+  LazyMmuSection section(root_, tlb_, OnRefusal::Fail);  // what was not mapped is read back and undone
   auto r = finish(section, PVOP(range.map)(root_, addr, count, FrameSource{frames_in, {}}, leaf_flags(prot)));
   if (r.is_error()) {
     // The frames that made it into the tables belong to the space now (its
@@ -485,7 +485,7 @@ FaultOutcome AddressSpace::handle_fault(VirtAddr va, Access access) {
     // The L2 entry above may be a closed gate (a table shared since fork, or
     // one this space alone holds again): copy or open it first, in its own
     // section, so the leaf decision below reads the table as it now is.
-    LazyMmuSection gate(root_, cpus_, OnRefusal::Fail);
+    LazyMmuSection gate(root_, tlb_, OnRefusal::Fail);
     auto opened = finish(gate, PVOP(range.open_for_write)(root_, page,
                                                           leaf_rights_in_table(align_down(page, kTableSpan)), gate));
     if (opened.is_error()) return FaultOutcome::out_of_memory(opened.error());
@@ -494,7 +494,7 @@ FaultOutcome AddressSpace::handle_fault(VirtAddr va, Access access) {
 
   // A fault only grants access, so a refused update is not retried: the
   // tables are read back afterwards and say whether the new frame made it.
-  LazyMmuSection section(root_, cpus_, OnRefusal::Fail);
+  LazyMmuSection section(root_, tlb_, OnRefusal::Fail);
   ErrorOr<void> r;
   Pfn fresh{};          // a frame this fault took, if any
   Pfn replaced{};       // the shared frame a copy replaces (copied = true)
@@ -556,17 +556,61 @@ FaultOutcome AddressSpace::handle_fault(VirtAddr va, Access access) {
 
 void AddressSpace::forget_loaded(unsigned cpu, AddressSpace* staying) {
   AddressSpace* prev = g_loaded[cpu];
-  if (prev && prev != staying) prev->cpus_.clear(cpu);
+  if (prev && prev != staying) prev->tlb_.cpus.clear(cpu);
   g_loaded[cpu] = staying;
+  if (!staying) clear_tlb_lazy(cpu);  // no user root of switch_mm's left here
+}
+
+// A switch to a task without a space: the loaded root stays (the kernel
+// half is in every root) and so does this CPU's bit in its space's mask,
+// but the CPU is lazy now — flushes of the space that free no tables may
+// skip it (pvops/tlb_shootdown.h). Nothing here needs ordering: until the
+// bit is seen, flushes still come, which is only more than needed.
+void AddressSpace::go_lazy(unsigned cpu) {
+  const AddressSpace* as = g_loaded[cpu];
+  if (as && g_current_root == as->root_) set_tlb_lazy(cpu);
+}
+
+// Back on the space this CPU kept loaded: no root load (Linux skips the
+// CR3 write too), but if the CPU was lazy it may have been skipped by
+// flushes meanwhile. It publishes that it is no longer lazy *before* it
+// reads the generation, with a full fence between: a sender bumps the
+// generation, fences and then reads the lazy bits, so either the sender
+// sees this CPU not lazy (and flushes it) or this CPU sees the sender's
+// generation (and flushes everything below) — Dekker's pattern, never
+// neither. From the clear on, every flush reaches this CPU.
+ErrorOr<void> AddressSpace::return_from_lazy(unsigned cpu) {
+  if (!tlb_lazy(cpu)) return {};
+  clear_tlb_lazy(cpu);
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  const uint64_t gen = read_tlb_gen(tlb_);
+  if (lazy_catch_up(gen, tlb_flushed_to(tlb_, cpu)) == CatchUp::FlushAll) {
+    PVOP(flush_tlb_all)();  // outside a lazy-MMU section: done on return
+    ++g_mmu_counters.tlb_lazy_catchups;
+    note_tlb_flushed(tlb_, cpu, gen);
+  }
+  return {};
 }
 
 ErrorOr<void> switch_mm(AddressSpace* next) {
-  if (!next) return {};  // lazy: keep the loaded root, stay in its mask
   const unsigned me = mask_cpu();
+  if (!next) {
+    AddressSpace::go_lazy(me);
+    return {};
+  }
+  if (g_loaded[me] == next && g_current_root == next->root_) return next->return_from_lazy(me);
   // Join before the load: a shootdown of next issued from now on reaches
   // this CPU, and whatever this CPU caches from the load on is covered.
-  next->cpus_.set(me);
+  // Not lazy from here (the previous space's root is still loaded until the
+  // load below: its flushes reach this CPU again, which is only more). The
+  // generation read after the fence is one the load covers: every write of
+  // the flushes up to it came before its bump, and the load flushes the TLB.
+  next->tlb_.cpus.set(me);
+  clear_tlb_lazy(me);
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  const uint64_t gen = read_tlb_gen(next->tlb_);
   TRY(PVOP(load_root)(next->root_));
+  note_tlb_flushed(next->tlb_, me, gen);
   // Leave the previous space only once its root is no longer loaded here.
   AddressSpace::forget_loaded(me, next);
   return {};

@@ -97,9 +97,12 @@ class AddressSpace {
   // The CPUs that may cache this space's translations (Linux's
   // mm_cpumask): set by switch_mm when a CPU loads the root, cleared when
   // that CPU loads another space's. A CPU that goes idle keeps the root
-  // loaded (lazy TLB) and stays in it. Every TLB invalidation of the space
-  // reaches these CPUs (the sections of this space carry the mask).
-  const CpuMask& cpus() const { return cpus_; }
+  // loaded and stays in it, lazily (pvops/tlb_shootdown.h): the space's
+  // flushes skip it unless they free page tables, and it catches up
+  // through the space's TLB generation when it comes back.
+  const CpuMask& cpus() const { return tlb_.cpus; }
+  // The mask with the generations (what the space's sections carry).
+  const SpaceTlb& tlb() const { return tlb_; }
   unsigned vma_count() const { return count_; }
   const Vma& vma(unsigned i) const { return vmas_[i]; }
 
@@ -123,11 +126,13 @@ class AddressSpace {
   // switch_mm's bookkeeping: CPU `cpu` no longer runs the space it loaded
   // last (unless that is `staying`), whose mask it leaves.
   static void forget_loaded(unsigned cpu, AddressSpace* staying = nullptr);
+  static void go_lazy(unsigned cpu);
+  ErrorOr<void> return_from_lazy(unsigned cpu);
   friend ErrorOr<void> switch_mm(AddressSpace* next);
   friend ErrorOr<void> switch_to_kernel_mm();
 
   Pfn root_{};
-  CpuMask cpus_;
+  SpaceTlb tlb_;
   Vma vmas_[kMaxVmas] = {};
   unsigned count_ = 0;
   VirtAddr brk_base_{};
@@ -142,7 +147,9 @@ PteFlags leaf_flags(uint32_t prot);
 // through pvops (load_root) and the CpuMasks follow — this CPU joins next's
 // before the load and leaves the previous space's after it, so no shootdown
 // of either can miss it. Null next is a lazy switch: the loaded root stays
-// (a kernel-only task needs only the kernel half) and nothing changes.
+// (a kernel-only task needs only the kernel half), as does the mask bit,
+// and the CPU is marked lazy. Back to the space still loaded: no reload,
+// and a full local flush if flushes skipped the CPU meanwhile.
 ErrorOr<void> switch_mm(AddressSpace* next);
 // This CPU leaves the space it runs on for the kernel's root (a CPU that
 // must stop holding a root: the space is going away, or a test is done).

@@ -28,9 +28,8 @@ LazyMmuSection::LazyMmuSection(Pfn root, OnRefusal on_refusal) : root_(root) {
   PVOP(enter_lazy_mmu)(on_refusal);
 }
 
-LazyMmuSection::LazyMmuSection(Pfn root, const CpuMask& cpus, OnRefusal on_refusal)
-    : LazyMmuSection(root, on_refusal) {
-  cpus_ = &cpus;
+LazyMmuSection::LazyMmuSection(Pfn root, SpaceTlb& tlb, OnRefusal on_refusal) : LazyMmuSection(root, on_refusal) {
+  space_ = &tlb;
 }
 
 LazyMmuSection::~LazyMmuSection() {
@@ -43,7 +42,7 @@ void LazyMmuSection::invalidate(VirtAddr va) {
   const bool kernel = is_kernel_half(va);
   // A space loaded nowhere has nothing cached (no PCIDs): without a mask,
   // only this CPU's root can be loaded anywhere.
-  if (!kernel && !cpus_ && root_ != g_current_root) return;
+  if (!kernel && !space_ && root_ != g_current_root) return;
   (kernel ? kernel_ : user_) = true;
   if (flush_all_) return;
   if (page_count_ == kMaxSinglePageFlushes) {
@@ -55,7 +54,7 @@ void LazyMmuSection::invalidate(VirtAddr va) {
 
 void LazyMmuSection::invalidate_range(VirtAddr va, uint64_t pages) {
   const bool kernel = is_kernel_half(va);
-  if (!kernel && !cpus_ && root_ != g_current_root) return;
+  if (!kernel && !space_ && root_ != g_current_root) return;
   if (!pages) return;
   (kernel ? kernel_ : user_) = true;
   if (flush_all_) return;
@@ -67,7 +66,7 @@ void LazyMmuSection::invalidate_range(VirtAddr va, uint64_t pages) {
 }
 
 void LazyMmuSection::invalidate_all() {
-  if (!cpus_ && root_ != g_current_root) return;
+  if (!space_ && root_ != g_current_root) return;
   user_ = true;
   flush_all_ = true;
 }
@@ -97,11 +96,15 @@ ErrorOr<void> LazyMmuSection::drain() {
         if (is_kernel_half(pages_[i]) || root_ == g_current_root) PVOP(flush_tlb_one)(pages_[i]);
     }
   }
-  shoot_down();
+  const auto shot = shoot_down();
   flush_all_ = false;
   user_ = kernel_ = false;
   page_count_ = 0;
   TRY(PVOP(flush_lazy_mmu)());
+  // The section's writes could not all be landed before the lazy CPUs'
+  // generation moved: keep the tables (as for a failed flush above).
+  if (shot.is_error()) return shot;
+  note_flushed();
   // In order. A table whose release fails is dropped from the list (it is
   // reported, and freeing it would hand out a frame Xen still types as a
   // table); the ones after it stay pending for the next drain, and none is
@@ -120,17 +123,49 @@ ErrorOr<void> LazyMmuSection::drain() {
   return {};
 }
 
-void LazyMmuSection::shoot_down() {
-  if (!user_ && !kernel_) return;
-  // The stores of the section come before the mask is read (a CPU that
-  // loads the root later walks the new entries), as Linux orders
-  // set_pte against reading mm_cpumask.
+ErrorOr<void> LazyMmuSection::shoot_down() {
+  gen_ = 0;
+  flushed_cpus_ = CpuMask{};
+  if (!user_ && !kernel_) return {};
+  const unsigned me = xcpu::this_cpu_id();
+  const bool space = user_ && space_;
+  // Freed tables go after this flush: then even lazy CPUs must flush.
+  TablesFreed freed = table_count_ || tables_unhooked_ ? TablesFreed::Yes : TablesFreed::No;
+  tables_unhooked_ = false;
+  ErrorOr<void> landed;
+  // Only CPUs already lazy here may be skipped below: for them the writes
+  // are sent first (a CPU that turns lazy later is still flushed).
+  const CpuMask lazy_before = space ? lazy_tlb_cpus() : CpuMask{};
+  if (space && freed == TablesFreed::No && !(space_->cpus.snapshot() & lazy_before).without(me).empty()) {
+    // A lazy CPU is about to be skipped. When it comes back it flushes
+    // everything if it sees the bumped generation — which must then come
+    // after the section's page-table writes have landed, or it could
+    // flush, walk the old entries and cache them again. A batching
+    // backend (Xen) still has the writes queued: send them now (nothing
+    // is queued natively). Should that fail, nobody is skipped.
+    landed = PVOP(flush_lazy_mmu)();
+    if (landed.is_error()) freed = TablesFreed::Yes;
+  }
+  // Ordering against a CPU coming back from lazy mode (mm's switch_mm:
+  // clear its lazy bit, full fence, read the generation): here the writes
+  // come first, then the generation is bumped and the lazy bits and mask
+  // are read after a full fence. Either this read sees the CPU no longer
+  // lazy (it is sent the flush) or that CPU's read sees the new generation
+  // (it flushes everything itself) — never neither. The same fence orders
+  // the writes before reading the mask, as Linux orders set_pte against
+  // reading mm_cpumask: a CPU that joins later walks the new entries.
+  if (space) gen_ = bump_tlb_gen(*space_);
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
-  CpuMask targets;
-  if (user_ && cpus_) targets = cpus_->snapshot();
+  CpuMask targets, candidates;
+  if (space) {
+    candidates = space_->cpus.snapshot().without(me);
+    targets = shootdown_targets(candidates, lazy_tlb_cpus() & lazy_before, me, freed);
+  }
   if (kernel_) targets = targets | kernel_tlb_cpus();
-  targets = targets.without(xcpu::this_cpu_id());
-  if (targets.empty()) return;
+  targets = targets.without(me);
+  // Lazy CPUs of the space that this flush does not reach.
+  g_mmu_counters.shootdown_lazy_skipped += candidates.count() - (candidates & targets).count();
+  if (targets.empty()) return landed;
   TlbFlushInfo info;
   info.full = flush_all_;
   if (!info.full) {
@@ -140,6 +175,19 @@ void LazyMmuSection::shoot_down() {
   ++g_mmu_counters.shootdowns;
   g_mmu_counters.shootdown_cpus += targets.count();
   PVOP(flush_tlb_multi)(targets, info);
+  flushed_cpus_ = space ? targets & candidates : CpuMask{};
+  return landed;
+}
+
+// After the drain's flushes are done (Xen's hypercall path sends them with
+// the queue): the CPUs that ran this generation's flush — this one if the
+// root is loaded here, and the targets — are at it now, if they were at
+// the one before.
+void LazyMmuSection::note_flushed() {
+  if (!gen_) return;
+  if (root_ == g_current_root) advance_tlb_flushed(*space_, xcpu::this_cpu_id(), gen_);
+  for (unsigned cpu : flushed_cpus_) advance_tlb_flushed(*space_, cpu, gen_);
+  gen_ = 0;
 }
 
 ErrorOr<void> LazyMmuSection::finish() {

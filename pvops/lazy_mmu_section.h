@@ -12,6 +12,11 @@
 // entry. Kernel-half invalidations concern every CPU that runs on pvk's
 // tables (kernel_tlb_cpus()). Past kTlbSinglePageFlushCeiling pages the
 // whole TLB is flushed, here and on the targets.
+//
+// Lazy TLB (pvops/tlb_shootdown.h): CPUs of the mask that only keep the
+// root loaded (idle) are left out unless the drain frees page tables; the
+// space's generation, bumped by each drain, makes them flush everything
+// when they come back to the space.
 #pragma once
 #include "base/lib/error_or.h"
 #include "base/lib/cpumask.h"
@@ -24,9 +29,10 @@ class LazyMmuSection {
   // on_refusal: see OnRefusal (pvops/mmu_ops.h) — Retry for work that takes
   // access away and must not stop halfway.
   explicit LazyMmuSection(Pfn root, OnRefusal on_refusal = OnRefusal::Fail);
-  // A user address space's section: `cpus` says which CPUs may cache its
-  // translations (read when the section drains, after its stores).
-  LazyMmuSection(Pfn root, const CpuMask& cpus, OnRefusal on_refusal = OnRefusal::Fail);
+  // A user address space's section: `tlb` says which CPUs may cache its
+  // translations and which of them are behind (read when the section
+  // drains, after its stores; its generation is bumped then).
+  LazyMmuSection(Pfn root, SpaceTlb& tlb, OnRefusal on_refusal = OnRefusal::Fail);
   LazyMmuSection(const LazyMmuSection&) = delete;
   LazyMmuSection& operator=(const LazyMmuSection&) = delete;
   ~LazyMmuSection();
@@ -42,6 +48,10 @@ class LazyMmuSection {
   static LazyMmuSection* open_section();
   // A page table was unhooked; it is freed after the TLB flush.
   ErrorOr<void> release_table(Pfn pfn, Level level);
+  // A table still in use elsewhere (ptshare: another space shares it) was
+  // unhooked from this space: it may be freed later by a section that
+  // does not reach this space's lazy CPUs, so this one must.
+  void table_unhooked() { tables_unhooked_ = true; }
   ErrorOr<void> finish();
 
   static constexpr unsigned kMaxSinglePageFlushes = kTlbSinglePageFlushCeiling;
@@ -49,14 +59,20 @@ class LazyMmuSection {
 
  private:
   ErrorOr<void> drain();
-  void shoot_down();
+  ErrorOr<void> shoot_down();
+  void note_flushed();
 
   Pfn root_;
-  const CpuMask* cpus_ = nullptr;  // the space's CPUs; null for the kernel's own sections
+  SpaceTlb* space_ = nullptr;  // the space's CPUs and generation; null for the kernel's own sections
+  // The drain in progress: the generation its flush stands for (0: none)
+  // and the CPUs it was sent to.
+  uint64_t gen_ = 0;
+  CpuMask flushed_cpus_;
   bool finished_ = false;
   bool flush_all_ = false;
   bool user_ = false;    // some gathered invalidation is in the user half
   bool kernel_ = false;  // some is in the kernel half (every CPU's)
+  bool tables_unhooked_ = false;  // table_unhooked() since the last drain
   unsigned page_count_ = 0;
   unsigned table_count_ = 0;
   VirtAddr pages_[kMaxSinglePageFlushes];

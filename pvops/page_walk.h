@@ -390,6 +390,7 @@ class PageWalk {
     }
     frame_refs().dec(old);
     section.invalidate_range(base, kEntriesPerTable);
+    section.table_unhooked();  // as drop_shared: the old table is freed by another space
     ++g_mmu_counters.pt_copyouts;
     return {};
   }
@@ -428,6 +429,7 @@ class PageWalk {
     const Pfn l1 = P::pfn_of(l2e(slot));
     TRY(store(slot, Pte{}, Level::L2));
     section.invalidate_range(base, kEntriesPerTable);
+    section.table_unhooked();  // the last sharer frees it later, out of this space's sight
     frame_refs().dec(l1);
     return {};
   }

@@ -30,6 +30,7 @@ struct Mailbox {
 Mailbox g_mailboxes[kCpuMaskBits];
 Pfn g_current_roots[kCpuMaskBits];
 CpuMask g_kernel_tlb_cpus;
+CpuMask g_lazy_tlb_cpus;
 LocalTlbFlush g_local{};
 void (*g_leave_hook)(Pfn root) = nullptr;
 
@@ -66,6 +67,41 @@ void reset_tlb_state() {
   for (Mailbox& m : g_mailboxes) m = Mailbox{};
   for (Pfn& r : g_current_roots) r = Pfn{};
   g_kernel_tlb_cpus.clear_all();
+  g_lazy_tlb_cpus.clear_all();
+}
+
+void set_tlb_lazy(unsigned cpu) { g_lazy_tlb_cpus.set(cpu); }
+void clear_tlb_lazy(unsigned cpu) { g_lazy_tlb_cpus.clear(cpu); }
+bool tlb_lazy(unsigned cpu) { return g_lazy_tlb_cpus.test(cpu); }
+CpuMask lazy_tlb_cpus() { return g_lazy_tlb_cpus.snapshot(); }
+
+CpuMask shootdown_targets(const CpuMask& space_cpus, const CpuMask& lazy, unsigned me, TablesFreed freed) {
+  const CpuMask others = space_cpus.without(me);
+  if (freed == TablesFreed::Yes) return others;
+  CpuMask targets;
+  for (unsigned cpu : others)
+    if (!lazy.test(cpu)) targets.set(cpu);
+  return targets;
+}
+
+uint64_t bump_tlb_gen(SpaceTlb& tlb) { return __atomic_add_fetch(&tlb.gen, 1, __ATOMIC_SEQ_CST); }
+uint64_t read_tlb_gen(const SpaceTlb& tlb) { return __atomic_load_n(&tlb.gen, __ATOMIC_SEQ_CST); }
+uint64_t tlb_flushed_to(const SpaceTlb& tlb, unsigned cpu) {
+  return cpu < kCpuMaskBits ? __atomic_load_n(&tlb.flushed[cpu], __ATOMIC_ACQUIRE) : 0;
+}
+
+void note_tlb_flushed(SpaceTlb& tlb, unsigned cpu, uint64_t gen) {
+  if (cpu >= kCpuMaskBits) return;
+  uint64_t seen = __atomic_load_n(&tlb.flushed[cpu], __ATOMIC_RELAXED);
+  while (seen < gen &&
+         !__atomic_compare_exchange_n(&tlb.flushed[cpu], &seen, gen, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
+  }
+}
+
+void advance_tlb_flushed(SpaceTlb& tlb, unsigned cpu, uint64_t gen) {
+  if (cpu >= kCpuMaskBits || gen == 0) return;
+  uint64_t expected = gen - 1;
+  __atomic_compare_exchange_n(&tlb.flushed[cpu], &expected, gen, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
 }
 
 void init_tlb_shootdown(const LocalTlbFlush& local) {

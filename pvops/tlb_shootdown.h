@@ -40,6 +40,71 @@ struct TlbFlushInfo {
   Pfn leave_root{};
 };
 
+// Lazy TLB (Linux's cpu_tlbstate_shared.is_lazy and tlb_gen). A CPU that
+// switches to a task without a space (the idle loop, a kernel-only task)
+// keeps the last user root loaded and stays in that space's CPU mask, but
+// is *lazy*: it runs no user code, so a flush of the space that frees no
+// page tables may skip it. It catches up when it switches back to that
+// space: every flush of the space bumps the space's generation, each CPU
+// notes the generation its TLB is known to reflect, and a CPU that comes
+// back behind flushes everything locally before it runs user code again.
+// A flush that frees page-table pages still reaches lazy CPUs: the
+// hardware may walk the loaded root speculatively at any time, and a
+// paging-structure cache entry pointing into a freed (reused) table would
+// load garbage translations.
+//
+// One address space's TLB bookkeeping, kept by mm and carried by the
+// space's lazy-MMU sections (Linux's mm_cpumask, mm->context.tlb_gen and,
+// per CPU, cpu_tlbstate.ctxs[].tlb_gen — here kept in the space, one slot
+// per CPU, since pvk has no ASIDs).
+struct SpaceTlb {
+  // The CPUs that may cache the space's translations (lazy ones included).
+  CpuMask cpus;
+  // Bumped (atomically) by every drain of a section that invalidated
+  // user translations of the space.
+  uint64_t gen = 0;
+  // Per CPU: every change up to this generation is gone from that CPU's
+  // TLB. Only ever raised; meaningful while the CPU is in `cpus`.
+  uint64_t flushed[kCpuMaskBits] = {};
+};
+
+// This CPU's lazy bit: set when it keeps a user root loaded without running
+// it, cleared when it runs a user space again or leaves for the kernel's
+// root. Only the CPU itself changes its bit; senders read the whole mask.
+void set_tlb_lazy(unsigned cpu);
+void clear_tlb_lazy(unsigned cpu);
+bool tlb_lazy(unsigned cpu);
+CpuMask lazy_tlb_cpus();
+
+// Whether the page tables a section frees go with its flush (see above).
+enum class TablesFreed : uint8_t { No, Yes };
+// The CPUs a flush of a space must reach besides `me`: the space's CPUs,
+// less the lazy ones unless page tables were freed.
+CpuMask shootdown_targets(const CpuMask& space_cpus, const CpuMask& lazy, unsigned me, TablesFreed freed);
+
+// What a CPU coming back from lazy mode to the space it kept loaded must
+// do: nothing if its TLB reflects the space's current generation, else a
+// full local flush (it may have been skipped by any number of flushes,
+// whose pages nobody kept).
+enum class CatchUp : uint8_t { Nothing, FlushAll };
+constexpr CatchUp lazy_catch_up(uint64_t space_gen, uint64_t flushed_gen) {
+  return flushed_gen < space_gen ? CatchUp::FlushAll : CatchUp::Nothing;
+}
+
+// The generation operations (all atomic). bump_tlb_gen is a sequentially
+// consistent read-modify-write and returns the new generation.
+uint64_t bump_tlb_gen(SpaceTlb& tlb);
+uint64_t read_tlb_gen(const SpaceTlb& tlb);
+// The generation `cpu`'s slot says its TLB reflects.
+uint64_t tlb_flushed_to(const SpaceTlb& tlb, unsigned cpu);
+// `cpu`'s TLB reflects everything up to `gen` (it flushed all after reading
+// it): raise its slot to gen.
+void note_tlb_flushed(SpaceTlb& tlb, unsigned cpu, uint64_t gen);
+// `cpu` ran the flush of generation `gen` (only that flush's pages): its
+// slot moves to gen only if it was at gen - 1 — had it missed an earlier
+// flush (skipped while lazy), a later partial one must not hide that.
+void advance_tlb_flushed(SpaceTlb& tlb, unsigned cpu, uint64_t gen);
+
 // Xen PV: how flush_tlb_multi reaches the other vCPUs (boot switch
 // shootdown=). Natively there is only the IPI path.
 enum class ShootdownMode : uint8_t { Hypercall, Ipi };

@@ -112,9 +112,11 @@ namespace {
 
 // The one place a CPU changes address space: mm's switch_mm keeps each
 // space's CPU mask (which CPUs a shootdown must reach). A CPU going idle
-// switches lazily: the old root stays loaded, and the CPU stays in its
-// space's mask, so a shootdown still reaches it and the space's teardown
-// asks it to leave the root first (mm/address_space.cpp).
+// switches lazily: the old root stays loaded and the CPU stays in its
+// space's mask, marked lazy — flushes that free no page tables skip it, it
+// catches up (a full flush if behind) when it comes back to the space, and
+// the space's teardown asks it to leave the root first
+// (mm/address_space.cpp, pvops/tlb_shootdown.h).
 void switch_space(const Process* next) {
   must(switch_mm(next ? next->as : nullptr), "switch_mm");
 }

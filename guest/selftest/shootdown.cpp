@@ -217,6 +217,7 @@ bool selftest_shootdown() {
       .boolean("pass", pass)
       .boolean("skipped", false)
       .u64("shootdowns", g_mmu_counters.shootdowns)
+      .u64("shootdown_lazy_skipped", g_mmu_counters.shootdown_lazy_skipped)
       .u64("ipis_sent", g_mmu_counters.ipis_sent)
       .u64("tlb_flush_multi", g_mmu_counters.tlb_flush_multi);
   return pass;

@@ -150,14 +150,85 @@ TEST_P(ShootdownSpaceTest, EveryOperationThatTakesAccessAwayShootsDownOnce) {
   destroy(child);
   EXPECT_TRUE(multis().empty());
 
-  // Teardown of a space CPU 1 still has loaded (lazily): it is flushed too.
+  // An munmap that frees a page table reaches a CPU that still has the
+  // space loaded lazily: its paging-structure caches may point there.
   on_cpu(1, [&] { ASSERT_EQ(error_of(switch_mm(nullptr)), Errno::Ok); });
   ASSERT_EQ(error_of(switch_to_kernel_mm()), Errno::Ok);
   fake().clear_events();
   ASSERT_EQ(error_of(as->munmap(VirtAddr{a}, pg(7))), Errno::Ok);
+  EXPECT_GE(fake().count(Ev::RetireTable), 1u) << "the emptied L1 table was freed";
   one_shootdown("munmap seen by a lazy CPU", {a});
+  EXPECT_EQ(g_mmu_counters.shootdown_lazy_skipped, 0u);
   EXPECT_EQ(g_mmu_counters.shootdown_cpus, g_mmu_counters.shootdowns) << "one target each time";
   on_cpu(1, [&] { ASSERT_EQ(error_of(switch_to_kernel_mm()), Errno::Ok); });
+}
+
+// Lazy TLB: CPU 1 ran the space and went idle on it. An mprotect (no
+// table freed) leaves it out; when CPU 1 comes back to the space it is
+// behind the space's generation and flushes everything — without a root
+// load (the root never left). Once up to date, coming back costs nothing.
+TEST_P(ShootdownSpaceTest, AnIdleCpuIsSkippedAndCatchesUpWhenItComesBack) {
+  AddressSpace* as = create();
+  ASSERT_NE(as, nullptr);
+  ASSERT_EQ(error_of(switch_mm(as)), Errno::Ok);
+  on_cpu(1, [&] { ASSERT_EQ(error_of(switch_mm(as)), Errno::Ok); });
+  const uint64_t a = mmap(as, pg(4), kRw);
+  for (unsigned i = 0; i < 4; ++i) fill(as, a + pg(i), 1);
+  on_cpu(1, [&] { ASSERT_EQ(error_of(switch_mm(nullptr)), Errno::Ok); });  // idle, lazily on the root
+  EXPECT_TRUE(tlb_lazy(1));
+  EXPECT_EQ(cpus_of(as->cpus()), (std::vector<unsigned>{0, 1})) << "a lazy CPU stays in the mask";
+
+  fake().clear_events();
+  ASSERT_EQ(error_of(as->mprotect(VirtAddr{a}, pg(2), kRo)), Errno::Ok);
+  EXPECT_TRUE(multis().empty()) << "the only other CPU is lazy";
+  EXPECT_EQ(g_mmu_counters.shootdowns, 0u);
+  EXPECT_EQ(g_mmu_counters.shootdown_lazy_skipped, 1u);
+
+  fake().clear_events();
+  on_cpu(1, [&] { ASSERT_EQ(error_of(switch_mm(as)), Errno::Ok); });
+  EXPECT_FALSE(tlb_lazy(1));
+  EXPECT_EQ(fake().count(Ev::FlushAll), 1u) << "behind: one full local flush";
+  EXPECT_EQ(fake().count(Ev::LoadRoot), 0u) << "the root stayed loaded";
+  EXPECT_EQ(g_mmu_counters.tlb_lazy_catchups, 1u);
+
+  // Idle and back with nothing changed meanwhile: no flush.
+  fake().clear_events();
+  on_cpu(1, [&] {
+    ASSERT_EQ(error_of(switch_mm(nullptr)), Errno::Ok);
+    ASSERT_EQ(error_of(switch_mm(as)), Errno::Ok);
+  });
+  EXPECT_EQ(fake().count(Ev::FlushAll), 0u);
+  EXPECT_EQ(g_mmu_counters.tlb_lazy_catchups, 1u);
+
+  // Running (not lazy), CPU 1 is sent the flush, which keeps it up to date:
+  // idle and back again costs no flush either.
+  fake().clear_events();
+  ASSERT_EQ(error_of(as->mprotect(VirtAddr{a}, pg(2), kRw)), Errno::Ok);
+  ASSERT_EQ(multis().size(), 1u);
+  EXPECT_EQ(cpus_of(multis()[0].cpus), (std::vector<unsigned>{1}));
+  on_cpu(1, [&] {
+    ASSERT_EQ(error_of(switch_mm(nullptr)), Errno::Ok);
+    ASSERT_EQ(error_of(switch_mm(as)), Errno::Ok);
+  });
+  EXPECT_EQ(fake().count(Ev::FlushAll), 0u);
+  EXPECT_EQ(g_mmu_counters.tlb_lazy_catchups, 1u);
+}
+
+// Lazy means "keeps a user root loaded without running it": leaving for the
+// kernel's root ends it, and idling on the kernel's root does not start it.
+TEST_P(ShootdownSpaceTest, ALazyCpuLeavingForTheKernelsRootIsNoLongerLazy) {
+  AddressSpace* as = create();
+  ASSERT_NE(as, nullptr);
+  on_cpu(1, [&] {
+    ASSERT_EQ(error_of(switch_mm(as)), Errno::Ok);
+    ASSERT_EQ(error_of(switch_mm(nullptr)), Errno::Ok);
+    EXPECT_TRUE(tlb_lazy(1));
+    ASSERT_EQ(error_of(switch_to_kernel_mm()), Errno::Ok);
+    EXPECT_FALSE(tlb_lazy(1)) << "no user root left loaded";
+    ASSERT_EQ(error_of(switch_mm(nullptr)), Errno::Ok);
+    EXPECT_FALSE(tlb_lazy(1)) << "lazy on the kernel's root means nothing";
+  });
+  EXPECT_TRUE(as->cpus().snapshot().empty());
 }
 
 TEST_P(ShootdownSpaceTest, ALargeMprotectIsOneFullShootdown) {

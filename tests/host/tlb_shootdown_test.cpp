@@ -41,7 +41,7 @@ using TlbShootdownDeathTest = TlbShootdownTest;
 
 TEST_F(TlbShootdownTest, OnlyThisCpuInTheMaskSendsNothing) {
   ASSERT_EQ(error_of(g_mmu.load_root(root_)), Errno::Ok);
-  const CpuMask mask = CpuMask::of(0);
+  SpaceTlb mask{CpuMask::of(0)};
   LazyMmuSection section(root_, mask);
   for (unsigned i = 0; i < 5; ++i) section.invalidate(user_page(i));
   section.invalidate_all();
@@ -54,8 +54,8 @@ TEST_F(TlbShootdownTest, OnlyThisCpuInTheMaskSendsNothing) {
 
 TEST_F(TlbShootdownTest, OneShootdownPerSectionWithEveryPageAndOnlyTheOtherCpus) {
   ASSERT_EQ(error_of(g_mmu.load_root(root_)), Errno::Ok);
-  CpuMask mask;
-  mask.set(0), mask.set(1), mask.set(3);
+  SpaceTlb mask;
+  mask.cpus.set(0), mask.cpus.set(1), mask.cpus.set(3);
   LazyMmuSection section(root_, mask);
   section.invalidate(user_page(0));
   section.invalidate_range(user_page(4), 3);
@@ -78,7 +78,7 @@ TEST_F(TlbShootdownTest, TheShootdownIsQueuedBeforeTheSectionsUpdatesAreSent) {
   // Xen's hypercall path queues MMUEXT_*_MULTI behind the updates: the
   // section must ask for it before its lazy flush, as it does the local ones.
   ASSERT_EQ(error_of(g_mmu.load_root(root_)), Errno::Ok);
-  const CpuMask mask = CpuMask::first(2);
+  SpaceTlb mask{CpuMask::first(2)};
   LazyMmuSection section(root_, mask);
   section.invalidate(user_page(1));
   ASSERT_EQ(error_of(section.finish()), Errno::Ok);
@@ -91,7 +91,7 @@ TEST_F(TlbShootdownTest, TheShootdownIsQueuedBeforeTheSectionsUpdatesAreSent) {
 TEST_F(TlbShootdownTest, UpToTheCeilingPagesThenOneFullFlushEverywhere) {
   ASSERT_EQ(error_of(g_mmu.load_root(root_)), Errno::Ok);
   EXPECT_EQ(kTlbSinglePageFlushCeiling, 33u) << "Linux's tlb_single_page_flush_ceiling";
-  const CpuMask mask = CpuMask::first(3);
+  SpaceTlb mask{CpuMask::first(3)};
   for (unsigned n : {kTlbSinglePageFlushCeiling, kTlbSinglePageFlushCeiling + 1}) {
     SCOPED_TRACE(n);
     fake().clear_events();
@@ -122,7 +122,7 @@ TEST_F(TlbShootdownTest, UpToTheCeilingPagesThenOneFullFlushEverywhere) {
 
 TEST_F(TlbShootdownTest, ASpaceNotLoadedHereIsFlushedOnlyWhereItIs) {
   ASSERT_NE(g_current_root, root_);
-  const CpuMask mask = CpuMask::of(2);  // loaded on CPU 2 only
+  SpaceTlb mask{CpuMask::of(2)};  // loaded on CPU 2 only
   LazyMmuSection section(root_, mask);
   section.invalidate(user_page(3));
   ASSERT_EQ(error_of(section.finish()), Errno::Ok);
@@ -134,7 +134,7 @@ TEST_F(TlbShootdownTest, ASpaceNotLoadedHereIsFlushedOnlyWhereItIs) {
 }
 
 TEST_F(TlbShootdownTest, AnEmptyMaskAndNoLocalRootFlushesNothing) {
-  const CpuMask mask;
+  SpaceTlb mask;
   LazyMmuSection section(root_, mask);
   section.invalidate(user_page(3));
   section.invalidate_all();
@@ -161,14 +161,97 @@ TEST_F(TlbShootdownTest, KernelHalfChangesReachEveryCpuOnPvksTables) {
 TEST_F(TlbShootdownTest, TheMaskIsReadWhenTheSectionDrains) {
   // A CPU that joins while the section runs (it loaded the root after the
   // section began) is still reached: the mask is read after the stores.
-  CpuMask mask = CpuMask::of(0);
+  SpaceTlb mask{CpuMask::of(0)};
   ASSERT_EQ(error_of(g_mmu.load_root(root_)), Errno::Ok);
   LazyMmuSection section(root_, mask);
   section.invalidate(user_page(0));
-  mask.set(3);
+  mask.cpus.set(3);
   ASSERT_EQ(error_of(section.finish()), Errno::Ok);
   ASSERT_EQ(multis().size(), 1u);
   EXPECT_EQ(cpus_of(multis()[0].cpus), (std::vector<unsigned>{3}));
+}
+
+// ---- lazy TLB: who a flush may skip, and who must catch up ----
+
+TEST(LazyTlbDecision, LazyCpusAreLeftOutUnlessTablesWereFreed) {
+  CpuMask space, lazy;
+  space.set(0), space.set(1), space.set(2), space.set(3);
+  lazy.set(2), lazy.set(3), lazy.set(5);  // CPU 5 is lazy on some other space
+  EXPECT_EQ(cpus_of(shootdown_targets(space, lazy, 0, TablesFreed::No)), (std::vector<unsigned>{1}));
+  EXPECT_EQ(cpus_of(shootdown_targets(space, lazy, 0, TablesFreed::Yes)), (std::vector<unsigned>{1, 2, 3}))
+      << "freed tables: the lazy CPUs' paging-structure caches must go too";
+  EXPECT_EQ(cpus_of(shootdown_targets(space, lazy, 2, TablesFreed::No)), (std::vector<unsigned>{0, 1}))
+      << "never the sender, lazy or not";
+  EXPECT_TRUE(shootdown_targets(CpuMask::of(3), lazy, 0, TablesFreed::No).empty());
+}
+
+TEST(LazyTlbDecision, ACpuBehindTheSpacesGenerationFlushesEverything) {
+  EXPECT_EQ(lazy_catch_up(0, 0), CatchUp::Nothing);
+  EXPECT_EQ(lazy_catch_up(7, 7), CatchUp::Nothing);
+  EXPECT_EQ(lazy_catch_up(8, 7), CatchUp::FlushAll);
+  EXPECT_EQ(lazy_catch_up(20, 3), CatchUp::FlushAll);
+}
+
+TEST(LazyTlbDecision, OnlyAFlushOfTheNextGenerationMovesACpuOn) {
+  SpaceTlb tlb;
+  EXPECT_EQ(bump_tlb_gen(tlb), 1u);
+  advance_tlb_flushed(tlb, 1, 1);
+  EXPECT_EQ(tlb.flushed[1], 1u) << "it had everything before";
+  EXPECT_EQ(bump_tlb_gen(tlb), 2u);  // skipped by this one (lazy) ...
+  EXPECT_EQ(bump_tlb_gen(tlb), 3u);  // ... but sent this one's pages
+  advance_tlb_flushed(tlb, 1, 3);
+  EXPECT_EQ(tlb.flushed[1], 1u) << "generation 2's pages were never flushed there";
+  EXPECT_EQ(lazy_catch_up(read_tlb_gen(tlb), tlb.flushed[1]), CatchUp::FlushAll);
+  note_tlb_flushed(tlb, 1, 3);  // a full flush after reading generation 3
+  EXPECT_EQ(tlb.flushed[1], 3u);
+  note_tlb_flushed(tlb, 1, 2);
+  EXPECT_EQ(tlb.flushed[1], 3u) << "never lowered";
+}
+
+TEST_F(TlbShootdownTest, ASectionSkipsTheLazyCpusCountsThemAndBumpsTheGeneration) {
+  ASSERT_EQ(error_of(g_mmu.load_root(root_)), Errno::Ok);
+  SpaceTlb space{CpuMask::first(3)};
+  set_tlb_lazy(2);
+  LazyMmuSection section(root_, space);
+  section.invalidate(user_page(1));
+  ASSERT_EQ(error_of(section.finish()), Errno::Ok);
+  const auto m = multis();
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(cpus_of(m[0].cpus), (std::vector<unsigned>{1})) << "CPU 2 is lazy";
+  EXPECT_EQ(g_mmu_counters.shootdown_lazy_skipped, 1u);
+  EXPECT_EQ(g_mmu_counters.shootdown_cpus, 1u);
+  EXPECT_EQ(space.gen, 1u);
+  EXPECT_EQ(space.flushed[0], 1u) << "this CPU flushed the page itself";
+  EXPECT_EQ(space.flushed[1], 1u) << "CPU 1 was sent it";
+  EXPECT_EQ(space.flushed[2], 0u) << "CPU 2 is behind: it catches up when it comes back";
+}
+
+TEST_F(TlbShootdownTest, OnlyLazyCpusElsewhereMeansNoShootdownAtAll) {
+  ASSERT_EQ(error_of(g_mmu.load_root(root_)), Errno::Ok);
+  SpaceTlb space{CpuMask::first(2)};
+  set_tlb_lazy(1);
+  LazyMmuSection section(root_, space);
+  section.invalidate_all();
+  ASSERT_EQ(error_of(section.finish()), Errno::Ok);
+  EXPECT_TRUE(multis().empty());
+  EXPECT_EQ(g_mmu_counters.shootdowns, 0u);
+  EXPECT_EQ(g_mmu_counters.shootdown_lazy_skipped, 1u);
+  EXPECT_EQ(space.gen, 1u) << "the generation moves even when nobody is sent the flush";
+}
+
+TEST_F(TlbShootdownTest, ATableUnhookedFromASharedSetReachesTheLazyCpusToo) {
+  // ptshare: a table dropped (or copied out) by this space is freed later
+  // by another's section, which does not reach this space's lazy CPUs.
+  ASSERT_EQ(error_of(g_mmu.load_root(root_)), Errno::Ok);
+  SpaceTlb space{CpuMask::first(3)};
+  set_tlb_lazy(2);
+  LazyMmuSection section(root_, space);
+  section.invalidate_range(user_page(0), 512);
+  section.table_unhooked();
+  ASSERT_EQ(error_of(section.finish()), Errno::Ok);
+  ASSERT_EQ(multis().size(), 1u);
+  EXPECT_EQ(cpus_of(multis()[0].cpus), (std::vector<unsigned>{1, 2}));
+  EXPECT_EQ(g_mmu_counters.shootdown_lazy_skipped, 0u);
 }
 
 // ---- the IPI path ----

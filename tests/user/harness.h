@@ -144,6 +144,7 @@ void test_threads_churn();
 void test_tlb_mprotect();
 void test_tlb_cow_fork();
 void test_tlb_munmap();
+void test_tlb_lazy();
 void test_sigkick_tgkill();
 void test_sigkick_exit_group();
 

@@ -11,7 +11,15 @@
 //    child now shares);
 //  - tlb_munmap: readers keep reading while the region is unmapped and its
 //    frames are handed out again: they fault, and never read what the new
-//    owner writes.
+//    owner writes;
+//  - tlb_lazy: a thread stores into a page and exits, so its CPU idles with
+//    the space still loaded (lazy TLB) and the writable entry cached; the
+//    page becomes read-only (a flush that may skip the lazy CPU); a new
+//    thread — taken by that idle CPU — must fault on its first store: the
+//    CPU caught up when it came back to the space. A CPU only idles when
+//    nothing else can run: proctest's runner polls for the test process
+//    (always runnable), so it takes 3 CPUs (runner, main thread, the
+//    storers') for the lazy case to happen; with 2 it still must pass.
 // On one CPU these hold trivially (the threads take turns on the CPU that
 // changes the mapping); with several, they fail without TLB shootdown.
 #include "bench/libc/thread.h"
@@ -270,6 +278,85 @@ void test_tlb_munmap() {
   }
   if (!faulted) return;
   CHECK_EQ(munmap(const_cast<uint64_t*>(next), len), 0);
+}
+
+// --- tlb_lazy ----------------------------------------------------------------
+
+namespace {
+
+constexpr unsigned kLazyRounds = 4;
+
+// The kernel's lazy-TLB counters (zero on Linux, where the call fails).
+struct LazyCounts {
+  int64_t skipped = 0, catchups = 0;
+};
+LazyCounts lazy_counts() {
+  PvkCounters c{};
+  if (read_counters(&c) != 0) return {};
+  return {static_cast<int64_t>(c.shootdown_lazy_skipped), static_cast<int64_t>(c.tlb_lazy_catchups)};
+}
+
+// Waits like wait_until, but without giving up the CPU and mostly without
+// entering the kernel (the clock is read every 64Ki polls): the main
+// thread keeps its CPU busy in user mode, so a new thread is taken by the
+// idle CPU (a yield would hand it this CPU instead).
+template <typename Pred>
+bool spin_until(Pred pred) {
+  const uint64_t t0 = now_ns();
+  for (uint64_t n = 1; !pred(); ++n)
+    if (n % 65536 == 0 && now_ns() - t0 > kWaitNs) return false;
+  return true;
+}
+
+// Runs one storer (worker 0) for `limit` stores into g_sr.region while the
+// main thread spins on its own CPU. False if it neither finished nor
+// faulted in time.
+bool run_one_storer(uint64_t limit) {
+  g_sr.limit = limit;
+  g_sr.stores[0] = 0;
+  g_faulted[0] = 0;
+  Thread t;
+  if (thread_create(&t, storer, &g_index[0]) <= 0) return false;
+  const bool done = spin_until([limit] { return g_faulted[0] || g_sr.stores[0] >= limit; });
+  if (!done) g_sr.stop = 1;
+  CHECK_EQ(thread_join(&t), 0);
+  g_sr.stop = 0;
+  return done;
+}
+
+}  // namespace
+
+void test_tlb_lazy() {
+  g_sr.region = static_cast<volatile uint64_t*>(map_anon(4096));
+  CHECK(g_sr.region != nullptr);
+  if (!g_sr.region) return;
+  CHECK_EQ(sigaction(SIGSEGV, worker_segv, kSaNodefer), 0);
+  const LazyCounts before = lazy_counts();
+  const int64_t shootdowns_before = shootdowns_now();
+  uint64_t late_stores = 0;
+  for (unsigned round = 0; round < kLazyRounds; ++round) {
+    CHECK_EQ(mprotect(const_cast<uint64_t*>(g_sr.region), 4096, PROT_READ | PROT_WRITE), 0);
+    // A storer caches the writable entry on its CPU and exits: that CPU
+    // idles, the space's root still loaded.
+    CHECK(run_one_storer(20000));
+    CHECK_EQ(g_faulted[0], 0);
+    // The main thread's CPU caches the writable entry too: whichever CPU
+    // the main thread runs on after the join, the idle one holds it.
+    g_sr.region[1] = pattern(9, round);
+    // Let the other CPU reach its idle loop before the change.
+    spin_until([t0 = now_ns()] { return now_ns() - t0 > 2ull * 1000 * 1000; });
+    CHECK_EQ(mprotect(const_cast<uint64_t*>(g_sr.region), 4096, PROT_READ), 0);
+    // A new storer, on the CPU that went idle: its first store must fault.
+    CHECK(run_one_storer(64));
+    CHECK_EQ(g_faulted[0], 1);
+    late_stores += g_sr.stores[0];
+  }
+  CHECK_EQ(late_stores, 0);
+  const LazyCounts after = lazy_counts();
+  detail_shootdowns("shootdowns", shootdowns_before);
+  detail("lazy_skipped", after.skipped - before.skipped);
+  detail("lazy_catchups", after.catchups - before.catchups);
+  CHECK_EQ(munmap(const_cast<uint64_t*>(g_sr.region), 4096), 0);
 }
 
 }  // namespace proctest
