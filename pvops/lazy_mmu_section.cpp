@@ -132,6 +132,15 @@ ErrorOr<void> LazyMmuSection::shoot_down() {
   // Freed tables go after this flush: then even lazy CPUs must flush.
   TablesFreed freed = table_count_ || tables_unhooked_ ? TablesFreed::Yes : TablesFreed::No;
   tables_unhooked_ = false;
+  if (space && !kernel_) {
+    // The common case on one CPU: no other CPU runs the space or idles on
+    // it. Then there is no one to shoot down and no lazy CPU to keep a
+    // generation for (a CPU that loads the root later loads it afresh,
+    // which flushes), so none of the bookkeeping below. The fence orders
+    // the section's writes before the mask read, as below.
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (space_->cpus.snapshot().without(me).empty()) return {};
+  }
   ErrorOr<void> landed;
   // Only CPUs already lazy here may be skipped below: for them the writes
   // are sent first (a CPU that turns lazy later is still flushed).
