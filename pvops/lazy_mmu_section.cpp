@@ -12,19 +12,23 @@ namespace {
 bool is_kernel_half(VirtAddr va) { return raw(va) >> 63; }
 
 // Sections do not nest: under Xen an inner section's leave would end the
-// outer one's batching (and its OnRefusal) without anyone noticing.
-LazyMmuSection* g_open_section = nullptr;
+// outer one's batching (and its OnRefusal) without anyone noticing. Per CPU:
+// page faults run without the kernel lock, so two CPUs may each have a
+// section open (each CPU's lazy mode and queue are its own: xen_common).
+LazyMmuSection* g_open_sections[kCpuMaskBits];
+LazyMmuSection*& open_here() { return g_open_sections[xcpu::this_cpu_id() % kCpuMaskBits]; }
 }  // namespace
 
 LazyMmuSection::LazyMmuSection(Pfn root, OnRefusal on_refusal) : root_(root) {
   // With tables unhooked (mmu=unhook/auto) the likeliest way here is a fault
   // on an address they cover, which nothing may touch inside the section.
-  if (g_open_section && g_unhooked_tables)
+  LazyMmuSection*& open = open_here();
+  if (open && g_unhooked_tables)
     panic("LazyMmuSection opened inside another while %u L1 tables are unhooked: an access into an unhooked range "
           "inside a lazy-MMU section",
           g_unhooked_tables);
-  if (g_open_section) panic("LazyMmuSection opened inside another (lazy-MMU sections do not nest)");
-  g_open_section = this;
+  if (open) panic("LazyMmuSection opened inside another (lazy-MMU sections do not nest)");
+  open = this;
   PVOP(enter_lazy_mmu)(on_refusal);
 }
 
@@ -35,7 +39,7 @@ LazyMmuSection::LazyMmuSection(Pfn root, const CpuMask& cpus, OnRefusal on_refus
 
 LazyMmuSection::~LazyMmuSection() {
   if (finished_) return;
-  g_open_section = nullptr;
+  open_here() = nullptr;
   panic("LazyMmuSection destroyed without finish()");
 }
 
@@ -72,7 +76,7 @@ void LazyMmuSection::invalidate_all() {
   flush_all_ = true;
 }
 
-LazyMmuSection* LazyMmuSection::open_section() { return g_open_section; }
+LazyMmuSection* LazyMmuSection::open_section() { return open_here(); }
 
 ErrorOr<void> LazyMmuSection::release_table(Pfn pfn, Level level) {
   // A failed drain still makes room (it drops what it processed), so the
@@ -137,15 +141,15 @@ void LazyMmuSection::shoot_down() {
     info.count = page_count_;
     for (unsigned i = 0; i < page_count_; ++i) info.pages[i] = pages_[i];
   }
-  ++g_mmu_counters.shootdowns;
-  g_mmu_counters.shootdown_cpus += targets.count();
+  count_event(g_mmu_counters.shootdowns);
+  count_event(g_mmu_counters.shootdown_cpus, targets.count());
   PVOP(flush_tlb_multi)(targets, info);
 }
 
 ErrorOr<void> LazyMmuSection::finish() {
   if (finished_) panic("LazyMmuSection::finish() called twice");
   finished_ = true;
-  g_open_section = nullptr;  // a section may open again once this one has left lazy mode
+  open_here() = nullptr;  // a section may open again once this one has left lazy mode
   auto drained = drain();
   auto left = PVOP(leave_lazy_mmu)();
   if (drained.is_error()) return drained;

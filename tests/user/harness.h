@@ -144,5 +144,6 @@ void test_threads_churn();
 void test_tlb_mprotect();
 void test_tlb_cow_fork();
 void test_tlb_munmap();
+void test_fault_race();
 
 }  // namespace proctest

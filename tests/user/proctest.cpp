@@ -50,6 +50,7 @@ const Test kTests[] = {
     {"tlb_mprotect", test_tlb_mprotect},
     {"tlb_cow_fork", test_tlb_cow_fork},
     {"tlb_munmap", test_tlb_munmap},
+    {"fault_race", test_fault_race},
     // The harness's own checks: each must be reported as a failure.
     {"_fail", [] { CHECK_EQ(1 + 1, 3); }, true},
     {"_crash", [] { poke(0); }, true},
