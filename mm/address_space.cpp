@@ -6,8 +6,10 @@
 #include "base/abi.h"
 #include "base/arch/cpu.h"
 #include "base/arch/cross_cpu.h"
+#include "base/arch/platform.h"
 #include "base/frames/frame_allocator.h"
 #include "base/frames/frame_refs.h"
+#include "base/lib/fault_inject.h"
 #include "mm/kernel_space.h"
 #include "pvops/lazy_mmu_section.h"
 #include "base/frames/physmap.h"
@@ -51,9 +53,10 @@ ErrorOr<void> finish(LazyMmuSection& section, ErrorOr<void> r) {
   return r.is_error() ? r : f;
 }
 
-void drop_frame(void*, VirtAddr, Pte old) {
-  const Pfn pfn = PVOP(pte_pfn)(old);
-  if (frame_refs().dec(pfn) == 0) frames().must_free(pfn);
+// An unmapped user frame's reference goes with the section's TLB flush
+// (ctx: the section; LazyMmuSection::put_frame_after_flush says why).
+void drop_frame(void* section, VirtAddr, Pte old) {
+  static_cast<LazyMmuSection*>(section)->put_frame_after_flush(PVOP(pte_pfn)(old));
 }
 
 ErrorOr<Pfn> new_root() {
@@ -165,6 +168,10 @@ ErrorOr<AddressSpace*> AddressSpace::try_create() {
     if (as.in_use_) continue;
     const Pfn root = TRY(new_root());
     as.reset();  // not in use: nobody else can reach it, no lock needed
+    // As the kernel lock's: under TCG a spinning vCPU is a host thread that
+    // takes the time the holder's needs (a fault clears or copies a page
+    // under the lock), so where the platform says so waiters halt.
+    as.lock_.set_wait(g_platform && g_platform->halt_lock_waiters ? LockWait::Halt : LockWait::Spin);
     as.root_ = root;
     as.in_use_ = true;
     return &as;
@@ -249,7 +256,7 @@ ErrorOr<void> AddressSpace::destroy() {
     }
   }
   LazyMmuSection section(root_, cpus_, OnRefusal::Retry);
-  auto r = PVOP(range.teardown)(root_, UnmapVisitor{&drop_frame, nullptr}, section);
+  auto r = PVOP(range.teardown)(root_, UnmapVisitor{&drop_frame, &section}, section);
   if (!r.is_error()) r = PVOP(range.release_user_tables)(root_, section);
   TRY(finish(section, r));
   // Lazy TLB: CPUs that went idle on this root still have it loaded (and
@@ -324,7 +331,7 @@ void AddressSpace::merge_neighbours() {
 
 ErrorOr<void> AddressSpace::unmap_pages(VirtAddr start, VirtAddr end) {
   LazyMmuSection section(root_, cpus_, OnRefusal::Retry);
-  auto r = PVOP(range.unmap)(root_, start, (end - start) >> kPageShift, UnmapVisitor{&drop_frame, nullptr}, section);
+  auto r = PVOP(range.unmap)(root_, start, (end - start) >> kPageShift, UnmapVisitor{&drop_frame, &section}, section);
   return finish(section, r);
 }
 
@@ -504,11 +511,33 @@ ErrorOr<void> AddressSpace::map_frames_locked(VirtAddr addr, const Pfn* frames_i
   return r;
 }
 
-FaultOutcome AddressSpace::handle_fault(VirtAddr va, Access access) {
-  // Serialises this fault with the space's other faults (threads on other
-  // CPUs, perhaps on the same page: the second finds the entry the first
-  // made and only flushes) and with every change of its VMAs and tables.
-  SpinGuard guard(lock_);
+FaultOutcome AddressSpace::handle_fault(VirtAddr va, Access access, EntryHint hint) {
+  // A write to a page that is not there most likely needs a fresh frame:
+  // taken and cleared before the lock, so the clearing (most of such a
+  // fault's time) of several threads' faults overlaps instead of queueing
+  // behind the lock. Not while fail= is armed: its schedule stays as it was.
+  SpareFrame spare;
+  if (access == Access::Write && hint == EntryHint::NotPresent && !fault_inject_armed()) {
+    if (auto f = frames().try_alloc(); !f.is_error()) {
+      spare = {f.value(), true};
+      clear_user_page(spare.pfn);
+    }
+  }
+  FaultOutcome out = FaultOutcome::handled();
+  {
+    // Serialises this fault with the space's other faults (threads on other
+    // CPUs, perhaps on the same page: the second finds the entry the first
+    // made and only flushes) and with every change of its VMAs and tables.
+    SpinGuard guard(lock_);
+    out = handle_fault_locked(va, access, spare);
+  }
+  // Unused: another thread's fault mapped the page first, or the fault
+  // turned out not to need a frame (or not to be allowed).
+  if (spare.valid) frames().must_free(spare.pfn);
+  return out;
+}
+
+FaultOutcome AddressSpace::handle_fault_locked(VirtAddr va, Access access, SpareFrame& spare) {
   count_event(g_mm_stats.page_faults);
   const bool write = access == Access::Write;
   const Vma* v = find(va);
@@ -541,13 +570,19 @@ FaultOutcome AddressSpace::handle_fault(VirtAddr va, Access access) {
       count_event(g_mm_stats.zero_page_maps);
       r = PVOP(range.remap)(root_, page, g_zero_page, flags.without(pte_bit::Write).with(pte_bit::Cow), section);
     } else {
-      auto f = frames().try_alloc();
-      if (f.is_error()) {
-        must(section.finish(), "fault section");
-        return FaultOutcome::out_of_memory(f.error());
+      if (spare.valid) {
+        fresh = spare.pfn;  // cleared already
+        spare.valid = false;
+      } else {
+        auto f = frames().try_alloc();
+        if (f.is_error()) {
+          must(section.finish(), "fault section");
+          return FaultOutcome::out_of_memory(f.error());
+        }
+        fresh = f.value();
+        clear_user_page(fresh);
       }
-      fresh = f.value(), took = true;
-      clear_user_page(fresh);
+      took = true;
       frame_refs().set(fresh, 1);
       r = PVOP(range.remap)(root_, page, fresh, flags, section);
     }

@@ -48,6 +48,9 @@ struct FaultOutcome {
 };
 // What the faulting access tried to do (from the page-fault error code).
 enum class Access : uint8_t { Read, Write, Execute };
+// What the error code says of the entry: not present (a write will most
+// likely need a fresh frame), or nothing known.
+enum class EntryHint : uint8_t { Unknown, NotPresent };
 
 // Boot-time policy switches (zero_page=, pgd_cache=).
 struct MmPolicy {
@@ -103,7 +106,7 @@ class AddressSpace {
   // mapped are freed; the caller only unmaps the range.
   ErrorOr<void> map_frames(VirtAddr addr, const Pfn* frames, uint64_t count, uint32_t prot);
 
-  FaultOutcome handle_fault(VirtAddr va, Access access);
+  FaultOutcome handle_fault(VirtAddr va, Access access, EntryHint hint = EntryHint::Unknown);
   // The VMA containing va with at least `prot` rights, or null.
   const Vma* find(VirtAddr va) const;
   Pfn root() const { return root_; }
@@ -121,6 +124,13 @@ class AddressSpace {
   // so an operation made of others (mmap over a fixed range, brk shrinking)
   // takes it once.
   ErrorOr<void> munmap_locked(VirtAddr addr, uint64_t len);
+  // A cleared frame handle_fault took before the lock; the locked part maps
+  // it (and clears valid) if the page needs a fresh frame.
+  struct SpareFrame {
+    Pfn pfn{};
+    bool valid = false;
+  };
+  FaultOutcome handle_fault_locked(VirtAddr va, Access access, SpareFrame& spare);
   ErrorOr<void> map_frames_locked(VirtAddr addr, const Pfn* frames, uint64_t count, uint32_t prot);
   // Everything but the lock, as a fresh space has it.
   void reset();

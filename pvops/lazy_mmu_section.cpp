@@ -2,6 +2,7 @@
 
 #include "base/arch/cross_cpu.h"
 #include "base/frames/frame_allocator.h"
+#include "base/frames/frame_refs.h"
 #include "pvops/pvop.h"
 #include "pvops/unhook_tables.h"
 
@@ -17,6 +18,16 @@ bool is_kernel_half(VirtAddr va) { return raw(va) >> 63; }
 // section open (each CPU's lazy mode and queue are its own: xen_common).
 LazyMmuSection* g_open_sections[kCpuMaskBits];
 LazyMmuSection*& open_here() { return g_open_sections[xcpu::this_cpu_id() % kCpuMaskBits]; }
+
+// Frames put_frame_after_flush holds until the flush, per CPU (a section
+// object lives on a 16 KiB kernel stack; this is 8 KiB).
+constexpr unsigned kMaxDeferredFrames = 1024;
+struct DeferredFrames {
+  unsigned count = 0;
+  Pfn frames[kMaxDeferredFrames] = {};
+};
+DeferredFrames g_deferred[kCpuMaskBits];
+DeferredFrames& deferred_here() { return g_deferred[xcpu::this_cpu_id() % kCpuMaskBits]; }
 }  // namespace
 
 LazyMmuSection::LazyMmuSection(Pfn root, OnRefusal on_refusal) : root_(root) {
@@ -88,6 +99,22 @@ ErrorOr<void> LazyMmuSection::release_table(Pfn pfn, Level level) {
   return drained;
 }
 
+void LazyMmuSection::put_frame_after_flush(Pfn pfn) {
+  DeferredFrames& d = deferred_here();
+  if (d.count == kMaxDeferredFrames) {
+    auto drained = drain();
+    if (drained.is_error() && deferred_error_ == Errno::Ok) deferred_error_ = drained.error();
+  }
+  d.frames[d.count++] = pfn;
+}
+
+void LazyMmuSection::put_deferred_frames() {
+  DeferredFrames& d = deferred_here();
+  for (unsigned i = 0; i < d.count; ++i)
+    if (frame_refs().dec(d.frames[i]) == 0) frames().must_free(d.frames[i]);
+  d.count = 0;
+}
+
 ErrorOr<void> LazyMmuSection::drain() {
   // TLB flushes are queued before the lazy flush so a batching backend can
   // send them in the same multicall as the updates they follow.
@@ -105,7 +132,12 @@ ErrorOr<void> LazyMmuSection::drain() {
   flush_all_ = false;
   user_ = kernel_ = false;
   page_count_ = 0;
-  TRY(PVOP(flush_lazy_mmu)());
+  auto flushed = PVOP(flush_lazy_mmu)();
+  // The flushes went out with the updates (or before them): no CPU reaches
+  // the unmapped frames any more. (A refused batch was reported; the
+  // frames are let go as they were before deferral.)
+  put_deferred_frames();
+  TRY(flushed);
   // In order. A table whose release fails is dropped from the list (it is
   // reported, and freeing it would hand out a frame Xen still types as a
   // table); the ones after it stay pending for the next drain, and none is
@@ -153,6 +185,7 @@ ErrorOr<void> LazyMmuSection::finish() {
   auto drained = drain();
   auto left = PVOP(leave_lazy_mmu)();
   if (drained.is_error()) return drained;
+  if (deferred_error_ != Errno::Ok) return deferred_error_;
   return left;
 }
 

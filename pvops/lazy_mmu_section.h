@@ -42,6 +42,15 @@ class LazyMmuSection {
   static LazyMmuSection* open_section();
   // A page table was unhooked; it is freed after the TLB flush.
   ErrorOr<void> release_table(Pfn pfn, Level level);
+  // A user frame whose mapping the section removed: its reference is
+  // dropped — and the frame freed if that was the last — only after the
+  // section's TLB flush, here and on the space's other CPUs (Linux's
+  // mmu_gather). Page faults allocate without the kernel lock, so a frame
+  // freed before the flush could be handed to another space while a CPU of
+  // this one still reaches it through a stale entry; and a COW sharer that
+  // saw the count drop to 1 early would make the frame writable under it.
+  // Kept per CPU (sections do not nest); a full list drains the section.
+  void put_frame_after_flush(Pfn pfn);
   ErrorOr<void> finish();
 
   static constexpr unsigned kMaxSinglePageFlushes = kTlbSinglePageFlushCeiling;
@@ -50,6 +59,7 @@ class LazyMmuSection {
  private:
   ErrorOr<void> drain();
   void shoot_down();
+  void put_deferred_frames();
 
   Pfn root_;
   const CpuMask* cpus_ = nullptr;  // the space's CPUs; null for the kernel's own sections
@@ -59,6 +69,7 @@ class LazyMmuSection {
   bool kernel_ = false;  // some is in the kernel half (every CPU's)
   unsigned page_count_ = 0;
   unsigned table_count_ = 0;
+  Errno deferred_error_ = Errno::Ok;  // a drain forced by put_frame_after_flush failed
   VirtAddr pages_[kMaxSinglePageFlushes];
   struct PendingTable {
     Pfn pfn;

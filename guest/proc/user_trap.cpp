@@ -14,6 +14,7 @@ namespace {
 
 // Page-fault error code bits (the same natively and as Xen delivers them).
 namespace pf {
+inline constexpr uint64_t Present = 1u << 0;  // a protection fault (else: the entry was not present)
 inline constexpr uint64_t Write = 1u << 1;
 inline constexpr uint64_t User = 1u << 2;  // the access was made at user privilege
 inline constexpr uint64_t Reserved = 1u << 3;  // a reserved bit set in an entry: a page-table bug
@@ -23,6 +24,10 @@ inline constexpr uint64_t Fetch = 1u << 4;
 // How often a fault that could not get its frame or mapping is retried
 // before the process is killed as out of memory.
 constexpr unsigned kFaultRetries = 3;
+
+EntryHint hint_of(uint64_t error_code) {
+  return (error_code & pf::Present) ? EntryHint::Unknown : EntryHint::NotPresent;
+}
 
 Access access_of(uint64_t error_code) {
   if (error_code & pf::Fetch) return Access::Execute;
@@ -90,7 +95,7 @@ UnlockedFault user_fault_unlocked(TrapFrame& f, uint64_t fault_addr) {
   // other threads happen under the kernel lock, on their own CPUs).
   Process* p = current();
   if (!p || !p->as) return UnlockedFault::NeedsKernelLock;
-  if (p->as->handle_fault(VirtAddr{fault_addr}, access_of(f.error_code)) != FaultOutcome::Handled)
+  if (p->as->handle_fault(VirtAddr{fault_addr}, access_of(f.error_code), hint_of(f.error_code)) != FaultOutcome::Handled)
     return UnlockedFault::NeedsKernelLock;
   // These fields are this thread's own (no other CPU touches them).
   p->fault_failures = 0;
@@ -118,7 +123,7 @@ void user_trap(TrapFrame& f, uint64_t fault_addr) {
         raise_fault_signal(abi::SIGSEGV);
         break;
       }
-      switch (p.as->handle_fault(VirtAddr{fault_addr}, access_of(f.error_code)).kind) {
+      switch (p.as->handle_fault(VirtAddr{fault_addr}, access_of(f.error_code), hint_of(f.error_code)).kind) {
         case FaultOutcome::Handled:
           p.fault_failures = 0;
           if (repeats_without_progress(p, f.rip, fault_addr)) {
@@ -158,7 +163,7 @@ bool kernel_fault_on_user_memory(const TrapFrame& f, uint64_t fault_addr) {
   Process* p = current();
   if (!p || !p->as || fault_addr >= abi::kUserTop || (f.error_code & pf::Reserved)) return false;
   for (unsigned attempt = 0; attempt <= kFaultRetries; ++attempt) {
-    switch (p->as->handle_fault(VirtAddr{fault_addr}, access_of(f.error_code)).kind) {
+    switch (p->as->handle_fault(VirtAddr{fault_addr}, access_of(f.error_code), hint_of(f.error_code)).kind) {
       case FaultOutcome::Handled: return true;
       case FaultOutcome::BadAccess: return false;
       case FaultOutcome::OutOfMemory: break;  // maybe transient: try again
