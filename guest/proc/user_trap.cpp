@@ -70,10 +70,6 @@ void note_fatal_fault(const Process& p, const TrapFrame& f, uint64_t addr, const
           why, addr, f.rip, f.error_code, xcpu::this_cpu_id());
 }
 
-}  // namespace
-
-namespace {
-
 // Whether a user page fault may run without the kernel lock: the backend
 // keeps nothing kernel-wide in a fault (pvops/fault_locking.h); page tables
 // are never shared between spaces (ptshare=on shares L1 tables across a
