@@ -13,6 +13,12 @@ struct MmuCounters {
 
 extern MmuCounters g_mmu_counters;
 
+// Adds to a counter. Several CPUs count at once (page faults run without the
+// kernel lock, each CPU in its own lazy-MMU section), so the add is atomic:
+// a plain ++ from two CPUs loses one of the two. Relaxed: a counter orders
+// nothing, and readers take snapshots that may be a few events behind.
+inline void count_event(uint64_t& counter, uint64_t n = 1) { __atomic_fetch_add(&counter, n, __ATOMIC_RELAXED); }
+
 // Emits every counter as members of the record being built, so records
 // and the host parser agree on one set of names.
 class Record;

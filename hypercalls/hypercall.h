@@ -27,7 +27,7 @@ inline long hypercall_uncounted(unsigned nr, uint64_t a1 = 0, uint64_t a2 = 0, u
 
 inline long hypercall(unsigned nr, uint64_t a1 = 0, uint64_t a2 = 0, uint64_t a3 = 0, uint64_t a4 = 0,
                       uint64_t a5 = 0) {
-  ++g_mmu_counters.hypercalls;
+  count_event(g_mmu_counters.hypercalls);
   return hypercall_uncounted(nr, a1, a2, a3, a4, a5);
 }
 
@@ -52,15 +52,15 @@ inline long update_va_mapping(uint64_t va, uint64_t pte, uint64_t flags) {
   return hypercall(__HYPERVISOR_update_va_mapping, va, pte, flags);
 }
 inline long mmu_update(mmu_update_t* reqs, unsigned count, unsigned* done) {
-  g_mmu_counters.mmu_update_entries += count;
+  count_event(g_mmu_counters.mmu_update_entries, count);
   return hypercall(__HYPERVISOR_mmu_update, arg(reqs), count, arg(done), DOMID_SELF);
 }
 inline long mmuext_op(mmuext_op_t* ops, unsigned count, unsigned* done) {
-  g_mmu_counters.mmuext_ops += count;
+  count_event(g_mmu_counters.mmuext_ops, count);
   return hypercall(__HYPERVISOR_mmuext_op, arg(ops), count, arg(done), DOMID_SELF);
 }
 inline long multicall(multicall_entry_t* calls, unsigned count) {
-  ++g_mmu_counters.multicalls;
+  count_event(g_mmu_counters.multicalls);
   return hypercall(__HYPERVISOR_multicall, arg(calls), count);
 }
 

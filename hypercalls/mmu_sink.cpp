@@ -25,8 +25,8 @@ SinkResult send(mmu_update_t* u, unsigned nu, mmuext_op_t* e, unsigned ne) {
         {__HYPERVISOR_mmu_update, 0, {arg(u), nu, arg(&udone), DOMID_SELF, 0, 0}},
         {__HYPERVISOR_mmuext_op, 0, {arg(e), ne, arg(&edone), DOMID_SELF, 0, 0}},
     };
-    g_mmu_counters.mmu_update_entries += nu;
-    g_mmu_counters.mmuext_ops += ne;
+    count_event(g_mmu_counters.mmu_update_entries, nu);
+    count_event(g_mmu_counters.mmuext_ops, ne);
     const long rc = multicall(calls, 2);
     if (rc < 0) {
       r.update_rc = rc;

@@ -1,12 +1,15 @@
 #include "mm/address_space.h"
 
 #include "base/layout.h"
+#include "base/counters.h"
 #include "base/lib/kstring.h"
 #include "base/abi.h"
 #include "base/arch/cpu.h"
 #include "base/arch/cross_cpu.h"
+#include "base/arch/platform.h"
 #include "base/frames/frame_allocator.h"
 #include "base/frames/frame_refs.h"
+#include "base/lib/fault_inject.h"
 #include "mm/kernel_space.h"
 #include "pvops/lazy_mmu_section.h"
 #include "base/frames/physmap.h"
@@ -19,15 +22,15 @@ MmStats g_mm_stats;
 void clear_user_page(Pfn frame) {
   const uint64_t t0 = cpu::rdtsc();
   memset(phys_to_virt(frame), 0, kPageSize);
-  g_mm_stats.page_clear_cycles += cpu::rdtsc() - t0;
-  ++g_mm_stats.pages_cleared;
+  count_event(g_mm_stats.page_clear_cycles, cpu::rdtsc() - t0);
+  count_event(g_mm_stats.pages_cleared);
 }
 
 void copy_user_page(Pfn to, Pfn from) {
   const uint64_t t0 = cpu::rdtsc();
   memcpy(phys_to_virt(to), phys_to_virt(from), kPageSize);
-  g_mm_stats.page_copy_cycles += cpu::rdtsc() - t0;
-  ++g_mm_stats.pages_copied;
+  count_event(g_mm_stats.page_copy_cycles, cpu::rdtsc() - t0);
+  count_event(g_mm_stats.pages_copied);
 }
 
 namespace {
@@ -50,9 +53,10 @@ ErrorOr<void> finish(LazyMmuSection& section, ErrorOr<void> r) {
   return r.is_error() ? r : f;
 }
 
-void drop_frame(void*, VirtAddr, Pte old) {
-  const Pfn pfn = PVOP(pte_pfn)(old);
-  if (frame_refs().dec(pfn) == 0) frames().must_free(pfn);
+// An unmapped user frame's reference goes with the section's TLB flush
+// (ctx: the section; LazyMmuSection::put_frame_after_flush says why).
+void drop_frame(void* section, VirtAddr, Pte old) {
+  static_cast<LazyMmuSection*>(section)->put_frame_after_flush(PVOP(pte_pfn)(old));
 }
 
 ErrorOr<Pfn> new_root() {
@@ -103,6 +107,7 @@ constexpr unsigned kShareMinLeaves = 32;
 }  // namespace
 
 void set_mm_policy(const MmPolicy& policy) { g_policy = policy; }
+const MmPolicy& mm_policy() { return g_policy; }
 
 namespace {
 // This CPU's index in the CpuMasks.
@@ -149,11 +154,24 @@ PteFlags leaf_flags(uint32_t prot) {
   return PteFlags{bits};
 }
 
+void AddressSpace::reset() {
+  root_ = Pfn{};
+  tlb_ = SpaceTlb{};  // no CPU, generation 0
+  count_ = 0;
+  brk_base_ = brk_end_ = VirtAddr{};
+  in_use_ = false;
+  shared_tables_up_to_ = VirtAddr{};
+}
+
 ErrorOr<AddressSpace*> AddressSpace::try_create() {
   for (AddressSpace& as : g_spaces) {
     if (as.in_use_) continue;
     const Pfn root = TRY(new_root());
-    as = AddressSpace{};
+    as.reset();  // not in use: nobody else can reach it, no lock needed
+    // As the kernel lock's: under TCG a spinning vCPU is a host thread that
+    // takes the time the holder's needs (a fault clears or copies a page
+    // under the lock), so where the platform says so waiters halt.
+    as.lock_.set_wait(g_platform && g_platform->halt_lock_waiters ? LockWait::Halt : LockWait::Spin);
     as.root_ = root;
     as.in_use_ = true;
     return &as;
@@ -163,23 +181,28 @@ ErrorOr<AddressSpace*> AddressSpace::try_create() {
 
 ErrorOr<AddressSpace*> AddressSpace::try_fork() {
   AddressSpace* child = TRY(try_create());
-  memcpy(child->vmas_, vmas_, sizeof vmas_);
-  child->count_ = count_;
-  child->brk_base_ = brk_base_;
-  child->brk_end_ = brk_end_;
-  // The parent's leaves are write-protected as they are shared: that must not
-  // stop halfway (a refused request is sent again), and only the child is
-  // undone if the fork fails.
-  LazyMmuSection section(root_, tlb_, OnRefusal::Retry);
   ErrorOr<void> r;
-  shared_tables_up_to_ = VirtAddr{0};
-  for (unsigned i = 0; i < count_ && !r.is_error(); ++i) {
-    const Vma& v = vmas_[i];
-    const ForkMode mode = (v.flags & vm::Shared) ? ForkMode::Share : ForkMode::CopyOnWrite;
-    r = g_policy.ptshare ? fork_vma_sharing_tables(*child, v, mode, section)
-                         : PVOP(range.fork_range)(root_, child->root_, v.start, v.pages(), mode, section);
+  {
+    // The parent's lock: its threads' faults wait while its leaves turn
+    // read-only. The child is reachable by nobody yet.
+    SpinGuard guard(lock_);
+    memcpy(child->vmas_, vmas_, sizeof vmas_);
+    child->count_ = count_;
+    child->brk_base_ = brk_base_;
+    child->brk_end_ = brk_end_;
+    // The parent's leaves are write-protected as they are shared: that must
+    // not stop halfway (a refused request is sent again), and only the child
+    // is undone if the fork fails.
+    LazyMmuSection section(root_, tlb_, OnRefusal::Retry);
+    shared_tables_up_to_ = VirtAddr{0};
+    for (unsigned i = 0; i < count_ && !r.is_error(); ++i) {
+      const Vma& v = vmas_[i];
+      const ForkMode mode = (v.flags & vm::Shared) ? ForkMode::Share : ForkMode::CopyOnWrite;
+      r = g_policy.ptshare ? fork_vma_sharing_tables(*child, v, mode, section)
+                           : PVOP(range.fork_range)(root_, child->root_, v.start, v.pages(), mode, section);
+    }
+    r = finish(section, r);
   }
-  r = finish(section, r);
   if (r.is_error()) {
     must(child->destroy(), "destroy half-forked space");
     return r.error();
@@ -218,6 +241,10 @@ bool AddressSpace::table_holds_only_private_memory(VirtAddr table) const {
 }
 
 ErrorOr<void> AddressSpace::destroy() {
+  // No thread runs in the space any more (the last one is exiting, or exec
+  // replaced it), so no fault can be waiting; the lock orders this teardown
+  // after any fault that was still finishing on another CPU.
+  SpinGuard guard(lock_);
   // This CPU stops running on the space first. Its root may be gone from
   // CR3 already (the scheduler loaded the kernel's, or exec loaded the new
   // image's): then only the bookkeeping follows.
@@ -229,7 +256,7 @@ ErrorOr<void> AddressSpace::destroy() {
     }
   }
   LazyMmuSection section(root_, tlb_, OnRefusal::Retry);
-  auto r = PVOP(range.teardown)(root_, UnmapVisitor{&drop_frame, nullptr}, section);
+  auto r = PVOP(range.teardown)(root_, UnmapVisitor{&drop_frame, &section}, section);
   if (!r.is_error()) r = PVOP(range.release_user_tables)(root_, section);
   TRY(finish(section, r));
   // Lazy TLB: CPUs that went idle on this root still have it loaded (and
@@ -304,16 +331,17 @@ void AddressSpace::merge_neighbours() {
 
 ErrorOr<void> AddressSpace::unmap_pages(VirtAddr start, VirtAddr end) {
   LazyMmuSection section(root_, tlb_, OnRefusal::Retry);
-  auto r = PVOP(range.unmap)(root_, start, (end - start) >> kPageShift, UnmapVisitor{&drop_frame, nullptr}, section);
+  auto r = PVOP(range.unmap)(root_, start, (end - start) >> kPageShift, UnmapVisitor{&drop_frame, &section}, section);
   return finish(section, r);
 }
 
 ErrorOr<VirtAddr> AddressSpace::mmap(VirtAddr addr, uint64_t len, uint32_t prot, uint32_t flags, bool fixed) {
+  SpinGuard guard(lock_);
   if (len == 0 || (raw(addr) & (kPageSize - 1)) || len > abi::kUserTop) return Errno::EINVAL;
   const uint64_t size = pages_of(len) << kPageShift;
   if (fixed) {
     if (raw(addr) < kPageSize || raw(addr + size) > abi::kUserTop || addr + size < addr) return Errno::EINVAL;
-    TRY(munmap(addr, size));
+    TRY(munmap_locked(addr, size));
   } else {
     // First gap at or above the mmap base that fits.
     addr = VirtAddr{abi::kUserMmapBase};
@@ -330,7 +358,7 @@ ErrorOr<VirtAddr> AddressSpace::mmap(VirtAddr addr, uint64_t len, uint32_t prot,
     // Shared anonymous memory has no backing object to fault pages in from:
     // every sharer must see the same frames, so they exist from the start.
     if (auto r = populate_shared(addr, size, prot); r.is_error()) {
-      must(munmap(addr, size), "undo shared mmap");
+      must(munmap_locked(addr, size), "undo shared mmap");
       return r.error();
     }
   }
@@ -351,13 +379,18 @@ ErrorOr<void> AddressSpace::populate_shared(VirtAddr addr, uint64_t size, uint32
       chunk[n] = f.value();
       clear_user_page(chunk[n]);
     }
-    TRY(map_frames(va, chunk, n, prot));  // on failure it keeps or frees each frame itself
+    TRY(map_frames_locked(va, chunk, n, prot));  // on failure it keeps or frees each frame itself
     va = va + n * kPageSize;
   }
   return {};
 }
 
 ErrorOr<void> AddressSpace::munmap(VirtAddr addr, uint64_t len) {
+  SpinGuard guard(lock_);
+  return munmap_locked(addr, len);
+}
+
+ErrorOr<void> AddressSpace::munmap_locked(VirtAddr addr, uint64_t len) {
   if ((raw(addr) & (kPageSize - 1)) || len == 0) return Errno::EINVAL;
   if (len > abi::kUserTop) return Errno::EINVAL;  // also keeps the rounding below from wrapping
   const VirtAddr end = addr + (pages_of(len) << kPageShift);
@@ -373,6 +406,7 @@ ErrorOr<void> AddressSpace::munmap(VirtAddr addr, uint64_t len) {
 }
 
 ErrorOr<void> AddressSpace::mprotect(VirtAddr addr, uint64_t len, uint32_t prot) {
+  SpinGuard guard(lock_);
   if ((raw(addr) & (kPageSize - 1)) || (prot & ~(vm::Read | vm::Write | vm::Exec))) return Errno::EINVAL;
   if (len > abi::kUserTop) return Errno::EINVAL;
   const VirtAddr end = addr + (pages_of(len) << kPageShift);
@@ -434,6 +468,7 @@ LeafRights AddressSpace::leaf_rights_in_table(VirtAddr table) const {
 }
 
 ErrorOr<VirtAddr> AddressSpace::brk(VirtAddr new_end) {
+  SpinGuard guard(lock_);
   if (raw(new_end) == 0 || new_end < brk_base_ || raw(new_end) > abi::kUserTop - kPageSize) return brk_end_;
   const VirtAddr old_top = align_up(brk_end_, kPageSize), new_top = align_up(new_end, kPageSize);
   if (new_top > old_top) {
@@ -447,13 +482,18 @@ ErrorOr<VirtAddr> AddressSpace::brk(VirtAddr new_end) {
     else if (add_vma(Vma{old_top, new_top, vm::Read | vm::Write, vm::Heap}).is_error())
       return brk_end_;
   } else if (new_top < old_top) {
-    if (munmap(new_top, old_top - new_top).is_error()) return brk_end_;
+    if (munmap_locked(new_top, old_top - new_top).is_error()) return brk_end_;
   }
   brk_end_ = new_end;
   return brk_end_;
 }
 
 ErrorOr<void> AddressSpace::map_frames(VirtAddr addr, const Pfn* frames_in, uint64_t count, uint32_t prot) {
+  SpinGuard guard(lock_);
+  return map_frames_locked(addr, frames_in, count, prot);
+}
+
+ErrorOr<void> AddressSpace::map_frames_locked(VirtAddr addr, const Pfn* frames_in, uint64_t count, uint32_t prot) {
   for (uint64_t i = 0; i < count; ++i) frame_refs().set(frames_in[i], 1);
   LazyMmuSection section(root_, tlb_, OnRefusal::Fail);  // what was not mapped is read back and undone
   auto r = finish(section, PVOP(range.map)(root_, addr, count, FrameSource{frames_in, {}}, leaf_flags(prot)));
@@ -471,8 +511,34 @@ ErrorOr<void> AddressSpace::map_frames(VirtAddr addr, const Pfn* frames_in, uint
   return r;
 }
 
-FaultOutcome AddressSpace::handle_fault(VirtAddr va, Access access) {
-  ++g_mm_stats.page_faults;
+FaultOutcome AddressSpace::handle_fault(VirtAddr va, Access access, EntryHint hint) {
+  // A write to a page that is not there most likely needs a fresh frame:
+  // taken and cleared before the lock, so the clearing (most of such a
+  // fault's time) of several threads' faults overlaps instead of queueing
+  // behind the lock. Not while fail= is armed: its schedule stays as it was.
+  SpareFrame spare;
+  if (access == Access::Write && hint == EntryHint::NotPresent && !fault_inject_armed()) {
+    if (auto f = frames().try_alloc(); !f.is_error()) {
+      spare = {f.value(), true};
+      clear_user_page(spare.pfn);
+    }
+  }
+  FaultOutcome out = FaultOutcome::handled();
+  {
+    // Serialises this fault with the space's other faults (threads on other
+    // CPUs, perhaps on the same page: the second finds the entry the first
+    // made and only flushes) and with every change of its VMAs and tables.
+    SpinGuard guard(lock_);
+    out = handle_fault_locked(va, access, spare);
+  }
+  // Unused: another thread's fault mapped the page first, or the fault
+  // turned out not to need a frame (or not to be allowed).
+  if (spare.valid) frames().must_free(spare.pfn);
+  return out;
+}
+
+FaultOutcome AddressSpace::handle_fault_locked(VirtAddr va, Access access, SpareFrame& spare) {
+  count_event(g_mm_stats.page_faults);
   const bool write = access == Access::Write;
   const Vma* v = find(va);
   if (!v || !v->prot || (write && !(v->prot & vm::Write))) return FaultOutcome::bad_access();
@@ -501,16 +567,22 @@ FaultOutcome AddressSpace::handle_fault(VirtAddr va, Access access) {
   bool took = false, copied = false;
   if (pte.is_error()) {
     if (!write && !(v->flags & vm::Shared) && g_policy.zero_page) {
-      ++g_mm_stats.zero_page_maps;
+      count_event(g_mm_stats.zero_page_maps);
       r = PVOP(range.remap)(root_, page, g_zero_page, flags.without(pte_bit::Write).with(pte_bit::Cow), section);
     } else {
-      auto f = frames().try_alloc();
-      if (f.is_error()) {
-        must(section.finish(), "fault section");
-        return FaultOutcome::out_of_memory(f.error());
+      if (spare.valid) {
+        fresh = spare.pfn;  // cleared already
+        spare.valid = false;
+      } else {
+        auto f = frames().try_alloc();
+        if (f.is_error()) {
+          must(section.finish(), "fault section");
+          return FaultOutcome::out_of_memory(f.error());
+        }
+        fresh = f.value();
+        clear_user_page(fresh);
       }
-      fresh = f.value(), took = true;
-      clear_user_page(fresh);
+      took = true;
       frame_refs().set(fresh, 1);
       r = PVOP(range.remap)(root_, page, fresh, flags, section);
     }
@@ -548,7 +620,7 @@ FaultOutcome AddressSpace::handle_fault(VirtAddr va, Access access) {
     return FaultOutcome::out_of_memory(r.is_error() ? r.error() : Errno::ENOMEM);
   }
   if (copied) {
-    ++g_mm_stats.cow_copies;
+    count_event(g_mm_stats.cow_copies);
     if (frame_refs().dec(replaced) == 0) frames().must_free(replaced);
   }
   return FaultOutcome::handled();
@@ -586,7 +658,7 @@ ErrorOr<void> AddressSpace::return_from_lazy(unsigned cpu) {
   const uint64_t gen = read_tlb_gen(tlb_);
   if (lazy_catch_up(gen, tlb_flushed_to(tlb_, cpu)) == CatchUp::FlushAll) {
     PVOP(flush_tlb_all)();  // outside a lazy-MMU section: done on return
-    ++g_mmu_counters.tlb_lazy_catchups;
+    count_event(g_mmu_counters.tlb_lazy_catchups);
     note_tlb_flushed(tlb_, cpu, gen);
   }
   return {};

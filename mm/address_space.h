@@ -3,9 +3,19 @@
 // Anonymous memory is demand-paged; fork shares frames copy-on-write; all
 // page-table work goes through the pvops range operations inside lazy-MMU
 // sections, so each backend decides how the writes travel.
+//
+// SMP: each space has its own lock (rank Mm, inside the kernel lock, outside
+// the frame allocator's). Page faults take only it — they run without the
+// kernel lock, several CPUs at once — so every path that changes the space's
+// page tables or VMAs takes it too (mmap, munmap, mprotect, brk, fork,
+// map_frames, teardown; those also hold the kernel lock), and a fault can
+// never see a VMA or a table half changed. Faults of two threads of one
+// space take turns; faults in different spaces run side by side, sharing
+// only frames (reference counts are atomic, base/frames/frame_refs.h).
 #pragma once
 #include "base/lib/cpumask.h"
 #include "base/lib/error_or.h"
+#include "base/lib/spinlock.h"
 #include "pvops/mmu_ops.h"
 
 namespace pvk {
@@ -38,6 +48,9 @@ struct FaultOutcome {
 };
 // What the faulting access tried to do (from the page-fault error code).
 enum class Access : uint8_t { Read, Write, Execute };
+// What the error code says of the entry: not present (a write will most
+// likely need a fresh frame), or nothing known.
+enum class EntryHint : uint8_t { Unknown, NotPresent };
 
 // Boot-time policy switches (zero_page=, pgd_cache=).
 struct MmPolicy {
@@ -49,6 +62,7 @@ struct MmPolicy {
   bool ptshare = false;
 };
 void set_mm_policy(const MmPolicy& policy);
+const MmPolicy& mm_policy();
 ErrorOr<void> init_user_mm();  // the zero page
 // Frees the cached roots (before a leak check).
 ErrorOr<void> drain_root_cache();
@@ -66,6 +80,8 @@ extern MmStats g_mm_stats;
 // of fault path, ~1,400 of clearing, on a Pentium-M).
 void clear_user_page(Pfn frame);
 void copy_user_page(Pfn to, Pfn from);
+
+inline constexpr LockClass kAddressSpaceLockClass{"address_space", LockRank::Mm};
 
 class AddressSpace {
  public:
@@ -90,7 +106,7 @@ class AddressSpace {
   // mapped are freed; the caller only unmaps the range.
   ErrorOr<void> map_frames(VirtAddr addr, const Pfn* frames, uint64_t count, uint32_t prot);
 
-  FaultOutcome handle_fault(VirtAddr va, Access access);
+  FaultOutcome handle_fault(VirtAddr va, Access access, EntryHint hint = EntryHint::Unknown);
   // The VMA containing va with at least `prot` rights, or null.
   const Vma* find(VirtAddr va) const;
   Pfn root() const { return root_; }
@@ -107,6 +123,20 @@ class AddressSpace {
   const Vma& vma(unsigned i) const { return vmas_[i]; }
 
  private:
+  // The public operations take lock_ and call these (which expect it held),
+  // so an operation made of others (mmap over a fixed range, brk shrinking)
+  // takes it once.
+  ErrorOr<void> munmap_locked(VirtAddr addr, uint64_t len);
+  // A cleared frame handle_fault took before the lock; the locked part maps
+  // it (and clears valid) if the page needs a fresh frame.
+  struct SpareFrame {
+    Pfn pfn{};
+    bool valid = false;
+  };
+  FaultOutcome handle_fault_locked(VirtAddr va, Access access, SpareFrame& spare);
+  ErrorOr<void> map_frames_locked(VirtAddr addr, const Pfn* frames, uint64_t count, uint32_t prot);
+  // Everything but the lock, as a fresh space has it.
+  void reset();
   ErrorOr<void> add_vma(const Vma& v);
   ErrorOr<void> carve(VirtAddr start, VirtAddr end);  // split VMAs at both ends
   void merge_neighbours();  // join touching VMAs with equal rights and kind
@@ -131,6 +161,7 @@ class AddressSpace {
   friend ErrorOr<void> switch_mm(AddressSpace* next);
   friend ErrorOr<void> switch_to_kernel_mm();
 
+  Spinlock lock_{kAddressSpaceLockClass};
   Pfn root_{};
   SpaceTlb tlb_;
   Vma vmas_[kMaxVmas] = {};

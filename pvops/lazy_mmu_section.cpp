@@ -2,6 +2,7 @@
 
 #include "base/arch/cross_cpu.h"
 #include "base/frames/frame_allocator.h"
+#include "base/frames/frame_refs.h"
 #include "pvops/pvop.h"
 #include "pvops/unhook_tables.h"
 
@@ -12,19 +13,33 @@ namespace {
 bool is_kernel_half(VirtAddr va) { return raw(va) >> 63; }
 
 // Sections do not nest: under Xen an inner section's leave would end the
-// outer one's batching (and its OnRefusal) without anyone noticing.
-LazyMmuSection* g_open_section = nullptr;
+// outer one's batching (and its OnRefusal) without anyone noticing. Per CPU:
+// page faults run without the kernel lock, so two CPUs may each have a
+// section open (each CPU's lazy mode and queue are its own: xen_common).
+LazyMmuSection* g_open_sections[kCpuMaskBits];
+LazyMmuSection*& open_here() { return g_open_sections[xcpu::this_cpu_id() % kCpuMaskBits]; }
+
+// Frames put_frame_after_flush holds until the flush, per CPU (a section
+// object lives on a 16 KiB kernel stack; this is 8 KiB).
+constexpr unsigned kMaxDeferredFrames = 1024;
+struct DeferredFrames {
+  unsigned count = 0;
+  Pfn frames[kMaxDeferredFrames] = {};
+};
+DeferredFrames g_deferred[kCpuMaskBits];
+DeferredFrames& deferred_here() { return g_deferred[xcpu::this_cpu_id() % kCpuMaskBits]; }
 }  // namespace
 
 LazyMmuSection::LazyMmuSection(Pfn root, OnRefusal on_refusal) : root_(root) {
   // With tables unhooked (mmu=unhook/auto) the likeliest way here is a fault
   // on an address they cover, which nothing may touch inside the section.
-  if (g_open_section && g_unhooked_tables)
+  LazyMmuSection*& open = open_here();
+  if (open && g_unhooked_tables)
     panic("LazyMmuSection opened inside another while %u L1 tables are unhooked: an access into an unhooked range "
           "inside a lazy-MMU section",
           g_unhooked_tables);
-  if (g_open_section) panic("LazyMmuSection opened inside another (lazy-MMU sections do not nest)");
-  g_open_section = this;
+  if (open) panic("LazyMmuSection opened inside another (lazy-MMU sections do not nest)");
+  open = this;
   PVOP(enter_lazy_mmu)(on_refusal);
 }
 
@@ -34,7 +49,7 @@ LazyMmuSection::LazyMmuSection(Pfn root, SpaceTlb& tlb, OnRefusal on_refusal) : 
 
 LazyMmuSection::~LazyMmuSection() {
   if (finished_) return;
-  g_open_section = nullptr;
+  open_here() = nullptr;
   panic("LazyMmuSection destroyed without finish()");
 }
 
@@ -71,7 +86,7 @@ void LazyMmuSection::invalidate_all() {
   flush_all_ = true;
 }
 
-LazyMmuSection* LazyMmuSection::open_section() { return g_open_section; }
+LazyMmuSection* LazyMmuSection::open_section() { return open_here(); }
 
 ErrorOr<void> LazyMmuSection::release_table(Pfn pfn, Level level) {
   // A failed drain still makes room (it drops what it processed), so the
@@ -81,6 +96,22 @@ ErrorOr<void> LazyMmuSection::release_table(Pfn pfn, Level level) {
   if (table_count_ == kMaxPendingTables) return drained.is_error() ? drained : ErrorOr<void>(Errno::ENOMEM);
   tables_[table_count_++] = {pfn, level};
   return drained;
+}
+
+void LazyMmuSection::put_frame_after_flush(Pfn pfn) {
+  DeferredFrames& d = deferred_here();
+  if (d.count == kMaxDeferredFrames) {
+    auto drained = drain();
+    if (drained.is_error() && deferred_error_ == Errno::Ok) deferred_error_ = drained.error();
+  }
+  d.frames[d.count++] = pfn;
+}
+
+void LazyMmuSection::put_deferred_frames() {
+  DeferredFrames& d = deferred_here();
+  for (unsigned i = 0; i < d.count; ++i)
+    if (frame_refs().dec(d.frames[i]) == 0) frames().must_free(d.frames[i]);
+  d.count = 0;
 }
 
 ErrorOr<void> LazyMmuSection::drain() {
@@ -100,7 +131,13 @@ ErrorOr<void> LazyMmuSection::drain() {
   flush_all_ = false;
   user_ = kernel_ = false;
   page_count_ = 0;
-  TRY(PVOP(flush_lazy_mmu)());
+  auto flushed = PVOP(flush_lazy_mmu)();
+  // The flushes went out with the updates (or before them): no CPU reaches
+  // the unmapped frames any more, but for CPUs idle on the space (lazy),
+  // which flush everything before they run it again. (A refused batch was
+  // reported; the frames are let go as they were before deferral.)
+  put_deferred_frames();
+  TRY(flushed);
   // The section's writes could not all be landed before the lazy CPUs'
   // generation moved: keep the tables (as for a failed flush above).
   if (shot.is_error()) return shot;
@@ -173,7 +210,7 @@ ErrorOr<void> LazyMmuSection::shoot_down() {
   if (kernel_) targets = targets | kernel_tlb_cpus();
   targets = targets.without(me);
   // Lazy CPUs of the space that this flush does not reach.
-  g_mmu_counters.shootdown_lazy_skipped += candidates.count() - (candidates & targets).count();
+  count_event(g_mmu_counters.shootdown_lazy_skipped, candidates.count() - (candidates & targets).count());
   if (targets.empty()) return landed;
   TlbFlushInfo info;
   info.full = flush_all_;
@@ -181,8 +218,8 @@ ErrorOr<void> LazyMmuSection::shoot_down() {
     info.count = page_count_;
     for (unsigned i = 0; i < page_count_; ++i) info.pages[i] = pages_[i];
   }
-  ++g_mmu_counters.shootdowns;
-  g_mmu_counters.shootdown_cpus += targets.count();
+  count_event(g_mmu_counters.shootdowns);
+  count_event(g_mmu_counters.shootdown_cpus, targets.count());
   PVOP(flush_tlb_multi)(targets, info);
   flushed_cpus_ = space ? targets & candidates : CpuMask{};
   return landed;
@@ -202,10 +239,11 @@ void LazyMmuSection::note_flushed() {
 ErrorOr<void> LazyMmuSection::finish() {
   if (finished_) panic("LazyMmuSection::finish() called twice");
   finished_ = true;
-  g_open_section = nullptr;  // a section may open again once this one has left lazy mode
+  open_here() = nullptr;  // a section may open again once this one has left lazy mode
   auto drained = drain();
   auto left = PVOP(leave_lazy_mmu)();
   if (drained.is_error()) return drained;
+  if (deferred_error_ != Errno::Ok) return deferred_error_;
   return left;
 }
 

@@ -52,6 +52,15 @@ class LazyMmuSection {
   // unhooked from this space: it may be freed later by a section that
   // does not reach this space's lazy CPUs, so this one must.
   void table_unhooked() { tables_unhooked_ = true; }
+  // A user frame whose mapping the section removed: its reference is
+  // dropped — and the frame freed if that was the last — only after the
+  // section's TLB flush, here and on the space's other CPUs (Linux's
+  // mmu_gather). Page faults allocate without the kernel lock, so a frame
+  // freed before the flush could be handed to another space while a CPU of
+  // this one still reaches it through a stale entry; and a COW sharer that
+  // saw the count drop to 1 early would make the frame writable under it.
+  // Kept per CPU (sections do not nest); a full list drains the section.
+  void put_frame_after_flush(Pfn pfn);
   ErrorOr<void> finish();
 
   static constexpr unsigned kMaxSinglePageFlushes = kTlbSinglePageFlushCeiling;
@@ -61,6 +70,7 @@ class LazyMmuSection {
   ErrorOr<void> drain();
   ErrorOr<void> shoot_down();
   void note_flushed();
+  void put_deferred_frames();
 
   Pfn root_;
   SpaceTlb* space_ = nullptr;  // the space's CPUs and generation; null for the kernel's own sections
@@ -75,6 +85,7 @@ class LazyMmuSection {
   bool tables_unhooked_ = false;  // table_unhooked() since the last drain
   unsigned page_count_ = 0;
   unsigned table_count_ = 0;
+  Errno deferred_error_ = Errno::Ok;  // a drain forced by put_frame_after_flush failed
   VirtAddr pages_[kMaxSinglePageFlushes];
   struct PendingTable {
     Pfn pfn;

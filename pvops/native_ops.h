@@ -15,7 +15,7 @@ namespace pvk::native {
 
 struct Policy {
   static ErrorOr<void> store(Pte* slot, Pte v, Level) {
-    ++g_mmu_counters.pte_writes;
+    count_event(g_mmu_counters.pte_writes);
     __atomic_store_n(&slot->raw, v.raw, __ATOMIC_RELAXED);
     return {};
   }
@@ -27,11 +27,11 @@ struct Policy {
   static constexpr Pte make_table(Pfn pfn) { return make(pfn, pte_flags::Table); }
   static constexpr Pfn pfn_of(Pte e) { return Pfn{(e.raw & pte_bit::FrameMask) >> kPageShift}; }
   static ErrorOr<void> prepare_table(Pfn, Level) {
-    ++g_mmu_counters.pt_pages_alloc;
+    count_event(g_mmu_counters.pt_pages_alloc);
     return {};
   }
   static ErrorOr<void> retire_table(Pfn, Level) {
-    ++g_mmu_counters.pt_pages_release;
+    count_event(g_mmu_counters.pt_pages_release);
     return {};
   }
   static ErrorOr<void> flush_queue() { return {}; }
@@ -41,16 +41,16 @@ struct Policy {
 };
 static_assert(MmuPolicy<Policy>);
 
-inline void enter_lazy(OnRefusal) { ++g_mmu_counters.lazy_sections; }
+inline void enter_lazy(OnRefusal) { count_event(g_mmu_counters.lazy_sections); }
 inline ErrorOr<void> no_queue() { return {}; }
 
 inline void flush_one(VirtAddr va) {
-  ++g_mmu_counters.tlb_flush_one;
+  count_event(g_mmu_counters.tlb_flush_one);
   cpu::invlpg(raw(va));
 }
 
 inline void flush_all() {
-  ++g_mmu_counters.tlb_flush_all;
+  count_event(g_mmu_counters.tlb_flush_all);
   cpu::write_cr3(cpu::read_cr3());
 }
 
@@ -69,7 +69,7 @@ inline void flush_multi(const CpuMask& cpus, const TlbFlushInfo& info) {
 }
 
 inline ErrorOr<void> load_root(Pfn root) {
-  ++g_mmu_counters.root_loads;
+  count_event(g_mmu_counters.root_loads);
   cpu::write_cr3(raw(pfn_to_phys(root)));
   g_current_root = root;
   return {};

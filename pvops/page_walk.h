@@ -256,7 +256,7 @@ class PageWalk {
     }
     TRY(store(to, Pte{P::make_table(l1).raw & ~pte_bit::Write}, Level::L2));
     frame_refs().set(l1, static_cast<uint16_t>(holders(l1) + 1));
-    ++g_mmu_counters.pt_shares;
+    count_event(g_mmu_counters.pt_shares);
     return true;
   }
 
@@ -334,7 +334,7 @@ class PageWalk {
   // The walk's one store choke point: the backend's store, and the count of
   // L2 stores (hooks, unhooks and gates) the ptshare figures are about.
   static ErrorOr<void> store(Pte* slot, Pte v, Level level) {
-    if (level == Level::L2) ++g_mmu_counters.l2_writes;
+    if (level == Level::L2) count_event(g_mmu_counters.l2_writes);
     return P::store(slot, v, level);
   }
 
@@ -391,7 +391,7 @@ class PageWalk {
     frame_refs().dec(old);
     section.invalidate_range(base, kEntriesPerTable);
     section.table_unhooked();  // as drop_shared: the old table is freed by another space
-    ++g_mmu_counters.pt_copyouts;
+    count_event(g_mmu_counters.pt_copyouts);
     return {};
   }
 
@@ -508,7 +508,7 @@ class PageWalk {
     } else {
       TRY(make_private(slot, base, Gate::Open, section));
     }
-    ++g_mmu_counters.l2_protects;
+    count_event(g_mmu_counters.l2_protects);
     return true;
   }
 

@@ -147,7 +147,7 @@ CpuMask shootdown_ipi(const CpuMask& targets_in, const TlbFlushInfo& info) {
       m.pending.clear(cpu);
       continue;
     }
-    ++g_mmu_counters.ipis_sent;
+    count_event(g_mmu_counters.ipis_sent);
   }
   const uint64_t start = cpu::rdtsc();
   for (;;) {

@@ -14,6 +14,7 @@
 #include "hypercalls/hypercall.h"
 #include "hypercalls/p2m.h"
 #include "pvops/backends.h"
+#include "pvops/fault_locking.h"
 #include "pvops/ops_builder.h"
 #include "pvops/unhook_tables.h"
 #include "pvops/xen_policy.h"
@@ -87,13 +88,14 @@ ErrorOr<void> load_root(Pfn root) {
 ErrorOr<bool> auto_share_table(Pfn parent, Pfn child, VirtAddr va, unsigned min_leaves, LazyMmuSection& section) {
   const unsigned at = Tables::thresholds().share_at;
   const bool shared = TRY(g_walk_share_table(parent, child, va, at > min_leaves ? at : min_leaves, section));
-  if (shared) ++g_mmu_counters.auto_shared;
+  if (shared) count_event(g_mmu_counters.auto_shared);
   return shared;
 }
 
 MmuOps make_ops(const char* name, PteAccess access, unsigned batch, TableMode mode, AutoThresholds thresholds) {
   xen_pv::configure({name, batch, /*defer_in_lazy=*/true});
   Tables::configure(mode, thresholds);
+  g_fault_locking = FaultLocking::KernelLock;  // the unhooked tables are kernel-wide (pvops/fault_locking.h)
   MmuOps ops = make_mmu_ops<Policy>(name, access);
   xen_pv::install_common(ops);
   g_common_leave = ops.leave_lazy_mmu;

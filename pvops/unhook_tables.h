@@ -78,10 +78,10 @@ class UnhookTables {
     if (!(saved.raw & pte_bit::Present)) return {};
     if (mode_ == TableMode::Auto) {
       if (choose_strategy(entries, thresholds_) == Strategy::Queue) {
-        ++g_mmu_counters.auto_queued;
+        count_event(g_mmu_counters.auto_queued);
         return {};
       }
-      ++g_mmu_counters.auto_unhooked;
+      count_event(g_mmu_counters.auto_unhooked);
     }
     const Pfn l1 = Env::pfn_of(saved);
     if (maps_kernel(base)) return fallback(UnhookFallback::Kernel);
@@ -97,7 +97,7 @@ class UnhookTables {
     }
     tables_[count_++] = {l1, l2_slot, saved};
     ++g_unhooked_tables;
-    ++g_mmu_counters.unhooks;
+    count_event(g_mmu_counters.unhooks);
     return {};
   }
 
@@ -166,7 +166,7 @@ class UnhookTables {
   }
 
   static ErrorOr<void> fallback(UnhookFallback why) {
-    ++g_mmu_counters.unhook_fallbacks;
+    count_event(g_mmu_counters.unhook_fallbacks);
     const unsigned k = static_cast<unsigned>(why);
     if (!said_[k]) {
       said_[k] = true;
@@ -182,7 +182,7 @@ class UnhookTables {
     if (auto r = Env::set_alias(e.l1, false); r.is_error()) Env::fatal("alias of an unhooked table stays writable");
     if (auto r = Env::set_l2(e.slot, e.saved); r.is_error()) Env::fatal("Xen refused to rehook a table");
     remove(i);
-    ++g_mmu_counters.rehooks;
+    count_event(g_mmu_counters.rehooks);
     return {};
   }
 

@@ -16,7 +16,7 @@ namespace {
 
 struct TrappedL1Writer {
   static ErrorOr<void> store(Pte* slot, Pte v) {
-    ++g_mmu_counters.ptwr_traps;
+    count_event(g_mmu_counters.ptwr_traps);
     if (probe_write_u64(&slot->raw, v.raw)) return {};
     return xen_pv::report_rc("ptwr store", -22, xen::machine_address(slot), v.raw);
   }

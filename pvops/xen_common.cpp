@@ -15,10 +15,20 @@ namespace pvk::xen_pv {
 namespace {
 
 Config g_config{};
-bool g_lazy = false;
-OnRefusal g_on_refusal = OnRefusal::Fail;  // of the current lazy section; Fail outside one
 constexpr unsigned kMaxResends = 3;
-xen::MmuQueue g_queue;
+
+// What a CPU's lazy-MMU section holds: whether it is in one, what a refusal
+// means there, and the queue of updates it has not sent yet. Per CPU: page
+// faults run without the kernel lock, so several CPUs may be inside sections
+// at once, each over its own address space, and one CPU's flush must never
+// send (or drop) another's half-built batch.
+struct CpuMmuState {
+  bool lazy = false;
+  OnRefusal on_refusal = OnRefusal::Fail;  // of the current lazy section; Fail outside one
+  xen::MmuQueue queue;
+};
+CpuMmuState g_cpu_state[kCpuMaskBits];
+CpuMmuState& here() { return g_cpu_state[xcpu::this_cpu_id() % kCpuMaskBits]; }
 
 // One bit per pseudo-physical frame: is it a page table right now?
 constexpr uint64_t kMaxTrackedPfns = uint64_t{1} << 20;  // 4 GiB guests
@@ -36,8 +46,8 @@ ErrorOr<void> remap_accessor(Pfn pfn, PteFlags flags) {
   return {};
 }
 
-MustComplete::MustComplete() : saved_(g_on_refusal) { g_on_refusal = OnRefusal::Retry; }
-MustComplete::~MustComplete() { g_on_refusal = saved_; }
+MustComplete::MustComplete() : saved_(here().on_refusal) { here().on_refusal = OnRefusal::Retry; }
+MustComplete::~MustComplete() { here().on_refusal = saved_; }
 
 namespace {
 
@@ -45,17 +55,18 @@ namespace {
 // section that must complete, a refusal is reported and what Xen did not
 // apply is sent again (a refusal that persists is given up all the same).
 ErrorOr<void> settle(ErrorOr<void> r, const char* during) {
-  for (unsigned tries = 0; r.is_error() && g_on_refusal == OnRefusal::Retry && tries < kMaxResends; ++tries) {
+  CpuMmuState& cpu = here();
+  for (unsigned tries = 0; r.is_error() && cpu.on_refusal == OnRefusal::Retry && tries < kMaxResends; ++tries) {
     report_failure(during, r.error());
-    g_queue.requeue_refused();
-    r = g_queue.flush();
+    cpu.queue.requeue_refused();
+    r = cpu.queue.flush();
   }
   if (r.is_error()) return report_failure(during, r.error());
   return {};
 }
 
 ErrorOr<void> ext_now(unsigned cmd, uint64_t arg) {
-  TRY(settle(g_queue.flush(), "mmu batch"));
+  TRY(settle(queue().flush(), "mmu batch"));
   mmuext_op_t op{};
   op.cmd = cmd;
   op.arg1.mfn = arg;
@@ -69,11 +80,11 @@ void tlb_op(unsigned cmd, uint64_t va) {
   mmuext_op_t op{};
   op.cmd = cmd;
   op.arg1.linear_addr = va;
-  if (g_lazy && g_config.defer_in_lazy) {
+  if (here().lazy && g_config.defer_in_lazy) {
     // A full queue is sent first; if that is refused (and settled), the op
     // still needs queueing.
-    if (auto r = g_queue.push_ext(op); r.is_error() && !settle(r, "mmuext_op").is_error())
-      if (g_queue.push_ext(op).is_error()) report_failure("mmuext_op", Errno::EIO);
+    if (auto r = queue().push_ext(op); r.is_error() && !settle(r, "mmuext_op").is_error())
+      if (queue().push_ext(op).is_error()) report_failure("mmuext_op", Errno::EIO);
     return;
   }
   if (ext_now(cmd, va).is_error()) {
@@ -83,15 +94,15 @@ void tlb_op(unsigned cmd, uint64_t va) {
 }
 
 void enter_lazy(OnRefusal on_refusal) {
-  ++g_mmu_counters.lazy_sections;
-  g_lazy = true;
-  g_on_refusal = on_refusal;
+  count_event(g_mmu_counters.lazy_sections);
+  here().lazy = true;
+  here().on_refusal = on_refusal;
 }
 
 ErrorOr<void> leave_lazy() {
   auto r = flush_lazy();
-  g_lazy = false;
-  g_on_refusal = OnRefusal::Fail;
+  here().lazy = false;
+  here().on_refusal = OnRefusal::Fail;
   return r;
 }
 
@@ -116,18 +127,18 @@ const xen_ulong_t* vcpumask_of(const CpuMask& cpus) {
 }
 
 void multi_op(unsigned cmd, uint64_t va, const xen_ulong_t* mask) {
-  ++g_mmu_counters.tlb_flush_multi;
+  count_event(g_mmu_counters.tlb_flush_multi);
   mmuext_op_t op{};
   op.cmd = cmd;
   op.arg1.linear_addr = va;
   set_xen_guest_handle(op.arg2.vcpumask, mask);
-  if (g_lazy && g_config.defer_in_lazy) {
+  if (here().lazy && g_config.defer_in_lazy) {
     // Behind the section's updates: one multicall carries both.
-    if (auto r = g_queue.push_ext(op); r.is_error() && !settle(r, "mmuext_op").is_error())
-      if (g_queue.push_ext(op).is_error()) report_failure("mmuext_op", Errno::EIO);
+    if (auto r = queue().push_ext(op); r.is_error() && !settle(r, "mmuext_op").is_error())
+      if (queue().push_ext(op).is_error()) report_failure("mmuext_op", Errno::EIO);
     return;
   }
-  if (settle(g_queue.flush(), "mmu batch").is_error()) return;  // reported
+  if (settle(queue().flush(), "mmu batch").is_error()) return;  // reported
   unsigned done = 0;
   const long rc = xen::mmuext_op(&op, 1, &done);
   if (rc >= 0) return;
@@ -160,7 +171,7 @@ void flush_tlb_multi(const CpuMask& cpus_in, const TlbFlushInfo& info) {
   }
   // The targets walk the tables again as soon as they have flushed: the
   // section's updates must be in them first.
-  (void)settle(g_queue.flush(), "mmu batch");
+  (void)settle(queue().flush(), "mmu batch");
   const CpuMask refused = shootdown_ipi(cpus, info);
   if (refused.empty()) return;
   // An event channel Xen would not signal: the hypervisor can still reach
@@ -169,10 +180,10 @@ void flush_tlb_multi(const CpuMask& cpus_in, const TlbFlushInfo& info) {
           "MMUEXT_TLB_FLUSH_MULTI\n",
           refused.next(0), refused.count());
   Record("shootdown_fallback").u64("first_cpu", refused.next(0)).u64("cpus", refused.count());
-  const bool was_lazy = g_lazy;
-  g_lazy = false;  // now, not queued: the caller expects the flush done on return
+  const bool was_lazy = here().lazy;
+  here().lazy = false;  // now, not queued: the caller expects the flush done on return
   multi_op(MMUEXT_TLB_FLUSH_MULTI, 0, vcpumask_of(refused));
-  g_lazy = was_lazy;
+  here().lazy = was_lazy;
 }
 
 // A target's own flushes, issued at once: a request may arrive while this
@@ -189,35 +200,61 @@ void target_flush_one(VirtAddr va) { target_flush(MMUEXT_INVLPG_LOCAL, raw(va));
 void target_flush_all() { target_flush(MMUEXT_TLB_FLUSH_LOCAL, 0); }
 
 void flush_tlb_one(VirtAddr va) {
-  ++g_mmu_counters.tlb_flush_one;
+  count_event(g_mmu_counters.tlb_flush_one);
   tlb_op(MMUEXT_INVLPG_LOCAL, raw(va));
 }
 
 void flush_tlb_all() {
-  ++g_mmu_counters.tlb_flush_all;
+  count_event(g_mmu_counters.tlb_flush_all);
   tlb_op(MMUEXT_TLB_FLUSH_LOCAL, 0);
 }
 
 // Root -> user root pairs. Few roots live at once (processes plus the
 // root cache), so a small table searched linearly is enough.
+//
+// SMP: pairs are made and dropped only with the kernel lock held (roots
+// come and go with fork, exec and exit), but read without it: a page fault
+// that adds an L3 table mirrors the L4 store into its root's twin. So an
+// entry never moves while it is live: a dropped pair's slot is marked free
+// (root 0) and reused later; `user` is written before `root` publishes it.
 struct RootPair {
   Pfn root;
   Pfn user;
 };
 constexpr unsigned kMaxRootPairs = 256;
 RootPair g_pairs[kMaxRootPairs];
-unsigned g_pair_count = 0;
+unsigned g_pair_count = 0;  // slots ever used (a high-water mark)
 
-RootPair* pair_of(Pfn root) {
-  for (unsigned i = 0; i < g_pair_count; ++i)
-    if (g_pairs[i].root == root) return &g_pairs[i];
+uint64_t* root_word(const RootPair& p) { return reinterpret_cast<uint64_t*>(const_cast<Pfn*>(&p.root)); }
+Pfn pair_root(const RootPair& p) { return Pfn{__atomic_load_n(root_word(p), __ATOMIC_ACQUIRE)}; }
+
+const RootPair* pair_of(Pfn root) {
+  const unsigned used = __atomic_load_n(&g_pair_count, __ATOMIC_ACQUIRE);
+  for (unsigned i = 0; i < used; ++i)
+    if (pair_root(g_pairs[i]) == root) return &g_pairs[i];
   return nullptr;
 }
 
+// A free slot for a new pair (kernel lock held), or null.
+RootPair* free_pair_slot() {
+  for (unsigned i = 0; i < g_pair_count; ++i)
+    if (!raw(pair_root(g_pairs[i]))) return &g_pairs[i];
+  if (g_pair_count == kMaxRootPairs) return nullptr;
+  return &g_pairs[g_pair_count];
+}
+
+void add_pair(RootPair* slot, Pfn root, Pfn user) {
+  slot->user = user;
+  __atomic_store_n(root_word(*slot), raw(root), __ATOMIC_RELEASE);
+  if (slot == &g_pairs[g_pair_count]) __atomic_store_n(&g_pair_count, g_pair_count + 1, __ATOMIC_RELEASE);
+}
+
+void drop_pair(const RootPair* pair) { __atomic_store_n(root_word(*pair), uint64_t{0}, __ATOMIC_RELEASE); }
+
 
 ErrorOr<void> load_root(Pfn root) {
-  ++g_mmu_counters.root_loads;
-  TRY(settle(g_queue.flush(), "mmu batch"));
+  count_event(g_mmu_counters.root_loads);
+  TRY(settle(queue().flush(), "mmu batch"));
   const RootPair* pair = pair_of(root);
   if (!pair) panic("xen: root 0x%lx has no user root", raw(root));
   mmuext_op_t ops[2] = {};
@@ -234,21 +271,23 @@ ErrorOr<void> load_root(Pfn root) {
 
 }  // namespace
 
-ErrorOr<void> flush_lazy() { return settle(g_queue.flush(), "mmu batch"); }
+ErrorOr<void> flush_lazy() { return settle(queue().flush(), "mmu batch"); }
 
 void configure(const Config& config) {
   g_config = config;
-  g_queue.init(xen::hypercall_sink(), config.queue_capacity);
-  g_lazy = false;
+  for (CpuMmuState& cpu : g_cpu_state) {
+    cpu.queue.init(xen::hypercall_sink(), config.queue_capacity);
+    cpu.lazy = false;
+  }
 }
 
-xen::MmuQueue& queue() { return g_queue; }
+xen::MmuQueue& queue() { return here().queue; }
 
 void set_shootdown_mode(ShootdownMode mode) {
   g_shootdown = mode;
   init_tlb_shootdown({&target_flush_one, &target_flush_all});
 }
-bool lazy() { return g_lazy; }
+bool lazy() { return here().lazy; }
 
 Errno report_rc(const char* op, long rc, uint64_t a, uint64_t b) {
   kprintf("pvk: xen: %s refused: rc %ld (0x%lx, 0x%lx)\n", op, rc, a, b);
@@ -257,7 +296,7 @@ Errno report_rc(const char* op, long rc, uint64_t a, uint64_t b) {
 }
 
 Errno report_failure(const char* op, Errno e) {
-  const xen::QueueFailure& f = g_queue.last_failure();
+  const xen::QueueFailure& f = queue().last_failure();
   kprintf("pvk: xen: %s refused: %s #%u rc %ld (ptr 0x%lx, val 0x%lx)\n", op, f.is_update ? "mmu_update" : "mmuext_op",
           f.index, f.rc, f.ptr, f.val);
   Record("hypercall_error")
@@ -271,28 +310,30 @@ Errno report_failure(const char* op, Errno e) {
 }
 
 ErrorOr<void> update_now(uint64_t ptr, uint64_t val) {
-  TRY(settle(g_queue.flush(), "mmu batch"));
-  TRY(settle(g_queue.push_update(ptr, val), "mmu_update"));
-  return settle(g_queue.flush(), "mmu_update");
+  TRY(settle(queue().flush(), "mmu batch"));
+  TRY(settle(queue().push_update(ptr, val), "mmu_update"));
+  return settle(queue().flush(), "mmu_update");
 }
 
 ErrorOr<void> update_queued(uint64_t ptr, uint64_t val) {
-  TRY(settle(g_queue.push_update(ptr, val), "mmu_update"));  // sends the queue when it is full
-  if (g_lazy && g_config.defer_in_lazy) return {};
-  return settle(g_queue.flush(), "mmu_update");
+  TRY(settle(queue().push_update(ptr, val), "mmu_update"));  // sends the queue when it is full
+  if (here().lazy && g_config.defer_in_lazy) return {};
+  return settle(queue().flush(), "mmu_update");
 }
 
 bool is_page_table(Pfn pfn) {
-  return raw(pfn) < kMaxTrackedPfns && (g_pt_bits[raw(pfn) / 64] >> (raw(pfn) % 64)) & 1;
+  return raw(pfn) < kMaxTrackedPfns && (__atomic_load_n(&g_pt_bits[raw(pfn) / 64], __ATOMIC_RELAXED) >> (raw(pfn) % 64)) & 1;
 }
 
 void mark_page_table(Pfn first, uint64_t count, bool is_table) {
   for (uint64_t p = raw(first); p < raw(first) + count; ++p) {
     if (p >= kMaxTrackedPfns) panic("xen: pfn 0x%lx beyond the %lu frames pvk tracks", p, kMaxTrackedPfns);
+    // Atomic: CPUs faulting in different spaces turn neighbouring frames
+    // into tables at once, and their bits share a word.
     if (is_table)
-      g_pt_bits[p / 64] |= uint64_t{1} << (p % 64);
+      __atomic_fetch_or(&g_pt_bits[p / 64], uint64_t{1} << (p % 64), __ATOMIC_RELAXED);
     else
-      g_pt_bits[p / 64] &= ~(uint64_t{1} << (p % 64));
+      __atomic_fetch_and(&g_pt_bits[p / 64], ~(uint64_t{1} << (p % 64)), __ATOMIC_RELAXED);
   }
 }
 
@@ -345,10 +386,11 @@ ErrorOr<void> prepare_table(Pfn pfn, Level level) {
       mark_page_table(pfn, 1, false);
       return r;
     }
-    ++g_mmu_counters.pt_pages_alloc;
+    count_event(g_mmu_counters.pt_pages_alloc);
     return {};
   }
-  if (g_pair_count == kMaxRootPairs) return Errno::ENOMEM;
+  RootPair* slot = free_pair_slot();
+  if (!slot) return Errno::ENOMEM;
   const Pfn user = TRY(frames().try_alloc());
   memset(phys_to_virt(user), 0, kPageSize);
   if (auto r = pin_new_root(user); r.is_error()) {
@@ -360,8 +402,8 @@ ErrorOr<void> prepare_table(Pfn pfn, Level level) {
     frames().must_free(user);
     return r;
   }
-  g_pairs[g_pair_count++] = {pfn, user};
-  g_mmu_counters.pt_pages_alloc += 2;
+  add_pair(slot, pfn, user);
+  count_event(g_mmu_counters.pt_pages_alloc, 2);
   return {};
 }
 
@@ -369,19 +411,19 @@ ErrorOr<void> retire_table(Pfn pfn, Level level) {
   MustComplete teardown;
   if (level == Level::L4) {
     TRY(ext_now(MMUEXT_UNPIN_TABLE, raw(xen::pfn_to_mfn(pfn))));
-    if (RootPair* pair = pair_of(pfn)) {
+    if (const RootPair* pair = pair_of(pfn)) {
       const Pfn user = pair->user;
-      *pair = g_pairs[--g_pair_count];
+      drop_pair(pair);
       unpin_root(user);
       frames().must_free(user);
-      ++g_mmu_counters.pt_pages_release;
+      count_event(g_mmu_counters.pt_pages_release);
     }
   }
   // Queued updates may still name this table; they must land first.
   TRY(flush_lazy());
   mark_page_table(pfn, 1, false);
   TRY(remap_accessor(pfn, pte_flags::KernelRw));
-  ++g_mmu_counters.pt_pages_release;
+  count_event(g_mmu_counters.pt_pages_release);
   return {};
 }
 

@@ -24,7 +24,7 @@ concept TableWriter = requires(Pte* slot, Pte v) {
 template <typename L1Writer>
 struct XenPolicy {
   static ErrorOr<void> store(Pte* slot, Pte v, Level level) {
-    ++g_mmu_counters.pte_writes;
+    count_event(g_mmu_counters.pte_writes);
     if (level == Level::L1) return L1Writer::store(slot, v);
     if constexpr (TableWriter<L1Writer>)
       if (level == Level::L2) TRY(L1Writer::before_l2_store(slot, v));
@@ -35,7 +35,7 @@ struct XenPolicy {
   // writers) or the trapped store's emulation (wrpt) merges them.
   static Pte modify_prot_start(Pte* slot) { return Pte{__atomic_load_n(&slot->raw, __ATOMIC_RELAXED)}; }
   static ErrorOr<void> modify_prot_commit(Pte* slot, Pte, Pte v) {
-    ++g_mmu_counters.pte_writes;
+    count_event(g_mmu_counters.pte_writes);
     return L1Writer::commit(slot, v);
   }
   static Pte make(Pfn pfn, PteFlags f) {

@@ -20,6 +20,7 @@ void FrameAllocator::init(uint64_t* bitmap, uint64_t max_pfn) {
 }
 
 ErrorOr<void> FrameAllocator::add_free_range(Pfn first, uint64_t count) {
+  SpinGuard guard(lock_);
   if (raw(first) + count > max_pfn_ || raw(first) + count < raw(first)) return Errno::EINVAL;
   // Check first, change after: a refused range leaves nothing behind.
   for (uint64_t p = raw(first); p < raw(first) + count; ++p)
@@ -30,6 +31,7 @@ ErrorOr<void> FrameAllocator::add_free_range(Pfn first, uint64_t count) {
 }
 
 void FrameAllocator::reserve_range(Pfn first, uint64_t count) {
+  SpinGuard guard(lock_);
   for (uint64_t p = raw(first); p < raw(first) + count && p < max_pfn_; ++p) {
     if (bits_[p / 64] & bit(p)) {
       bits_[p / 64] &= ~bit(p);
@@ -39,6 +41,11 @@ void FrameAllocator::reserve_range(Pfn first, uint64_t count) {
 }
 
 ErrorOr<Pfn> FrameAllocator::try_alloc() {
+  SpinGuard guard(lock_);
+  return alloc_locked();
+}
+
+ErrorOr<Pfn> FrameAllocator::alloc_locked() {
   if (free_count_ == 0 || fault_inject_fails(FaultSite::FrameAlloc)) return Errno::ENOMEM;
   const uint64_t words = words_for(max_pfn_);
   for (uint64_t n = 0; n < words; ++n) {
@@ -56,6 +63,7 @@ ErrorOr<Pfn> FrameAllocator::try_alloc() {
 
 ErrorOr<Pfn> FrameAllocator::try_alloc_run(uint64_t count) {
   if (!count) return Errno::EINVAL;
+  SpinGuard guard(lock_);
   uint64_t run = 0;
   for (uint64_t p = 0; p < max_pfn_; ++p) {
     run = (bits_[p / 64] & bit(p)) ? run + 1 : 0;
@@ -70,6 +78,7 @@ ErrorOr<Pfn> FrameAllocator::try_alloc_run(uint64_t count) {
 }
 
 ErrorOr<void> FrameAllocator::try_free(Pfn pfn) {
+  SpinGuard guard(lock_);
   uint64_t p = raw(pfn);
   if (p >= max_pfn_) return Errno::EINVAL;
   if (bits_[p / 64] & bit(p)) return Errno::EINVAL;  // double free
@@ -80,6 +89,7 @@ ErrorOr<void> FrameAllocator::try_free(Pfn pfn) {
 }
 
 bool FrameAllocator::is_free(Pfn pfn) const {
+  SpinGuard guard(lock_);
   return raw(pfn) < max_pfn_ && (bits_[raw(pfn) / 64] & bit(raw(pfn)));
 }
 

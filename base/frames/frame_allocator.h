@@ -5,8 +5,14 @@
 // Storage for the bitmap is handed in by the caller (the kernel carves it out
 // of RAM after the image; host tests use a vector), so this class does no
 // allocation itself and builds unchanged in the kernel and on the host.
+//
+// SMP: its own spinlock (rank Frames, inside an address space's lock), so a
+// page fault that runs without the kernel lock can take and give back frames
+// while another CPU does the same. Every operation takes it for itself; no
+// caller holds it across calls.
 #pragma once
 #include "base/lib/error_or.h"
+#include "base/lib/spinlock.h"
 #include "base/lib/types.h"
 
 namespace pvk {
@@ -38,10 +44,14 @@ class FrameAllocator {
   void must_free(Pfn pfn) { must(try_free(pfn), "frame free"); }
 
   bool is_free(Pfn pfn) const;
-  uint64_t free_count() const { return free_count_; }
+  uint64_t free_count() const { return __atomic_load_n(&free_count_, __ATOMIC_RELAXED); }
   uint64_t max_pfn() const { return max_pfn_; }
 
  private:
+  ErrorOr<Pfn> alloc_locked();
+
+  static constexpr LockClass kLockClass{"frames", LockRank::Frames};
+  mutable Spinlock lock_{kLockClass};
   uint64_t* bits_ = nullptr;
   uint64_t max_pfn_ = 0;
   uint64_t free_count_ = 0;

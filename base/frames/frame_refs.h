@@ -2,6 +2,11 @@
 // address spaces (COW after fork, shared mappings, the zero page) is freed
 // when its last mapping goes. Storage is carved out of RAM at boot, beside
 // the allocator's bitmap.
+//
+// SMP: two address spaces that share a frame copy-on-write may drop or test
+// its count at the same moment from two CPUs, each under its own space's
+// lock only, so every access is atomic: dec tells exactly one of them it
+// took the count to 0 (that one frees the frame).
 #pragma once
 #include "base/lib/error_or.h"
 #include "base/lib/types.h"
@@ -12,17 +17,19 @@ class FrameRefs {
  public:
   void init(uint16_t* counts, uint64_t max_pfn);
   void relocate(uint16_t* counts) { counts_ = counts; }
-  uint16_t get(Pfn p) const { return counts_[raw(p)]; }
-  void set(Pfn p, uint16_t v) { counts_[raw(p)] = v; }
+  uint16_t get(Pfn p) const { return __atomic_load_n(&counts_[raw(p)], __ATOMIC_ACQUIRE); }
+  void set(Pfn p, uint16_t v) { __atomic_store_n(&counts_[raw(p)], v, __ATOMIC_RELEASE); }
   void inc(Pfn p) {
     if (p == immortal_) return;
-    if (++counts_[raw(p)] == 0) panic("frame 0x%lx: reference count overflow", raw(p));
+    if (__atomic_add_fetch(&counts_[raw(p)], 1, __ATOMIC_ACQ_REL) == 0)
+      panic("frame 0x%lx: reference count overflow", raw(p));
   }
   // Returns the count left.
   uint16_t dec(Pfn p) {
     if (p == immortal_) return 1;
-    if (counts_[raw(p)] == 0) panic("frame 0x%lx: reference count underflow", raw(p));
-    return --counts_[raw(p)];
+    const uint16_t before = __atomic_fetch_sub(&counts_[raw(p)], 1, __ATOMIC_ACQ_REL);
+    if (before == 0) panic("frame 0x%lx: reference count underflow", raw(p));
+    return static_cast<uint16_t>(before - 1);
   }
   // A frame mapped any number of times and never freed (the zero page): its
   // count stays at 1 whatever inc/dec say.

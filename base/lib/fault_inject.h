@@ -31,6 +31,11 @@ extern bool g_fault_inject_armed;
 bool fault_inject_roll(FaultSite site);
 }  // namespace detail
 
+// Whether some site may be made to fail now. The schedule is one global
+// sequence, so work that runs without the kernel lock (page faults) takes
+// it while armed: the failures stay where the seed puts them.
+inline bool fault_inject_armed() { return detail::g_fault_inject_armed; }
+
 // True if this operation must fail now. One predictable branch when off.
 inline bool fault_inject_fails(FaultSite site) {
   return detail::g_fault_inject_armed && detail::fault_inject_roll(site);

@@ -95,8 +95,10 @@ void check_entry_state(const TrapFrame& frame) {
 }
 
 // Entries from user mode take the kernel lock (guest/kernel/kernel_lock.h)
-// before they touch anything shared and drop it on their way back; the
-// cross-CPU vector and Xen's event upcall run their handlers without it.
+// before they touch anything shared and drop it on their way back — except
+// a user page fault, which runs under its address space's lock and takes
+// the kernel lock only for what follows in the slow cases; the cross-CPU
+// vector and Xen's event upcall run their handlers without it.
 extern "C" void trap_dispatch(TrapFrame* frame) {
   check_entry_state(*frame);
   const bool from_user = g_platform->from_user && g_platform->from_user(*frame);
@@ -129,6 +131,20 @@ extern "C" void trap_dispatch(TrapFrame* frame) {
   }
   const uint64_t fault_addr = frame->vector == vec::PageFault ? g_platform->fault_address() : 0;
   if (from_user) {
+    // A page fault first tries without the kernel lock, under its address
+    // space's own (guest/proc/process.h: user_fault_unlocked), so the faults
+    // of several CPUs run at once.
+    if (frame->vector == vec::PageFault) {
+      switch (user_fault_unlocked(*frame, fault_addr)) {
+        case UnlockedFault::Done: return;
+        case UnlockedFault::DoneSignalsPending:
+          kernel_lock();
+          prepare_return_to_user(*frame);
+          kernel_unlock();
+          return;
+        case UnlockedFault::NeedsKernelLock: break;
+      }
+    }
     kernel_lock();
     user_trap(*frame, fault_addr);
     kernel_unlock();

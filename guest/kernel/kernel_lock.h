@@ -9,12 +9,16 @@
 //    kernel, cross-CPU requests: base/arch/cross_cpu.h), which run their
 //    handler without the lock.
 // So everything the kernel had as one-CPU state (the process table and run
-// queue, the frame allocator and reference counts, every address space's
-// page tables and VMAs, the pvops batch queue, counters, files and pipes)
-// is serialised by this one lock: page-table updates of one address space
-// are serialised, and the allocator is safe. The cost is that two CPUs
-// never run kernel code at once; finer locks (base/lib/spinlock.h, with
-// ranks below Kernel's) can be split out of it one subsystem at a time.
+// queue, files and pipes, signals) is serialised by this one lock. The cost
+// is that two CPUs never run kernel code at once; finer locks
+// (base/lib/spinlock.h, ranked inside Kernel's) are split out of it one
+// subsystem at a time. Split out so far, for user page faults, which run
+// without this lock (guest/proc/process.h: user_fault_unlocked):
+//  - each address space's page tables and VMAs: its own lock (rank Mm),
+//    which every path that changes them takes under this one;
+//  - the frame allocator (rank Frames) and atomic frame reference counts;
+//  - the pvops lazy-MMU state and Xen update queue (per CPU) and the MMU
+//    counters (atomic adds).
 //
 // The lock belongs to a CPU, not a process: a process that sleeps in the
 // kernel keeps nothing; the CPU switching to another process (or to its

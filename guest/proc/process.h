@@ -122,6 +122,21 @@ void send_signal(Process& p, int sig);
 void user_trap(TrapFrame& f, uint64_t fault_addr);
 bool kernel_fault_on_user_memory(const TrapFrame& f, uint64_t fault_addr);
 
+// A user page fault tried without the kernel lock (issue 15): the common
+// outcome, a page mapped or a COW broken, needs only the address space's
+// lock. What it came to:
+//  - Done: handled; straight back to user mode;
+//  - DoneSignalsPending: handled, but a signal waits (another CPU sent it):
+//    the caller delivers it under the kernel lock (prepare_return_to_user);
+//  - NeedsKernelLock: not done here — the backend or the boot's switches
+//    want faults under the kernel lock, or the fault ends in a signal, an
+//    OOM retry or kill, or the livelock check. The caller takes the kernel
+//    lock and runs user_trap, which handles the fault again from the start
+//    (a page this attempt mapped is found mapped), so the slow outcomes
+//    have one implementation, under the kernel lock as before.
+enum class UnlockedFault : uint8_t { Done, DoneSignalsPending, NeedsKernelLock };
+UnlockedFault user_fault_unlocked(TrapFrame& f, uint64_t fault_addr);
+
 }  // namespace pvk
 
 // A new process's first way to user mode (switch.S's process_first_return):

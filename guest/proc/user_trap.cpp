@@ -5,13 +5,16 @@
 #include "base/arch/platform.h"
 #include "base/console/console.h"
 #include "base/console/record.h"
+#include "base/lib/fault_inject.h"
 #include "guest/proc/process.h"
+#include "pvops/fault_locking.h"
 
 namespace pvk {
 namespace {
 
 // Page-fault error code bits (the same natively and as Xen delivers them).
 namespace pf {
+inline constexpr uint64_t Present = 1u << 0;  // a protection fault (else: the entry was not present)
 inline constexpr uint64_t Write = 1u << 1;
 inline constexpr uint64_t User = 1u << 2;  // the access was made at user privilege
 inline constexpr uint64_t Reserved = 1u << 3;  // a reserved bit set in an entry: a page-table bug
@@ -21,6 +24,10 @@ inline constexpr uint64_t Fetch = 1u << 4;
 // How often a fault that could not get its frame or mapping is retried
 // before the process is killed as out of memory.
 constexpr unsigned kFaultRetries = 3;
+
+EntryHint hint_of(uint64_t error_code) {
+  return (error_code & pf::Present) ? EntryHint::Unknown : EntryHint::NotPresent;
+}
 
 Access access_of(uint64_t error_code) {
   if (error_code & pf::Fetch) return Access::Execute;
@@ -63,7 +70,37 @@ void note_fatal_fault(const Process& p, const TrapFrame& f, uint64_t addr, const
           why, addr, f.rip, f.error_code, xcpu::this_cpu_id());
 }
 
+// Whether a user page fault may run without the kernel lock: the backend
+// keeps nothing kernel-wide in a fault (pvops/fault_locking.h); page tables
+// are never shared between spaces (ptshare=on shares L1 tables across a
+// fork, and one space's lock does not cover its siblings' writes to them);
+// fault injection is off (its schedule is one global sequence); and the
+// fault is an ordinary one (user mode, no reserved bit: those end in a
+// signal, under the lock).
+bool fault_may_skip_kernel_lock(uint64_t error_code) {
+  return g_fault_locking == FaultLocking::SpaceLock && !mm_policy().ptshare && !fault_inject_armed() &&
+         (error_code & pf::User) && !(error_code & pf::Reserved);
+}
+
 }  // namespace
+
+UnlockedFault user_fault_unlocked(TrapFrame& f, uint64_t fault_addr) {
+  if (f.vector != vec::PageFault || !fault_may_skip_kernel_lock(f.error_code)) return UnlockedFault::NeedsKernelLock;
+  // The thread's own process, on this CPU; its space lives until its last
+  // thread has exited, which this one has not (exit and exec's ending of the
+  // other threads happen under the kernel lock, on their own CPUs).
+  Process* p = current();
+  if (!p || !p->as) return UnlockedFault::NeedsKernelLock;
+  if (p->as->handle_fault(VirtAddr{fault_addr}, access_of(f.error_code), hint_of(f.error_code)) != FaultOutcome::Handled)
+    return UnlockedFault::NeedsKernelLock;
+  // These fields are this thread's own (no other CPU touches them).
+  p->fault_failures = 0;
+  if (repeats_without_progress(*p, f.rip, fault_addr)) return UnlockedFault::NeedsKernelLock;
+  // Written by other CPUs under the kernel lock; a signal sent after this
+  // read is delivered at the thread's next entry (its next tick at the latest).
+  if (__atomic_load_n(&p->pending, __ATOMIC_RELAXED) & ~p->blocked) return UnlockedFault::DoneSignalsPending;
+  return UnlockedFault::Done;
+}
 
 void user_trap(TrapFrame& f, uint64_t fault_addr) {
   Process& p = *current();
@@ -82,7 +119,7 @@ void user_trap(TrapFrame& f, uint64_t fault_addr) {
         raise_fault_signal(abi::SIGSEGV);
         break;
       }
-      switch (p.as->handle_fault(VirtAddr{fault_addr}, access_of(f.error_code)).kind) {
+      switch (p.as->handle_fault(VirtAddr{fault_addr}, access_of(f.error_code), hint_of(f.error_code)).kind) {
         case FaultOutcome::Handled:
           p.fault_failures = 0;
           if (repeats_without_progress(p, f.rip, fault_addr)) {
@@ -122,7 +159,7 @@ bool kernel_fault_on_user_memory(const TrapFrame& f, uint64_t fault_addr) {
   Process* p = current();
   if (!p || !p->as || fault_addr >= abi::kUserTop || (f.error_code & pf::Reserved)) return false;
   for (unsigned attempt = 0; attempt <= kFaultRetries; ++attempt) {
-    switch (p->as->handle_fault(VirtAddr{fault_addr}, access_of(f.error_code)).kind) {
+    switch (p->as->handle_fault(VirtAddr{fault_addr}, access_of(f.error_code), hint_of(f.error_code)).kind) {
       case FaultOutcome::Handled: return true;
       case FaultOutcome::BadAccess: return false;
       case FaultOutcome::OutOfMemory: break;  // maybe transient: try again

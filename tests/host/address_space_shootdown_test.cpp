@@ -288,6 +288,65 @@ TEST_P(ShootdownSpaceTest, TeardownWithALazyCpuThatCannotBeAskedPanics) {
   EXPECT_EQ(error_of(as->destroy()), Errno::Ok);
 }
 
+// What the frames looked like when the shootdown went out (recorded by the
+// flush_tlb_multi wrapper below).
+struct AtShootdown {
+  std::vector<Pfn> watched;
+  std::vector<bool> free;
+  std::vector<uint16_t> refs;
+  void (*real)(const CpuMask&, const TlbFlushInfo&) = nullptr;
+};
+AtShootdown g_at_shootdown;
+
+// munmap drops an unmapped frame's reference only after the TLB flush has
+// reached the space's other CPUs: page faults allocate without the kernel
+// lock, so a frame freed before it could be handed to another space while
+// CPU 1 still reaches it through a stale entry; and a COW sharer seeing the
+// count fall to 1 early would make the frame writable under that entry.
+TEST_P(ShootdownSpaceTest, MunmapLetsFramesGoOnlyAfterTheShootdown) {
+  AddressSpace* as = create();
+  ASSERT_NE(as, nullptr);
+  ASSERT_EQ(error_of(switch_mm(as)), Errno::Ok);
+  on_cpu(1, [&] { ASSERT_EQ(error_of(switch_mm(as)), Errno::Ok); });
+  const uint64_t a = mmap(as, pg(4), kRw);
+  for (unsigned i = 0; i < 4; ++i) fill(as, a + pg(i), static_cast<uint8_t>(i + 1));
+  // Pages 0-1 are shared copy-on-write with a child; 2-3 are the space's alone.
+  AddressSpace* child = fork(as);
+  ASSERT_NE(child, nullptr);
+  write(as, a + pg(2), 7);
+  write(as, a + pg(3), 7);
+  g_at_shootdown = {};
+  for (unsigned i = 0; i < 4; ++i) g_at_shootdown.watched.push_back(frame_at(as, a + pg(i)));
+  EXPECT_EQ(refs(g_at_shootdown.watched[0]), 2u);
+  EXPECT_EQ(refs(g_at_shootdown.watched[2]), 1u);
+
+  g_at_shootdown.real = g_mmu.flush_tlb_multi;
+  g_mmu.flush_tlb_multi = [](const CpuMask& cpus, const TlbFlushInfo& info) {
+    for (Pfn p : g_at_shootdown.watched) {
+      g_at_shootdown.free.push_back(frames().is_free(p));
+      g_at_shootdown.refs.push_back(frame_refs().get(p));
+    }
+    g_at_shootdown.real(cpus, info);
+  };
+  fake().clear_events();
+  const auto r = as->munmap(VirtAddr{a}, pg(4));
+  g_mmu.flush_tlb_multi = g_at_shootdown.real;
+  ASSERT_EQ(error_of(r), Errno::Ok);
+  ASSERT_EQ(multis().size(), 1u);
+  ASSERT_EQ(g_at_shootdown.free.size(), 4u);
+  for (unsigned i = 0; i < 4; ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_FALSE(g_at_shootdown.free[i]) << "freed before CPU 1 dropped its translation";
+    EXPECT_EQ(g_at_shootdown.refs[i], i < 2 ? 2u : 1u) << "reference dropped before the shootdown";
+  }
+  // Afterwards: the space's own frames are free, the shared ones the child's alone.
+  EXPECT_EQ(refs(g_at_shootdown.watched[0]), 1u);
+  EXPECT_EQ(refs(g_at_shootdown.watched[1]), 1u);
+  EXPECT_TRUE(frames().is_free(g_at_shootdown.watched[2]));
+  EXPECT_TRUE(frames().is_free(g_at_shootdown.watched[3]));
+  destroy(child);
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, ShootdownSpaceTest, testing::ValuesIn(kAllWalkModes), walk_mode_name);
 
 }  // namespace

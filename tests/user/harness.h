@@ -147,5 +147,6 @@ void test_tlb_munmap();
 void test_tlb_lazy();
 void test_sigkick_tgkill();
 void test_sigkick_exit_group();
+void test_fault_race();
 
 }  // namespace proctest

@@ -51,6 +51,7 @@ const Test kTests[] = {
     {"tlb_cow_fork", test_tlb_cow_fork},
     {"tlb_munmap", test_tlb_munmap},
     {"tlb_lazy", test_tlb_lazy},
+    {"fault_race", test_fault_race},
     // Timing in wall time, meaningful only with processes on two CPUs: run
     // when named (tests/boot/smp_boot_test.cpp's SmpTlb boots name them).
     {"sigkick_tgkill", test_sigkick_tgkill, true},

@@ -168,6 +168,9 @@ struct CowRace {
   volatile uint64_t* page;
   volatile uint32_t stop;
   volatile uint64_t stores;
+  // In a MAP_SHARED page (the child's copy of the rest is frozen at the
+  // fork): set by the parent once the writer has stored since the fork.
+  volatile uint32_t* writer_went_on;
 };
 CowRace g_cr;
 
@@ -185,7 +188,14 @@ void cow_child_reads() {
   for (uint64_t w = 0; w < kWordsPerPage; ++w) first[w] = g_cr.page[w];
   uint64_t changed = 0;
   const uint64_t t0 = now_ns();
-  while (now_ns() - t0 < 50ull * 1000 * 1000)
+  // At least 50 ms, and until the writer has stored since the fork: under
+  // TCG on a loaded host its CPU may not run for a while, and the race needs
+  // it storing while this copy is watched (bounded by kWaitNs).
+  auto watching = [&] {
+    const uint64_t t = now_ns() - t0;
+    return t < 50ull * 1000 * 1000 || (!*g_cr.writer_went_on && t < kWaitNs);
+  };
+  while (watching())
     for (uint64_t w = 0; w < kWordsPerPage; ++w)
       if (g_cr.page[w] != first[w]) ++changed;
   CHECK_EQ(changed, 0);
@@ -199,6 +209,11 @@ void test_tlb_cow_fork() {
   CHECK(g_cr.page != nullptr);
   if (!g_cr.page) return;
   g_cr.page[0] = 0;
+  g_cr.writer_went_on =
+      static_cast<volatile uint32_t*>(map_anon(4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS));
+  CHECK(g_cr.writer_went_on != nullptr);
+  if (!g_cr.writer_went_on) return;
+  *g_cr.writer_went_on = 0;
   Thread t;
   CHECK(thread_create(&t, cow_writer, &g_index[0]) > 0);
   CHECK(wait_until([] { return g_cr.stores > 10000; }));
@@ -208,14 +223,17 @@ void test_tlb_cow_fork() {
   if (pid == 0) cow_child_reads();
   detail_shootdowns("shootdowns", shootdowns_before);
   CHECK(pid > 0);
+  // The writer goes on storing while the child watches (the race happens).
+  CHECK(wait_until([at_fork] { return g_cr.stores > at_fork; }));
+  *g_cr.writer_went_on = 1;
   if (pid > 0) CHECK_EQ(WAIT_OR_KILL(pid, 20), ::pvk::abi::wait_exited(0));
-  // The writer went on storing meanwhile (the race happened).
   CHECK(g_cr.stores > at_fork);
   g_cr.stop = 1;
   CHECK_EQ(thread_join(&t), 0);
   // The parent's copy has the writer's last store.
   CHECK_EQ(g_cr.page[g_cr.stores % kWordsPerPage], g_cr.stores);
   CHECK_EQ(munmap(const_cast<uint64_t*>(g_cr.page), 4096), 0);
+  CHECK_EQ(munmap(const_cast<uint32_t*>(g_cr.writer_went_on), 4096), 0);
 }
 
 // --- tlb_munmap --------------------------------------------------------------
