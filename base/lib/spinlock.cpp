@@ -101,7 +101,7 @@ void Spinlock::wake_next(uint32_t serving) {
 }
 
 void Spinlock::release() {
-  const int32_t cpu = static_cast<int32_t>(me());
+  [[maybe_unused]] const int32_t cpu = static_cast<int32_t>(me());
 #ifndef NDEBUG
   if (__atomic_load_n(&owner_, __ATOMIC_RELAXED) != cpu)
     panic("lock %s: released by CPU %d, held by CPU %d", cls_->name, cpu, __atomic_load_n(&owner_, __ATOMIC_RELAXED));
