@@ -16,6 +16,7 @@
 #include "base/frames/physmap.h"
 #include "base/layout.h"
 #include "base/lib/kstring.h"
+#include "base/lib/median.h"
 #include "guest/arch/native/native.h"
 #include "guest/kernel/finish.h"
 #include "guest/selftest/selftest.h"
@@ -92,15 +93,6 @@ void check_type(Checker& c, uint64_t first, uint64_t n, CacheAttr type) {
   }
 }
 
-uint64_t median(uint64_t* v, unsigned n) {
-  for (unsigned i = 1; i < n; ++i)
-    for (unsigned j = i; j > 0 && v[j - 1] > v[j]; --j) {
-      const uint64_t t = v[j];
-      v[j] = v[j - 1];
-      v[j - 1] = t;
-    }
-  return v[(n - 1) / 2];
-}
 
 // (The boot record says which pte= mode ran.)
 Record& context(Record& r, const char* step) { return r.str("name", "cpa").str("step", step).str("mmu", mmu_name()); }
@@ -206,7 +198,7 @@ bool step_timing(uint64_t n, unsigned reps) {
     wb_min = wb_ns[i] < wb_min ? wb_ns[i] : wb_min;
     wb_max = wb_ns[i] > wb_max ? wb_ns[i] : wb_max;
   }
-  const uint64_t wc = median(wc_ns, reps), wb = median(wb_ns, reps);
+  const uint64_t wc = sort_and_median(wc_ns, reps), wb = sort_and_median(wb_ns, reps);
   Record r("selftest_step");
   context(r, "timing")
       .boolean("pass", c.ok())

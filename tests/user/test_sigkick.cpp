@@ -34,6 +34,7 @@
 // They run only when named (proctest.cpp): the SmpTlb boots, with processes
 // on two CPUs, name them and check the crossed count and the kicks sent
 // (tests/boot/smp_boot_test.cpp): otherwise the test proved nothing.
+#include "base/lib/median.h"
 #include "bench/libc/thread.h"
 #include "harness.h"
 
@@ -138,15 +139,6 @@ uint64_t signal_run_on(int64_t tid) {
   return last > sent ? last - sent : 0;
 }
 
-uint64_t median(uint64_t* v, unsigned n) {
-  for (unsigned i = 1; i < n; ++i)
-    for (unsigned j = i; j > 0 && v[j - 1] > v[j]; --j) {
-      const uint64_t t = v[j];
-      v[j] = v[j - 1];
-      v[j - 1] = t;
-    }
-  return v[n / 2];
-}
 
 // The crossed tries' figures (ns, sorted here) in the record; the mean of
 // all but the longest judged (see the top of the file).
@@ -154,7 +146,7 @@ void judge(uint64_t* ns, unsigned crossed) {
   detail("crossed", crossed);
   detail("bound_ns", static_cast<int64_t>(kBoundNs));
   if (!crossed) return;
-  detail("median_ns", static_cast<int64_t>(median(ns, crossed)));
+  detail("median_ns", static_cast<int64_t>(::pvk::sort_and_median(ns, crossed)));
   detail("max_ns", static_cast<int64_t>(ns[crossed - 1]));
   if (crossed < kMinCrossed) return;
   uint64_t sum = 0;
@@ -163,7 +155,7 @@ void judge(uint64_t* ns, unsigned crossed) {
   detail("trimmed_mean_ns", static_cast<int64_t>(mean));
   // The median: a host that holds a vCPU thread for milliseconds spoils a
   // try or two, not half of them.
-  CHECK(median(ns, crossed) < kBoundNs);
+  CHECK(::pvk::sort_and_median(ns, crossed) < kBoundNs);
 }
 
 Spin* map_spin() { return static_cast<Spin*>(map_anon(4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS)); }
