@@ -288,26 +288,23 @@ void report_sched() {
   Record r("sched");
   unsigned ran = 0;
   uint64_t switches = 0;
-  char key[32];
   for (unsigned c = 0; c < smp::kMaxCpus; ++c) {
     if (!xcpu::online(c)) continue;
     const CpuSched& cs = g_sched[c];
     if (cs.processes) ++ran;
     switches += cs.switches;
-    format(key, sizeof key, "cpu%u_switches", c);
-    r.u64(key, cs.switches);
-    format(key, sizeof key, "cpu%u_processes", c);
-    r.u64(key, cs.processes);
-    format(key, sizeof key, "cpu%u_idle_halts", c);
-    r.u64(key, cs.idle_halts);
-    format(key, sizeof key, "cpu%u_ipis", c);
-    r.u64(key, __atomic_load_n(&smp::cpu(c).ipis_taken, __ATOMIC_RELAXED));
-    format(key, sizeof key, "cpu%u_ticks", c);
-    r.u64(key, cs.ticks);
-    format(key, sizeof key, "cpu%u_kicks", c);
-    r.u64(key, cs.kicks_sent);
-    format(key, sizeof key, "cpu%u_signal_kicks", c);
-    r.u64(key, cs.signal_kicks);
+    auto per_cpu = [&](const char* what, uint64_t value) {
+      char key[32];
+      format(key, sizeof key, "cpu%u_%s", c, what);
+      r.u64(key, value);
+    };
+    per_cpu("switches", cs.switches);
+    per_cpu("processes", cs.processes);
+    per_cpu("idle_halts", cs.idle_halts);
+    per_cpu("ipis", __atomic_load_n(&smp::cpu(c).ipis_taken, __ATOMIC_RELAXED));
+    per_cpu("ticks", cs.ticks);
+    per_cpu("kicks", cs.kicks_sent);
+    per_cpu("signal_kicks", cs.signal_kicks);
   }
   r.u64("cpus", xcpu::cpus_online()).u64("cpus_ran_processes", ran).u64("switches", switches);
 }
