@@ -26,6 +26,7 @@ enum Syscall : uint64_t {
   SYS_pipe = 22,
   SYS_sched_yield = 24,
   SYS_dup2 = 33,
+  SYS_nanosleep = 35,  // (const Timespec* req, Timespec* rem)
   SYS_getpid = 39,
   SYS_clone = 56,  // (flags, newsp, parent_tid*, child_tid*, tls): Linux x86-64's argument order
   SYS_fork = 57,
@@ -39,6 +40,7 @@ enum Syscall : uint64_t {
   SYS_futex = 202,  // (uint32_t* uaddr, op, val, const Timespec* timeout, ...)
   SYS_set_tid_address = 218,
   SYS_clock_gettime = 228,
+  SYS_clock_nanosleep = 230,  // (clockid, flags, const Timespec* req, Timespec* rem)
   SYS_exit_group = 231,
   SYS_tgkill = 234,
   // pvk's own.
@@ -109,7 +111,9 @@ struct Timespec {
   int64_t tv_sec;
   int64_t tv_nsec;
 };
+inline constexpr int CLOCK_REALTIME = 0;
 inline constexpr int CLOCK_MONOTONIC = 1;
+inline constexpr int TIMER_ABSTIME = 1;  // clock_nanosleep: req is a time on the clock, not an interval
 
 // SYS_pvk_counters: the pvops counters plus what mm counts, so user-mode
 // benchmarks can report deltas next to their times.

@@ -116,6 +116,10 @@ inline int64_t wait4(int64_t pid, int* status, int options, void* rusage = nullp
 }
 inline int64_t kill(int64_t pid, int sig) { return syscall2(SYS_kill, u(pid), u(sig)); }
 inline int64_t clock_gettime(int clock, Timespec* ts) { return syscall2(SYS_clock_gettime, u(clock), u(ts)); }
+inline int64_t nanosleep(const Timespec* req, Timespec* rem) { return syscall2(SYS_nanosleep, u(req), u(rem)); }
+inline int64_t clock_nanosleep(int clock, int flags, const Timespec* req, Timespec* rem) {
+  return syscall4(SYS_clock_nanosleep, u(clock), u(flags), u(req), u(rem));
+}
 inline int64_t pvk_counters(PvkCounters* out) { return syscall1(SYS_pvk_counters, u(out)); }
 inline int64_t pvk_cpa(uint64_t pages, uint64_t* ns) { return syscall2(SYS_pvk_cpa, pages, u(ns)); }
 inline int64_t pvk_shutdown(int status) { return syscall1(SYS_pvk_shutdown, u(status)); }

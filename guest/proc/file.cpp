@@ -45,12 +45,25 @@ File* alloc_file(File::Kind kind, Pipe* pipe) {
 
 File* console_file() { return file_get(&g_console); }
 
+unsigned pipes_in_use() {
+  unsigned n = 0;
+  for (const Pipe& p : g_pipes) n += p.in_use;
+  return n;
+}
+
+unsigned files_in_use() {
+  unsigned n = 0;
+  for (const File& f : g_files) n += f.kind != File::Kind::Free;
+  return n;
+}
+
 File* file_get(File* f) {
   ++f->refs;
   return f;
 }
 
 void file_put(File* f) {
+  if (!f->refs || f->kind == File::Kind::Free) panic("file_put of a file with no reference (%p)", f);
   if (--f->refs) return;
   if (f == &g_console) {
     f->refs = 1;

@@ -1,5 +1,14 @@
 // Open files: the console and the two ends of pipes, shared between
 // processes by reference count (fork, dup2).
+//
+// Lifetimes. A File lives while anything holds a reference: each
+// descriptor-table slot that names it, and each system call that is using
+// it (FileRef, from the descriptor lookup until the call returns — Linux's
+// fdget/fdput). So a close or dup2 by another thread while a call sleeps
+// in the file only frees the descriptor number; the sleeping call goes on
+// against the file it looked up. A Pipe lives while any File names it
+// (its reader and writer counts are those Files), and so outlives every
+// sleeper in it, since each sleeper holds its File.
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
@@ -22,8 +31,33 @@ ErrorOr<void> make_pipe(File*& read_end, File*& write_end);
 File* file_get(File* f);  // one more reference
 void file_put(File* f);   // one fewer; closes the end at zero
 
+// One reference held for the length of a system call; released when the
+// holder goes out of scope. Empty (false) when the lookup failed.
+class FileRef {
+ public:
+  FileRef() = default;
+  explicit FileRef(File* f) : file_(f ? file_get(f) : nullptr) {}
+  FileRef(FileRef&& other) : file_(other.file_) { other.file_ = nullptr; }
+  FileRef(const FileRef&) = delete;
+  FileRef& operator=(const FileRef&) = delete;
+  FileRef& operator=(FileRef&&) = delete;
+  ~FileRef() {
+    if (file_) file_put(file_);
+  }
+  explicit operator bool() const { return file_ != nullptr; }
+  File* get() const { return file_; }
+
+ private:
+  File* file_ = nullptr;
+};
+
 // Blocking I/O on behalf of the current process. Buffers are user addresses.
+// The caller holds a reference to f for the whole call (FileRef).
 ErrorOr<uint64_t> file_read(File* f, uint64_t user_buf, uint64_t len);
 ErrorOr<uint64_t> file_write(File* f, uint64_t user_buf, uint64_t len);
+
+// For tests and the shutdown record: pipes and files in use now.
+unsigned pipes_in_use();
+unsigned files_in_use();
 
 }  // namespace pvk

@@ -50,22 +50,19 @@ ErrorOr<int> futex_wait(uint64_t uaddr, FutexScope scope, uint32_t expected, uin
   Process& self = *current();
   Waiter w{self.as, uaddr, scope, &self, false, g_waiters};
   g_waiters = &w;
-  // No timer wakes a sleeper, so a timed wait stays runnable and yields
-  // until woken or late (the scheduler idles on nothing else).
-  const uint64_t start = cpu::rdtsc();
-  const uint64_t limit_cycles = timeout_ns ? (timeout_ns / 1000) * g_platform->tsc_khz / 1000 + 1 : 0;
+  // A timed wait sleeps on a timer like any other sleep: off the CPU, the
+  // kernel lock released, until woken, signalled or past the deadline.
+  // ETIMEDOUT only once the TSC is past it, whatever woke us.
+  const uint64_t deadline =
+      timeout_ns ? deadline_after(cpu::rdtsc(), ns_to_tsc_cycles(timeout_ns, g_platform->tsc_khz)) : UINT64_MAX;
   for (;;) {
     if (w.woken) return 0;  // the waker unlinked us
     if (signal_interrupts(self)) break;
-    if (timeout_ns) {
-      if (cpu::rdtsc() - start >= limit_cycles) {
-        unlink(w);
-        return Errno::ETIMEDOUT;
-      }
-      schedule();
-    } else {
-      sleep_on(&w);
+    if (deadline != UINT64_MAX && cpu::rdtsc() >= deadline) {
+      unlink(w);
+      return Errno::ETIMEDOUT;
     }
+    sleep_until(&w, deadline);
   }
   unlink(w);
   return Errno::EINTR;

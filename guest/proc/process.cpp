@@ -241,16 +241,20 @@ void note_signal_kick() { mine().kicked = true; }
 void make_runnable(Process& p) {
   p.state = ProcState::Runnable;
   p.wait_on = nullptr;
+  p.wake_deadline = 0;  // whoever woke it, its timer is done
   work_appeared();
 }
 
 namespace {
 
-// Whether any process runs or can run (else every one is blocked for good:
-// nothing — no sleeps with a timeout, no I/O — would wake them).
+// Whether any process runs or can run, or will (a timed sleeper's timer
+// wakes it); else every one is blocked for good: nothing (no I/O) would
+// wake them.
 bool anything_to_run() {
   for (const Process& p : g_procs)
-    if (p.state == ProcState::Runnable || p.on_cpu != Process::kNoCpu) return true;
+    if (p.state == ProcState::Runnable || p.on_cpu != Process::kNoCpu ||
+        (p.state == ProcState::Blocked && p.wake_deadline))
+      return true;
   return false;
 }
 
@@ -260,6 +264,7 @@ bool anything_to_run() {
 void idle_loop(bool boot_cpu) {
   CpuSched& cs = mine();
   for (;;) {
+    expire_timed_sleeps();
     if (__atomic_load_n(&g_init_exited, __ATOMIC_ACQUIRE)) {
       if (boot_cpu) return;
     } else if (Process* next = pick_next()) {
@@ -276,7 +281,7 @@ void idle_loop(bool boot_cpu) {
     do {
       ++cs.idle_halts;
       g_platform->idle_halt();
-    } while (!__atomic_load_n(&g_work_hint, __ATOMIC_SEQ_CST) &&
+    } while (!__atomic_load_n(&g_work_hint, __ATOMIC_SEQ_CST) && !timed_sleep_due() &&
              !(boot_cpu && __atomic_load_n(&g_init_exited, __ATOMIC_SEQ_CST)));
     kernel_lock();
     cs.idle = false;
@@ -374,6 +379,7 @@ void schedule() {
 
 void on_timer_tick(bool from_user) {
   ++mine().ticks;
+  expire_timed_sleeps();
   if (from_user && running_here() && running_here()->state == ProcState::Runnable) schedule();
 }
 

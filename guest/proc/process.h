@@ -28,6 +28,10 @@ struct Process {
   AddressSpace* as = nullptr;
   uint64_t saved_rsp = 0;        // kernel stack pointer while switched out
   const void* wait_on = nullptr;  // what a blocked process sleeps on
+  // A timed sleep (sleep_until): the TSC value at which the timer wakes it
+  // (0: no timer); timed_out says the timer, not wake_all, woke it.
+  uint64_t wake_deadline = 0;
+  bool timed_out = false;
   // The CPU it runs on (kNoCpu: none). Set and cleared under the kernel
   // lock by the CPU switching to or away from it.
   static constexpr int16_t kNoCpu = -1;
@@ -71,6 +75,16 @@ Process* current();
 
 // Scheduler.
 void sleep_on(const void* channel);  // block until wake_all(channel); the caller re-checks
+// Timed sleeps (guest/proc/timed_sleep.cpp): block until wake_all(channel)
+// or the TSC reaches deadline, releasing the CPU (and the kernel lock) the
+// whole time; true if the timer woke it. The caller re-checks either way.
+bool sleep_until(const void* channel, uint64_t deadline_tsc);
+// Wakes every timed sleeper whose deadline has passed (kernel lock held):
+// every CPU's tick from user mode and every idle loop's wake-up call it.
+void expire_timed_sleeps();
+// Whether a timed sleeper's deadline may have passed (no lock: an idle
+// CPU's halt loop asks before it halts again).
+bool timed_sleep_due();
 void wake_all(const void* channel);
 // p can run (a new process or thread, or one woken): an idle CPU may take it.
 void make_runnable(Process& p);

@@ -8,9 +8,11 @@
 #include "guest/proc/file.h"
 #include "guest/proc/futex.h"
 #include "guest/proc/process.h"
+#include "guest/proc/sleep_calls.h"
 #include "guest/proc/thread.h"
 #include "guest/proc/user_copy.h"
 #include "base/frames/frame_allocator.h"
+#include "base/frames/physmap.h"
 #include "guest/proc/cpa_timing.h"
 
 namespace pvk {
@@ -38,28 +40,28 @@ int64_t result(const ErrorOr<VirtAddr>& r) {
 // The file table is the thread group's: its leader's.
 File** fd_table() { return current()->leader->fds; }
 
-ErrorOr<File*> fd_file(uint64_t fd) {
-  if (fd >= Process::kMaxFds || !fd_table()[fd]) return Errno::EBADF;
-  return fd_table()[fd];
-}
+// The file a descriptor names, held (a reference) until the call returns:
+// another thread's close or dup2 meanwhile frees only the number. Empty
+// for a bad descriptor (EBADF).
+FileRef fd_get(uint64_t fd) { return FileRef(fd < Process::kMaxFds ? fd_table()[fd] : nullptr); }
 
 int64_t sys_read(const Args& a) {
-  auto f = fd_file(a[0]);
-  if (f.is_error()) return result(f.error());
-  return result(file_read(f.value(), a[1], a[2]));
+  const FileRef f = fd_get(a[0]);
+  if (!f) return result(Errno::EBADF);
+  return result(file_read(f.get(), a[1], a[2]));
 }
 
 int64_t sys_write(const Args& a) {
-  auto f = fd_file(a[0]);
-  if (f.is_error()) return result(f.error());
-  return result(file_write(f.value(), a[1], a[2]));
+  const FileRef f = fd_get(a[0]);
+  if (!f) return result(Errno::EBADF);
+  return result(file_write(f.get(), a[1], a[2]));
 }
 
 int64_t sys_close(const Args& a) {
-  auto f = fd_file(a[0]);
-  if (f.is_error()) return result(f.error());
-  file_put(f.value());
-  fd_table()[a[0]] = nullptr;
+  if (a[0] >= Process::kMaxFds || !fd_table()[a[0]]) return result(Errno::EBADF);
+  File* f = fd_table()[a[0]];
+  fd_table()[a[0]] = nullptr;  // the number first: it is free from here on
+  file_put(f);                 // the table's reference; a call using f holds its own
   return 0;
 }
 
@@ -72,6 +74,9 @@ int64_t sys_pipe(const Args& a) {
   if (!user_range_ok(a[0], sizeof fds)) return result(Errno::EFAULT);
   File *r, *w;
   if (auto m = make_pipe(r, w); m.is_error()) return result(m.error());
+  // Nothing between the search above and the install below can sleep (a
+  // fault in copy_to_user is handled in place, under the kernel lock), so
+  // no other thread can take the two numbers meanwhile.
   if (auto c = copy_to_user(a[0], fds, sizeof fds); c.is_error()) {
     file_put(r), file_put(w);
     return result(c.error());
@@ -82,13 +87,15 @@ int64_t sys_pipe(const Args& a) {
 }
 
 int64_t sys_dup2(const Args& a) {
-  auto f = fd_file(a[0]);
-  if (f.is_error()) return result(f.error());
+  const FileRef f = fd_get(a[0]);
+  if (!f) return result(Errno::EBADF);
   if (a[1] >= Process::kMaxFds) return result(Errno::EBADF);
   if (a[0] == a[1]) return static_cast<int64_t>(a[1]);
-  Process& p = *current()->leader;
-  if (p.fds[a[1]]) file_put(p.fds[a[1]]);
-  p.fds[a[1]] = file_get(f.value());
+  // The new reference before the old one goes (they may be the same file).
+  File** table = fd_table();
+  File* old = table[a[1]];
+  table[a[1]] = file_get(f.get());
+  if (old) file_put(old);
   return static_cast<int64_t>(a[1]);
 }
 
@@ -152,21 +159,39 @@ ErrorOr<unsigned> strings_from_user(uint64_t user_array, char (*store)[128], uns
   return n;
 }
 
+// execve's copies of argv and envp: one frame of the caller's own, since
+// the call sleeps (waiting for the other threads to end) between copying
+// them in and laying them out: storage shared between callers would hand
+// this exec another process' arguments and environment.
+constexpr unsigned kMaxExecArgs = 16;
+struct ExecStrings {
+  char args[kMaxExecArgs][128];
+  char envs[kMaxExecArgs][128];
+};
+static_assert(sizeof(ExecStrings) <= kPageSize, "execve's strings fit one frame");
+
+ErrorOr<void> execve_with(ExecStrings& store, const char* path, uint64_t user_argv, uint64_t user_envp) {
+  const char* argv[kMaxExecArgs + 1];
+  const char* envp[kMaxExecArgs + 1];
+  TRY(strings_from_user(user_argv, store.args, kMaxExecArgs, argv));
+  TRY(strings_from_user(user_envp, store.envs, kMaxExecArgs, envp));
+  // An unknown program costs the other threads nothing; from here on,
+  // exec (if it works) replaces the whole process.
+  if (!program_exists(path)) return Errno::ENOENT;
+  TRY(become_single_threaded(*current()));
+  TRY(exec_program(*current(), path, argv, envp));
+  reset_thread_state_after_exec(*current());
+  return {};
+}
+
 int64_t sys_execve(TrapFrame&, const Args& a) {
   char path[64];
   if (auto r = string_from_user(path, a[0], sizeof path); r.is_error()) return result(r.error());
-  constexpr unsigned kMaxArgs = 16;
-  static char arg_store[kMaxArgs][128], env_store[kMaxArgs][128];
-  const char* argv[kMaxArgs + 1];
-  const char* envp[kMaxArgs + 1];
-  if (auto r = strings_from_user(a[1], arg_store, kMaxArgs, argv); r.is_error()) return result(r.error());
-  if (auto r = strings_from_user(a[2], env_store, kMaxArgs, envp); r.is_error()) return result(r.error());
-  // An unknown program costs the other threads nothing; from here on,
-  // exec (if it works) replaces the whole process.
-  if (!program_exists(path)) return result(Errno::ENOENT);
-  if (auto r = become_single_threaded(*current()); r.is_error()) return result(r.error());
-  if (auto r = exec_program(*current(), path, argv, envp); r.is_error()) return result(r.error());
-  reset_thread_state_after_exec(*current());
+  auto page = frames().try_alloc();
+  if (page.is_error()) return result(page.error());
+  const auto r = execve_with(*phys_to_virt<ExecStrings>(page.value()), path, a[1], a[2]);
+  frames().must_free(page.value());
+  if (r.is_error()) return result(r.error());
   return static_cast<int64_t>(current()->frame()->rax);  // the new image's rax (0)
 }
 
@@ -235,6 +260,8 @@ extern "C" void syscall_dispatch(TrapFrame* f) {
     case abi::SYS_pipe: ret = sys_pipe(a); break;
     case abi::SYS_sched_yield: schedule(), ret = 0; break;
     case abi::SYS_dup2: ret = sys_dup2(a); break;
+    case abi::SYS_nanosleep: ret = sys_nanosleep(a); break;
+    case abi::SYS_clock_nanosleep: ret = sys_clock_nanosleep(a); break;
     case abi::SYS_getpid: ret = current()->tgid; break;  // the process; gettid is the thread
     case abi::SYS_gettid: ret = current()->pid; break;
     case abi::SYS_getppid: ret = current()->ppid; break;

@@ -148,8 +148,15 @@ void take_over_leader(Process& self, Process& old) {
 
 ErrorOr<void> become_single_threaded(Process& self) {
   Process& group = *self.leader;
+  // Killed already (by exit_group, or by a sibling's exec that won): this
+  // exec loses, and the SIGKILL ends this thread on its way out.
+  if (self.pending & sig_bit(abi::SIGKILL)) return Errno::EINTR;
   if (group.live_threads > 1) {
     if (group.group_exiting) return Errno::EINTR;  // the whole group is dying anyway
+    // Another thread's exec is ending the others (it sent this one its
+    // SIGKILL, maybe not yet seen): that exec wins, as Linux's de_thread
+    // lets only one through. Its SIGKILL ends this thread alone.
+    if (group.exec_thread && group.exec_thread != &self) return Errno::EINTR;
     group.exec_thread = &self;
     for (unsigned i = 0; Process* t = process_at(i); ++i)
       if (t != &self && t->leader == &group && live(*t)) send_signal(*t, abi::SIGKILL);

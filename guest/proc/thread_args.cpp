@@ -40,4 +40,21 @@ ErrorOr<uint64_t> futex_timeout_ns(const abi::Timespec& ts) {
   return ns ? ns : 1;  // 0 means "no timeout" to futex_wait
 }
 
+uint64_t ns_to_tsc_cycles(uint64_t ns, uint64_t tsc_khz) {
+  constexpr uint64_t kNsPerSec = 1000000000;
+  uint64_t whole;
+  // tsc_khz * 1000 is the TSC's Hz; a second's worth per whole second.
+  if (__builtin_mul_overflow(ns / kNsPerSec, tsc_khz * 1000, &whole)) return UINT64_MAX;
+  // The rest is below a second: (ns % 1e9) * khz < 1e9 * 2^32 fits 64 bits for any khz below 2^32 (4 THz).
+  const uint64_t rest = (ns % kNsPerSec) * tsc_khz / 1000000;
+  uint64_t sum;
+  if (__builtin_add_overflow(whole, rest, &sum)) return UINT64_MAX;
+  return sum;
+}
+
+uint64_t deadline_after(uint64_t now, uint64_t cycles) {
+  uint64_t at;
+  return __builtin_add_overflow(now, cycles, &at) ? UINT64_MAX : at;
+}
+
 }  // namespace pvk

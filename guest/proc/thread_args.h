@@ -21,4 +21,12 @@ ErrorOr<CloneKind> check_clone_args(uint64_t flags, uint64_t newsp, uint64_t tls
 // overflow); EINVAL for a negative or unnormalised timespec.
 ErrorOr<uint64_t> futex_timeout_ns(const abi::Timespec& ts);
 
+// ns of time as TSC cycles at tsc_khz, without overflow: whole seconds and
+// the rest are converted apart (ns/1000 * khz/1000 would overflow 64 bits
+// past ~79 days at 2.7 GHz), and a product past 64 bits saturates at
+// UINT64_MAX, which a deadline treats as "never".
+uint64_t ns_to_tsc_cycles(uint64_t ns, uint64_t tsc_khz);
+// A deadline `cycles` after `now`, saturating instead of wrapping.
+uint64_t deadline_after(uint64_t now, uint64_t cycles);
+
 }  // namespace pvk

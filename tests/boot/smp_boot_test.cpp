@@ -187,7 +187,8 @@ TEST_P(SmpTlb, NoStaleTranslationOnTheOtherCpu) {
   const RunResult r = boot_smp(GetParam().platform,
                                GetParam().params +
                                    " sched_cpus=all init=proctest init_args=tlb_mprotect,tlb_cow_fork,tlb_munmap,"
-                                   "tlb_lazy,fault_race,sigkick_tgkill,sigkick_exit_group",
+                                   "tlb_lazy,fault_race,sigkick_tgkill,sigkick_exit_group,lifetime_pipe_close,"
+                                   "lifetime_pipe_dup2,lifetime_pipe_write,futex_timed_progress,exec_race",
                                2);
   ASSERT_TRUE(r.pass) << transcript(r);
   EXPECT_TRUE(ran_on_cpus(r, 2)) << transcript(r);
@@ -225,6 +226,17 @@ TEST_P(SmpTlb, NoStaleTranslationOnTheOtherCpu) {
   const json* race = test_record("fault_race");
   ASSERT_NE(race, nullptr) << transcript(r);
   EXPECT_TRUE(race->value("pass", false)) << race->dump();
+  // Lifetimes with the sibling thread on the other CPU: a close or dup2 of
+  // the descriptor a sleeper is in, a timed futex wait while the other CPU
+  // makes system calls (it froze every other CPU when it spun holding the
+  // kernel lock), two threads' execve at once.
+  for (const char* name :
+       {"lifetime_pipe_close", "lifetime_pipe_dup2", "lifetime_pipe_write", "futex_timed_progress", "exec_race"}) {
+    SCOPED_TRACE(name);
+    const json* test = test_record(name);
+    ASSERT_NE(test, nullptr) << transcript(r);
+    EXPECT_TRUE(test->value("pass", false)) << test->dump();
+  }
 }
 
 // Lazy TLB at --smp 2 natively: mprotect_threads with reader threads, then

@@ -89,5 +89,34 @@ TEST(FutexTimeout, RefusesBadTimespecs) {
   EXPECT_EQ(futex_timeout_ns(Timespec{0, 1000000000}).error(), Errno::EINVAL);
 }
 
+// The conversion that once overflowed: (ns/1000) * khz / 1000 wraps past
+// 2^64 / 2.7e6 us (~79 days at 2.7 GHz), so a long timeout expired at once.
+TEST(TscCycles, LongTimeoutsDoNotWrap) {
+  constexpr uint64_t kKhz = 2700000;  // 2.7 GHz
+  EXPECT_EQ(ns_to_tsc_cycles(1000000000, kKhz), 2700000000u);
+  EXPECT_EQ(ns_to_tsc_cycles(20000000, kKhz), 54000000u);
+  EXPECT_EQ(ns_to_tsc_cycles(1, kKhz), 2u);  // 2.7 cycles, rounded down
+  const uint64_t day_ns = 86400ull * 1000000000ull;
+  EXPECT_EQ(ns_to_tsc_cycles(100 * day_ns, kKhz), 100ull * 86400ull * 2700000000ull);
+  // The ~31-year cap of futex_timeout_ns still fits.
+  const uint64_t cap = timeout(INT64_MAX, 999999999);
+  const uint64_t c = ns_to_tsc_cycles(cap, kKhz);
+  EXPECT_GT(c, ns_to_tsc_cycles(100 * day_ns, kKhz));
+  EXPECT_EQ(c, 1000000000ull * 2700000000ull + 999999999ull * kKhz / 1000000);
+  // Monotone across the old overflow point.
+  uint64_t last = 0;
+  for (uint64_t d = 1; d < 20000; d *= 3) {
+    const uint64_t now = ns_to_tsc_cycles(d * day_ns, kKhz);
+    EXPECT_GT(now, last) << d << " days";
+    last = now;
+  }
+}
+
+TEST(TscCycles, SaturatesInsteadOfWrapping) {
+  EXPECT_EQ(ns_to_tsc_cycles(UINT64_MAX, 4000000000u), UINT64_MAX);
+  EXPECT_EQ(deadline_after(UINT64_MAX - 5, 10), UINT64_MAX);
+  EXPECT_EQ(deadline_after(100, 10), 110u);
+}
+
 }  // namespace
 }  // namespace pvk

@@ -148,5 +148,11 @@ void test_tlb_lazy();
 void test_sigkick_tgkill();
 void test_sigkick_exit_group();
 void test_fault_race();
+void test_lifetime_pipe_close();
+void test_lifetime_pipe_dup2();
+void test_lifetime_pipe_write();
+void test_futex_timed_progress();
+void test_futex_timeouts();
+void test_exec_race();
 
 }  // namespace proctest

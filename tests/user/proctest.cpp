@@ -52,6 +52,13 @@ const Test kTests[] = {
     {"tlb_munmap", test_tlb_munmap},
     {"tlb_lazy", test_tlb_lazy},
     {"fault_race", test_fault_race},
+    // Lifetimes across sleeps and timed sleeps (tests/user/test_lifetimes.cpp).
+    {"lifetime_pipe_close", test_lifetime_pipe_close},
+    {"lifetime_pipe_dup2", test_lifetime_pipe_dup2},
+    {"lifetime_pipe_write", test_lifetime_pipe_write},
+    {"futex_timed_progress", test_futex_timed_progress},
+    {"futex_timeouts", test_futex_timeouts},
+    {"exec_race", test_exec_race},
     // Timing in wall time, meaningful only with processes on two CPUs: run
     // when named (tests/boot/smp_boot_test.cpp's SmpTlb boots name them).
     {"sigkick_tgkill", test_sigkick_tgkill, true},
@@ -269,7 +276,11 @@ bool run_test(const Test& t) {
       r = wait4(pid, &status, 0);
       break;
     }
-    sched_yield();
+    // Asleep between looks (not yielding: a runner always runnable would
+    // hide a kernel that lets a waiting thread hold every other CPU up,
+    // since the waiter would always have the runner to switch to).
+    const Timespec poll{0, 1000000};
+    if (nanosleep(&poll, nullptr) != 0) sched_yield();
   }
   if (r == -EINVAL) r = wait4(pid, &status, 0);  // no WNOHANG: wait without a watchdog
   const uint64_t ms = (now_ns() - t0) / 1000000;

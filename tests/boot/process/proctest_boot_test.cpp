@@ -19,7 +19,7 @@ namespace {
 
 // proctest's sub-tests (tests/user/proctest.cpp, kTests, plus the runner's
 // own "leak"), each of which must report {"event":"test","name":...,"pass":true}.
-constexpr std::array<std::string_view, 33> kSubTests = {
+constexpr std::array<std::string_view, 39> kSubTests = {
     "fork_cow",           "fork_tree",          "fork_exec",          "mprotect_segv",
     "sigfpe",             "unhandled_signals",  "kill_handler",       "pipes",
     "zero_page",          "mmap_shared",        "munmap",             "efault",
@@ -31,6 +31,9 @@ constexpr std::array<std::string_view, 33> kSubTests = {
     "threads_fork",       "threads_exec",       "threads_hostile",    "threads_churn",
     // Stale translations on other CPUs (tests/user/test_tlb.cpp).
     "tlb_mprotect",       "tlb_cow_fork",       "tlb_munmap",
+    // Lifetimes across sleeps, timed sleeps, exec races (tests/user/test_lifetimes.cpp).
+    "lifetime_pipe_close", "lifetime_pipe_dup2", "lifetime_pipe_write", "futex_timed_progress",
+    "futex_timeouts",     "exec_race",
     "leak",
 };
 
