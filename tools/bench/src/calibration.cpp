@@ -1,0 +1,81 @@
+#include "pvk/bench/calibration.hpp"
+
+#include <fmt/format.h>
+
+namespace pvk::bench {
+namespace {
+
+constexpr const char* kBench = "calibrate";
+
+std::optional<uint64_t> event_param(const Row& row) {
+  for (const auto& [k, v] : row.params)
+    if (k == "event" && v.is_number_unsigned()) return v.get<uint64_t>();
+  return std::nullopt;
+}
+
+// "platform/probe" of a calibrate row, or "" if it is not one.
+std::string key_of(const Results& results, const Row& row) {
+  if (row.bench != kBench) return "";
+  const auto event = event_param(row);
+  const Config* c = results.find_config(row.config);
+  if (!event || *event >= calibration_events().size() || !c) return "";
+  const std::string platform = model_platform(*c);
+  if (platform.empty()) return "";
+  return platform + "/" + std::string(calibration_events()[*event]);
+}
+
+// Why the kernel could not time a probe (the record's errno).
+std::string not_timed_reason(const Row& row, const std::string& key) {
+  const double e = row.field("errno").value_or(0);
+  if (e == 95) {
+    if (key.ends_with("/ipi")) return "needs a second CPU online (pvk calibrate --smp 2); the boot had one";
+    if (key.starts_with("native/")) return "no such event natively (Xen only)";
+    return "the platform refused it (EOPNOTSUPP)";
+  }
+  if (e == 110) return "the IPI's target never answered (ETIMEDOUT)";
+  return fmt::format("the kernel refused the probe (errno {})", e);
+}
+
+}  // namespace
+
+const std::vector<std::string_view>& calibration_events() {
+  static const std::vector<std::string_view> names{"work",      "syscall", "exception", "invlpg",
+                                                   "cr3_reload", "clear",   "copy",      "ipi",
+                                                   "hypercall", "multicall", "mmu_update", "ptwr"};
+  return names;
+}
+
+std::string model_platform(const Config& config) {
+  if (config.platform == "native" || config.platform == "native-builtin") return "native";
+  if (config.platform == "xen") return "xen";
+  return "";
+}
+
+CalibrationInput calibration_input(const Results& virtual_run, const Results& timed) {
+  CalibrationInput in;
+  std::map<std::string, const Row*> virtual_rows;
+  for (const auto& row : virtual_run.rows)
+    if (const std::string key = key_of(virtual_run, row); !key.empty() && row.field("timed").value_or(0) == 1)
+      virtual_rows[key] = &row;
+  for (const auto& row : timed.rows) {
+    const std::string key = key_of(timed, row);
+    if (key.empty()) continue;
+    if (row.field("timed").value_or(0) != 1 || !row.pass) {
+      if (!in.timings.count(key)) in.missing[key] = row.pass ? not_timed_reason(row, key) : "its boot failed";
+      continue;
+    }
+    const auto v = virtual_rows.find(key);
+    const Row& counted = v != virtual_rows.end() ? *v->second : row;
+    EventTiming t;
+    t.ns = row.per_op;
+    t.whole = v == virtual_rows.end();
+    t.instructions = t.whole ? 0 : v->second->per_op;
+    const double ops = counted.ops > 0 ? counted.ops : 1;
+    for (const auto& [name, value] : counted.fields) t.counters[name] = value / ops;
+    in.timings[key] = std::move(t);
+    in.missing.erase(key);
+  }
+  return in;
+}
+
+}  // namespace pvk::bench
