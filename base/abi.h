@@ -70,7 +70,8 @@ enum PvkProbe : uint64_t {
   PROBE_ipi = 8,         // an IPI to another CPU and its acknowledgement, waited for
   PROBE_clear = 9,       // memset of a 4 KiB frame (rep stosb)
   PROBE_copy = 10,       // memcpy of a 4 KiB frame (rep movsb)
-  PROBE_kinds = 11,
+  PROBE_walk = 11,       // ordinary kernel code with a spread-out working set: page walks of the physmap, 2 MiB apart
+  PROBE_kinds = 12,
 };
 inline constexpr uint64_t kMaxProbeCount = 65536;
 // PROBE_exception's faults: a load from this address (no program maps the

@@ -41,6 +41,7 @@ constexpr Event kEvents[] = {
     {"multicall", PROBE_multicall},
     {"mmu_update", PROBE_mmu_update},
     {"ptwr", PROBE_ptwr},
+    {"walk", PROBE_walk},
 };
 constexpr uint64_t kNumEvents = sizeof kEvents / sizeof kEvents[0];
 

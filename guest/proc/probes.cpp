@@ -110,6 +110,19 @@ class ProbePage {
   bool mapped_ = false;
 };
 
+// Page walks of the physmap (the walk's lookup through pvops), one L1
+// table apart: kernel code whose loads spread over many pages, as fork's,
+// mprotect's and a fault's do, where the formatter stays on a few.
+void walks(uint64_t count) {
+  const uint64_t span = frames().max_pfn() / kEntriesPerTable;
+  uint64_t found = 0;
+  for (uint64_t i = 0; i < count; ++i) {
+    const Pfn pfn{(i % (span ? span : 1)) * kEntriesPerTable};
+    found += !PVOP(range.lookup)(kernel_root(), VirtAddr{reinterpret_cast<uint64_t>(phys_to_virt(pfn))}).is_error();
+  }
+  asm volatile("" : : "r"(found));
+}
+
 template <typename F>
 uint64_t timed(F&& f) {
   const uint64_t t0 = cpu::rdtsc();
@@ -138,6 +151,7 @@ ErrorOr<uint64_t> run_probe(uint64_t kind, uint64_t count) {
   uint64_t ns = 0;
   switch (kind) {
     case abi::PROBE_work: ns = timed([&] { work(count); }); break;
+    case abi::PROBE_walk: ns = timed([&] { walks(count); }); break;
     case abi::PROBE_exception: arm_faults(count); break;  // made and timed by the caller
     case abi::PROBE_ipi: ns = timed([&] { r = ipis(count); }); break;
     case abi::PROBE_hypercall: ns = timed([&] { r = xen_probe::null_hypercalls(count); }); break;

@@ -55,26 +55,26 @@ Results run_of(std::vector<std::pair<std::string, std::string>> records, bool vi
 }
 
 TEST(Calibration, InputPairsEachTimingWithItsVirtualTwin) {
-  const Results v = run_of({{"native mmu=native", calibrate_line(0, 704, "")},
+  const Results v = run_of({{"native mmu=native", calibrate_line(12, 58, "")},
                             {"native mmu=native", calibrate_line(1, 306, R"("syscall_entries":256)")},
                             {"native mmu=native", calibrate_line(8, 0, "", false)},
                             {"xen mmu=batched", calibrate_line(8, 500, R"("hypercalls":256)")}},
                            true);
-  const Results w = run_of({{"native mmu=native", calibrate_line(0, 1000, "")},
+  const Results w = run_of({{"native mmu=native", calibrate_line(12, 87, "")},
                             {"native mmu=native", calibrate_line(1, 900, R"("syscall_entries":256)")},
                             {"native mmu=native", calibrate_line(8, 0, "", false)},
                             {"xen mmu=batched", calibrate_line(8, 3000, R"("hypercalls":256)")}},
                            false);
   const CalibrationInput in = calibration_input(v, w);
-  ASSERT_TRUE(in.timings.count("native/work"));
-  EXPECT_DOUBLE_EQ(in.timings.at("native/work").ns, 1000);
-  EXPECT_DOUBLE_EQ(in.timings.at("native/work").instructions, 704);
+  ASSERT_TRUE(in.timings.count("native/walk"));
+  EXPECT_DOUBLE_EQ(in.timings.at("native/walk").ns, 87);
+  EXPECT_DOUBLE_EQ(in.timings.at("native/walk").instructions, 58);
   EXPECT_DOUBLE_EQ(in.timings.at("native/syscall").counters.at("syscall_entries"), 1);
   EXPECT_DOUBLE_EQ(in.timings.at("xen/hypercall").ns, 3000);
   EXPECT_NE(in.missing.at("native/hypercall").find("Xen only"), std::string::npos);
   const CostProfile p = derive_costs(in.timings, in.missing, "t", "test");
-  EXPECT_NEAR(p.instruction.ns, 1000.0 / 704, 1e-12);
-  EXPECT_NEAR(p.event("syscall")->ns, 900 - 1000.0 / 704 * (306 - 2), 1e-9);
+  EXPECT_NEAR(p.instruction.ns, 87.0 / 58, 1e-12);
+  EXPECT_NEAR(p.event("syscall")->ns, 900 - 87.0 / 58 * (306 - 2), 1e-9);
 }
 
 // A small virtual-time run: getppid natively (counters included) and on

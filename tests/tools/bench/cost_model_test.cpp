@@ -98,7 +98,7 @@ TEST(CostModel, DeriveGivesBackTheProfileThatMadeTheTimings) {
                     {"rep_copy", 3500}, {"hypercall", 1200}, {"multicall_entry", 40}, {"mmu_update_entry", 300},
                     {"ptwr_trap", 2000}, {"xen_syscall", 5000}, {"xen_exception", 6000}});
   std::map<std::string, EventTiming> t;
-  t["native/work"] = timed_by(truth, 700, {});
+  t["native/walk"] = timed_by(truth, 700, {});
   t["native/syscall"] = timed_by(truth, 306, {{"syscall_entries", 1}, {"user_returns", 1}});
   t["native/exception"] = timed_by(truth, 166, {{"exception_entries", 1}, {"user_returns", 1}});
   t["native/invlpg"] = timed_by(truth, 12, {{"tlb_flush_one", 1}});
@@ -136,7 +136,7 @@ TEST(CostModel, AVirtualTimeCalibrationGivesEachEventItsInstructions) {
     e.counters = c;
     return e;
   };
-  t["native/work"] = same(704, {});
+  t["native/walk"] = same(704, {});
   t["native/syscall"] = same(306, {{"syscall_entries", 1}});
   t["native/clear"] = same(4114, {{"rep_clear_bytes", 4096}});
   t["xen/syscall"] = same(2500, {{"syscall_entries", 1}, {"xen_syscall_bounces", 1}});
@@ -156,7 +156,7 @@ TEST(CostModel, DeriveClampsACostBelowItsInstructionsAndSaysSo) {
   EventTiming work;
   work.ns = 1000;
   work.instructions = 1000;
-  t["native/work"] = work;
+  t["native/walk"] = work;
   EventTiming fast;
   fast.ns = 10;  // less than its 100 instructions at 1 ns each
   fast.instructions = 100;
@@ -173,7 +173,7 @@ TEST(CostModel, DeriveNeedsTheFactorAndReportsWhatItCouldNotTime) {
   std::map<std::string, EventTiming> t;
   EventTiming work;
   work.ns = work.instructions = 100;
-  t["native/work"] = work;
+  t["native/walk"] = work;
   // A probe that moved none of its event's counters times nothing.
   EventTiming idle;
   idle.ns = idle.instructions = 50;

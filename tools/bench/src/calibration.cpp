@@ -3,6 +3,20 @@
 #include <fmt/format.h>
 
 namespace pvk::bench {
+
+const std::vector<std::string_view>& calibration_events() {
+  static const std::vector<std::string_view> names{"work",      "syscall", "exception", "invlpg",
+                                                   "cr3_reload", "clear",   "copy",      "ipi",
+                                                   "hypercall", "multicall", "mmu_update", "ptwr", "walk"};
+  return names;
+}
+
+std::string model_platform(const Config& config) {
+  if (config.platform == "native" || config.platform == "native-builtin") return "native";
+  if (config.platform == "xen") return "xen";
+  return "";
+}
+
 namespace {
 
 constexpr const char* kBench = "calibrate";
@@ -36,20 +50,14 @@ std::string not_timed_reason(const Row& row, const std::string& key) {
   return fmt::format("the kernel refused the probe (errno {})", e);
 }
 
+// Why a configuration's virtual-time boot gave no rows: its failure, if it failed.
+std::string virtual_boot_trouble(const Results& virtual_run, const std::string& config) {
+  for (const auto& b : virtual_run.boots)
+    if (b.config == config && !b.pass) return fmt::format("its -icount boot failed ({})", b.reason);
+  return "its -icount twin has no timed record of it";
+}
+
 }  // namespace
-
-const std::vector<std::string_view>& calibration_events() {
-  static const std::vector<std::string_view> names{"work",      "syscall", "exception", "invlpg",
-                                                   "cr3_reload", "clear",   "copy",      "ipi",
-                                                   "hypercall", "multicall", "mmu_update", "ptwr"};
-  return names;
-}
-
-std::string model_platform(const Config& config) {
-  if (config.platform == "native" || config.platform == "native-builtin") return "native";
-  if (config.platform == "xen") return "xen";
-  return "";
-}
 
 CalibrationInput calibration_input(const Results& virtual_run, const Results& timed) {
   CalibrationInput in;
@@ -57,6 +65,13 @@ CalibrationInput calibration_input(const Results& virtual_run, const Results& ti
   for (const auto& row : virtual_run.rows)
     if (const std::string key = key_of(virtual_run, row); !key.empty() && row.field("timed").value_or(0) == 1)
       virtual_rows[key] = &row;
+  // A boot that failed timed nothing: each of its probes says so.
+  for (const auto& b : timed.boots) {
+    const Config* c = timed.find_config(b.config);
+    if (b.pass || !c || model_platform(*c).empty()) continue;
+    for (auto probe : calibration_events())
+      in.missing[model_platform(*c) + "/" + std::string(probe)] = fmt::format("its boot failed ({})", b.reason);
+  }
   for (const auto& row : timed.rows) {
     const std::string key = key_of(timed, row);
     if (key.empty()) continue;
@@ -65,6 +80,15 @@ CalibrationInput calibration_input(const Results& virtual_run, const Results& ti
       continue;
     }
     const auto v = virtual_rows.find(key);
+    // Without instructions the code around an event cannot be taken out of
+    // its time; only an IPI's round trip (a wait, not work, on the sender;
+    // timed on several CPUs, which never run under -icount) is taken whole.
+    if (v == virtual_rows.end() && !key.ends_with("/ipi")) {
+      if (!in.timings.count(key))
+        in.missing[key] = "timed in wall time, but without the instructions around it: " +
+                          virtual_boot_trouble(virtual_run, row.config);
+      continue;
+    }
     const Row& counted = v != virtual_rows.end() ? *v->second : row;
     EventTiming t;
     t.ns = row.per_op;

@@ -4,6 +4,7 @@
 #include "pvk/bench/figures.hpp"
 #include "pvk/bench/linux_runner.hpp"
 #include "pvk/bench/matrix.hpp"
+#include "pvk/bench/model_check.hpp"
 #include "pvk/bench/output.hpp"
 #include "pvk/bench/projection.hpp"
 #include "pvk/bench/ratio.hpp"
@@ -21,6 +22,7 @@
 #include <csignal>
 #include <ctime>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 namespace pvk::bench {
@@ -120,6 +122,7 @@ struct Commands::State {
   // compare
   fs::path old_json, new_json, compare_out;
   bool repeat = false;  // --repeat: issue 14's check that significant ratios repeat within 5 %
+  std::string model;    // --model NAME: OLD (virtual time) projected with NAME against NEW (wall time)
 
   // figures
   fs::path figures_results, figures_readme;
@@ -378,6 +381,20 @@ struct Commands::State {
   int run_compare() {
     const Results old_results = load_results(old_json);
     const Results new_results = load_results(new_json);
+    if (!model.empty()) {
+      // "paired": each boot's rows with the profile its own calibrate rows
+      // give (bench --bench 'calibrate,...' in both modes), not fitted to them.
+      std::string paired_text;
+      std::optional<CostProfile> profile;
+      if (model != "paired") profile = load_profile(source_dir / "bench" / "profiles", model);
+      const ModelCheck check = profile ? model_check(old_results, new_results, *profile)
+                                       : paired_model_check(old_results, new_results, &paired_text);
+      const std::string text = model_check_text(check, profile ? &*profile : nullptr, paired_text, old_json.string(),
+                                                new_json.string());
+      fmt::print("{}", text);
+      if (!compare_out.empty()) std::ofstream(compare_out) << text;
+      return 0;
+    }
     if (repeat) {
       const RepeatCheck check = repeat_check(old_results, new_results);
       const std::string text = repeat_text(check, old_json.string(), new_json.string());
@@ -517,6 +534,10 @@ Commands::Commands(CLI::App& app, const fs::path& build_dir, const fs::path& sou
       ->required()
       ->check(CLI::ExistingPath);
   c->add_option("--out", s.compare_out, "also write the Markdown (with --repeat: the check) here");
+  c->add_option("--model", s.model,
+                "check the cost model instead: OLD's virtual-time rows projected with this profile "
+                "(bench/profiles/NAME.json; paired: the one the two runs' own calibrate rows give) against NEW's "
+                "wall-time figures, per row and median |error|");
   c->add_flag("--repeat", s.repeat,
               "issue 14's repeat check instead of the row table: every ratio of the summary that both runs print "
               "without ~ must agree within 5 % (|new/old - 1| <= 0.05); one line per disagreement, a count, the "
