@@ -120,6 +120,7 @@ void test_sigfpe();
 void test_unhandled_signals();
 void test_kill_handler();
 void test_pipes();
+void test_pipe_full_writers();
 void test_zero_page();
 void test_mmap_shared();
 void test_munmap();

@@ -26,6 +26,7 @@ const Test kTests[] = {
     {"unhandled_signals", test_unhandled_signals},
     {"kill_handler", test_kill_handler},
     {"pipes", test_pipes},
+    {"pipe_full_writers", test_pipe_full_writers},
     {"zero_page", test_zero_page},
     {"mmap_shared", test_mmap_shared},
     {"munmap", test_munmap},
