@@ -21,7 +21,9 @@
 // exit/execve, or dies of SIGKILL, SIGSEGV, or a signal it sent itself (or
 // SIGPIPE from a write, or the watchdog's SIGUSR2). A child stuck in a call
 // gets SIGUSR2 from the parent (the blocking call returns EINTR); one stuck
-// anyway is killed: fine in read/write/wait4, a kernel hang anywhere else.
+// anyway is killed: fine in read/write/wait4 and the sleeps (nanosleep,
+// clock_nanosleep: a mask that blocks SIGUSR2 can outlive a frame the
+// fuzzer forged), a kernel hang anywhere else.
 // Anything else — another signal, an unimplemented number not answering
 // ENOSYS, getpid/getppid lying, a read-only page written by the kernel — is
 // a failure. Records: one per child (sysfuzz_child), then
@@ -36,6 +38,7 @@
 #include "bench/libc/user.h"
 #include "base/lib/format.h"
 #include "flagged_syscall.h"
+#include "sysfuzz_common.h"
 
 namespace {
 
@@ -54,28 +57,8 @@ const RegressionSeed kRegressionSeeds[] = {
 };
 constexpr uint64_t kRegressIters = 1500, kRegressChildren = 3;
 
-// ---------------------------------------------------------------------------
-// Randomness.
-
-struct Rng {
-  uint64_t s;
-  uint64_t next() {
-    s ^= s << 13;
-    s ^= s >> 7;
-    s ^= s << 17;
-    return s;
-  }
-  uint64_t below(uint64_t n) { return n ? next() % n : 0; }
-  bool one_in(uint64_t n) { return below(n) == 0; }
-};
-
-uint64_t mix(uint64_t x) {  // splitmix64's finaliser: seeds from (seed, child)
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  x = x ^ (x >> 31);
-  return x ? x : 0x1234567;
-}
+using sysfuzz::mix;
+using sysfuzz::Rng;
 
 // ---------------------------------------------------------------------------
 // What children report to the parent (one MAP_SHARED slot each).
@@ -110,10 +93,11 @@ constexpr uint64_t kNr[] = {
     SYS_read, SYS_write, SYS_close, SYS_mmap, SYS_mprotect, SYS_munmap, SYS_brk, SYS_rt_sigaction,
     SYS_rt_sigreturn, SYS_pipe, SYS_sched_yield, SYS_dup2, SYS_getpid, SYS_fork, SYS_execve, SYS_exit,
     SYS_wait4, SYS_kill, SYS_getppid, SYS_clock_gettime, SYS_exit_group, SYS_pvk_counters,
+    SYS_nanosleep, SYS_clock_nanosleep,
 };
 // Relative weights (same order): the calls with pointers and lengths often.
 constexpr unsigned kWeight[] = {
-    12, 12, 4, 10, 8, 6, 3, 10, 2, 3, 1, 4, 1, 2, 3, 0, 3, 6, 1, 4, 0, 3,
+    12, 12, 4, 10, 8, 6, 3, 10, 2, 3, 1, 4, 1, 2, 3, 0, 3, 6, 1, 4, 0, 3, 2, 2,
 };
 static_assert(sizeof kNr / sizeof kNr[0] == sizeof kWeight / sizeof kWeight[0]);
 
@@ -129,7 +113,7 @@ bool implemented(uint64_t nr) {
     if (n == nr) return true;
   for (uint64_t n : kThreadCalls)
     if (n == nr) return true;
-  return nr == SYS_pvk_shutdown;
+  return nr == SYS_pvk_shutdown || nr == SYS_pvk_cpa;
 }
 
 constexpr int SIGUSR2 = 12;
@@ -303,7 +287,10 @@ uint64_t pid_arg() {
   return p;
 }
 
-bool is_blocking(uint64_t nr) { return nr == SYS_read || nr == SYS_write || nr == SYS_wait4; }
+// The calls that may sleep until the watchdog's SIGUSR2 (EINTR) ends them.
+bool is_blocking(uint64_t nr) {
+  return nr == SYS_read || nr == SYS_write || nr == SYS_wait4 || nr == SYS_nanosleep || nr == SYS_clock_nanosleep;
+}
 
 [[noreturn]] void child_bug(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 void child_bug(const char* fmt, ...) {
@@ -401,6 +388,24 @@ void one_call() {
         a[0] = nr == SYS_clock_gettime ? (g_rng.one_in(2) ? g_rng.below(8) : any()) : ptr();
         a[1] = ptr();
         break;
+      case SYS_nanosleep:
+      case SYS_clock_nanosleep: {
+        // Often nothing (the deadline is now), else up to 2 ms; now and then
+        // seconds or for ever (the watchdog's kick ends it) or unnormalised.
+        auto* ts = reinterpret_cast<volatile uint64_t*>(kArena + 14 * kPage + 16 * g_rng.below(200));
+        ts[0] = g_rng.one_in(8) ? (g_rng.one_in(2) ? g_rng.next() : 1 + g_rng.below(5)) : 0;
+        ts[1] = g_rng.one_in(8) ? g_rng.next() : g_rng.one_in(2) ? 0 : g_rng.below(2000001);
+        const uint64_t req = g_rng.one_in(5) ? ptr() : reinterpret_cast<uint64_t>(ts);
+        const uint64_t rem = g_rng.one_in(2) ? 0 : ptr();
+        if (nr == SYS_nanosleep) {
+          a[0] = req, a[1] = rem;
+        } else {
+          a[0] = g_rng.one_in(4) ? any() : g_rng.below(8);                   // clock
+          a[1] = g_rng.one_in(4) ? any() : g_rng.below(2) * TIMER_ABSTIME;  // flags
+          a[2] = req, a[3] = rem;
+        }
+        break;
+      }
       case SYS_execve: {
         auto* path = reinterpret_cast<volatile char*>(kArena + 15 * kPage);
         static const char* const kNames[] = {"hello", "nonexistent", "", "hello\x01"};
@@ -512,10 +517,7 @@ struct Config {
   bool regress = false;
 };
 
-uint64_t free_frames() {
-  PvkCounters c;
-  return read_counters(&c) == 0 ? c.free_frames : 0;
-}
+using sysfuzz::free_frames;
 
 struct Totals {
   uint64_t syscalls = 0, children = 0, crashed = 0, unexpected = 0, stalled = 0, faults = 0;
@@ -748,14 +750,7 @@ int main(int argc, char** argv) {
     }
   const uint64_t ns = now_ns() - t0;
   // Frames: every child is reaped; let the kernel finish tearing down.
-  uint64_t end = free_frames();
-  for (int i = 0; i < 50 && end != start; ++i) {
-    sched_yield();
-    int st;
-    while (wait4(-1, &st, WNOHANG) > 0) {
-    }
-    end = free_frames();
-  }
+  const uint64_t end = sysfuzz::settled_free_frames(start);
   const bool frames_ok = end == start;
   const bool pass = ok && frames_ok;
   pvk::Record("sysfuzz")
