@@ -3,6 +3,12 @@
 // ("bench=sysfuzz:seed=1:iters=100000").
 //
 //   sysfuzz [seed=N] [iters=N] [children=N] [parallel=N] [regress=0|1]
+//           [lifetimes=OPS [procs=N] [threads=N]]
+//
+// lifetimes=OPS adds the lifetime mode (sysfuzz_lifetimes.cpp: threads of
+// several processes racing close/dup2/pipe/read/write/futex/clone on shared
+// descriptors, every byte read checked for a leak) after the fuzzing;
+// iters=0 leaves the fuzzing out.
 //
 // `iters` system calls in total, split over `children` forked children
 // (`parallel` alive at once). Each child makes random system calls — every
@@ -39,6 +45,7 @@
 #include "base/lib/format.h"
 #include "flagged_syscall.h"
 #include "sysfuzz_common.h"
+#include "sysfuzz_lifetimes.h"
 
 namespace {
 
@@ -515,6 +522,7 @@ void map_or_die(uint64_t addr, uint64_t len, uint64_t prot) {
 struct Config {
   uint64_t seed = 1, iters = 20000, children = 8, parallel = 2;
   bool regress = false;
+  sysfuzz::LifetimeConfig lifetimes;  // ops 0: off
 };
 
 using sysfuzz::free_frames;
@@ -692,7 +700,9 @@ bool parse_args(int argc, char** argv, Config& cfg) {
     struct {
       const char* key;
       uint64_t* dst;
-    } keys[] = {{"seed=", &cfg.seed}, {"iters=", &cfg.iters}, {"children=", &cfg.children}, {"parallel=", &cfg.parallel}};
+    } keys[] = {{"seed=", &cfg.seed},           {"iters=", &cfg.iters},         {"children=", &cfg.children},
+                {"parallel=", &cfg.parallel},   {"lifetimes=", &cfg.lifetimes.ops}, {"procs=", &cfg.lifetimes.procs},
+                {"threads=", &cfg.lifetimes.threads}};
     for (auto& k : keys)
       if (strncmp(a, k.key, strlen(k.key)) == 0) dst = k.dst, v = a + strlen(k.key);
     uint64_t x;
@@ -701,7 +711,8 @@ bool parse_args(int argc, char** argv, Config& cfg) {
       continue;
     }
     if (!dst || !parse_u64(v, dst)) {
-      printf("sysfuzz: bad argument '%s' (seed=N iters=N children=N parallel=N regress=0|1)\n", a);
+      printf("sysfuzz: bad argument '%s' (seed=N iters=N children=N parallel=N regress=0|1 lifetimes=N procs=N "
+             "threads=N)\n", a);
       return false;
     }
   }
@@ -709,6 +720,14 @@ bool parse_args(int argc, char** argv, Config& cfg) {
     printf("sysfuzz: children must be 1..1024 and parallel 1..8\n");
     return false;
   }
+  const sysfuzz::LifetimeConfig& lt = cfg.lifetimes;
+  if (lt.ops > sysfuzz::kMaxLifetimeOps || lt.procs < 1 || lt.procs > sysfuzz::kMaxLifetimeProcs || lt.threads < 1 ||
+      lt.threads > sysfuzz::kMaxLifetimeThreads) {
+    printf("sysfuzz: lifetimes must be 0..%lu, procs 1..%lu, threads 1..%lu\n", sysfuzz::kMaxLifetimeOps,
+           sysfuzz::kMaxLifetimeProcs, sysfuzz::kMaxLifetimeThreads);
+    return false;
+  }
+  cfg.lifetimes.seed = cfg.seed;
   return true;
 }
 
@@ -723,7 +742,10 @@ __attribute__((noinline)) void pretouch_stack() {
 int main(int argc, char** argv) {
   Config cfg;
   if (!parse_args(argc, argv, cfg)) return 2;
-  const uint64_t slot_bytes = (kMaxParallel * sizeof(Slot) + kPage - 1) / kPage * kPage;  // one per running child
+  // One per running child (a lifetime child's, if larger, in the same memory).
+  const uint64_t slot_need = kMaxParallel * sizeof(Slot) > sysfuzz::kLifetimeSlotBytes ? kMaxParallel * sizeof(Slot)
+                                                                                       : sysfuzz::kLifetimeSlotBytes;
+  const uint64_t slot_bytes = (slot_need + kPage - 1) / kPage * kPage;
   auto* slots = static_cast<Slot*>(map_anon(slot_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS));
   if (!slots) {
     printf("sysfuzz: cannot map the child slots\n");
@@ -737,7 +759,7 @@ int main(int argc, char** argv) {
          cfg.regress ? " regress=1" : "");
   const uint64_t t0 = now_ns();
   Totals t;
-  bool ok = run(cfg, slots, t);
+  bool ok = cfg.iters ? run(cfg, slots, t) : true;
   unsigned regress_failed = 0;
   if (cfg.regress)
     for (const RegressionSeed& r : kRegressionSeeds) {
@@ -748,6 +770,8 @@ int main(int argc, char** argv) {
       printf("sysfuzz: regression seed %lu (%s)\n", r.seed, r.found);
       if (!run(rc, slots, t)) ++regress_failed, ok = false;
     }
+  const bool lifetimes_ok = !cfg.lifetimes.ops || sysfuzz::run_lifetimes(cfg.lifetimes, slots);
+  ok &= lifetimes_ok;
   const uint64_t ns = now_ns() - t0;
   // Frames: every child is reaped; let the kernel finish tearing down.
   const uint64_t end = sysfuzz::settled_free_frames(start);
@@ -764,6 +788,8 @@ int main(int argc, char** argv) {
       .u64("user_faults", t.faults)
       .u64("regression_seeds", cfg.regress ? sizeof kRegressionSeeds / sizeof kRegressionSeeds[0] : 0)
       .u64("regression_failed", regress_failed)
+      .u64("lifetimes", cfg.lifetimes.ops)
+      .boolean("lifetimes_pass", lifetimes_ok)
       .u64("ns", ns)
       .u64("syscalls_per_s", ns ? t.syscalls * 1000000000ull / ns : 0)
       .u64("free_frames_start", start)
