@@ -41,7 +41,7 @@ constexpr const char* kFuzzItem = "bench=sysfuzz:seed=1:iters=3000:children=6:re
 // threads each (up to 8 with the ones they start): ~9,000 operations
 // natively (1-2 s), fewer under Xen, where a boot costs more to begin with.
 constexpr const char* kLifetimesNative = "bench=sysfuzz:seed=1:iters=0:lifetimes=800:procs=3:threads=4";
-constexpr const char* kLifetimesXen = "bench=sysfuzz:seed=1:iters=0:lifetimes=300:procs=3:threads=4";
+constexpr const char* kLifetimesXen = "bench=sysfuzz:seed=1:iters=0:lifetimes=200:procs=3:threads=4";
 
 enum class Suite { hostile, sysfuzz, lifetimes };
 
