@@ -15,7 +15,9 @@
 // thread (up to twice `threads` in all, each with OPS operations) and
 // thread exit. Operations come from the seed (xorshift per thread, from the
 // seed, the process and the thread); their interleaving does not, so a run
-// replays its choices, not its races. Every byte written is a tag naming
+// replays its choices, not its races — except in virtual time (`pvk run
+// --icount shift=0,sleep=off`), where the same seed gives the same counts
+// again. Every byte written is a tag naming
 // its process and pipe; see sysfuzz_lifetimes_child.cpp for the tags and
 // the checks. Slots of the kernel's pipe and file tables freed by one
 // process are reused by the others: a call that kept a freed pipe reads
