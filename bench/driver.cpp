@@ -350,7 +350,7 @@ void run_bench(const BenchDef& b, Options& opts) {
 
 // ---------------------------------------------------------------------------
 // Programs as items: `hostile[:timeout=S:only=INDEX]` and
-// `sysfuzz[:seed=N:iters=N:children=N:parallel=N:regress=0|1]` fork and
+// `sysfuzz[:seed=N:iters=N:children=N:parallel=N:regress=0|1:lifetimes=N:procs=N:threads=N]` fork and
 // execve the embedded program of that name with one key=value argument per
 // option; the item passes iff the program exits 0 and every frame it used
 // came back. Their own records (one per attack / per fuzzed child, and a
@@ -358,11 +358,11 @@ void run_bench(const BenchDef& b, Options& opts) {
 
 struct ProgramItem {
   const char* name;
-  const char* keys[6];
+  const char* keys[9];
 };
 const ProgramItem kProgramItems[] = {
     {"hostile", {"timeout", "only"}},
-    {"sysfuzz", {"seed", "iters", "children", "parallel", "regress"}},
+    {"sysfuzz", {"seed", "iters", "children", "parallel", "regress", "lifetimes", "procs", "threads"}},
 };
 
 void run_program_item(const ProgramItem& p, const char* item, const char* opts) {

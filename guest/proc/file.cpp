@@ -152,7 +152,7 @@ ErrorOr<uint64_t> file_write(File* f, uint64_t user_buf, uint64_t len) {
     }
     case File::Kind::PipeWrite: {
       Pipe* p = f->pipe;
-      uint64_t done = 0;
+      uint64_t done = 0, woken_for = 0;  // the bytes readers were last woken for
       while (done < len) {
         if (!p->readers) {
           send_signal(*current(), abi::SIGPIPE);
@@ -160,7 +160,12 @@ ErrorOr<uint64_t> file_write(File* f, uint64_t user_buf, uint64_t len) {
         }
         if (p->count == Pipe::kSize) {
           if (signal_interrupts(*current())) return partial(done, Errno::EINTR);
-          wake_all(p);
+          // Readers and writers sleep on the same channel: wake them only
+          // for bytes this call put in. Woken for nothing, another writer
+          // of the full pipe would wake us back the same way, and the two
+          // would hand the CPU to each other in the kernel for ever (no
+          // tick from user mode, so no timer expires either).
+          if (done != woken_for) wake_all(p), woken_for = done;
           sleep_on(p);
           continue;
         }

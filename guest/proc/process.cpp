@@ -365,6 +365,10 @@ void wake_all(const void* channel) {
 }
 
 void schedule() {
+  // Timers expire here too, not only at ticks from user mode and in idle
+  // loops: processes that hand the CPU to each other inside the kernel
+  // would otherwise keep every timed sleeper asleep past its deadline.
+  expire_timed_sleeps();
   Process* prev = running_here();
   const bool stopping = __atomic_load_n(&g_init_exited, __ATOMIC_ACQUIRE);
   if (!stopping) {

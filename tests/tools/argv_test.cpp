@@ -64,7 +64,7 @@ TEST(XenArgv, MatchesTheContract) {
   const Argv argv = xen_argv(config());
   EXPECT_EQ(argv.front(), "qemu-system-x86_64");
   EXPECT_EQ(value_of(argv, "-accel"), "tcg");
-  EXPECT_EQ(value_of(argv, "-cpu"), "max,-smap");
+  EXPECT_EQ(value_of(argv, "-cpu"), "max,-smap,-x2apic");
   EXPECT_EQ(value_of(argv, "-m"), "1024");
   EXPECT_EQ(value_of(argv, "-smp"), "1");
   EXPECT_EQ(value_of(argv, "-serial"), "stdio");

@@ -113,7 +113,7 @@ TEST(LinuxArgv, XenDom0HasTheInitramfsAsSecondModule) {
   c.xen_image = "/c/xen";
   c.dom0_memory = "2000M";
   const Argv argv = linux_xen_argv(c, "/c/linux/bench.cpio");
-  EXPECT_EQ(value_of(argv, "-cpu"), "max,-smap");
+  EXPECT_EQ(value_of(argv, "-cpu"), "max,-smap,-x2apic");
   EXPECT_EQ(value_of(argv, "-kernel"), "/c/xen");
   EXPECT_NE(value_of(argv, "-append").find("dom0_mem=2000M,max:2000M"), std::string::npos);
   EXPECT_EQ(value_of(argv, "-initrd"),

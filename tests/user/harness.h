@@ -107,6 +107,12 @@ struct Test {
   const char* name;
   void (*fn)();
   bool hidden = false;  // only run when named (the harness's own checks; timing tests)
+  // The runner sleeps between its polls for the test process (instead of
+  // yielding): the test must be the only runnable work. Only where that is
+  // the point: with the runner asleep for every test, the ptshare tests'
+  // frame counts at two CPUs were off by one frame about one boot in three
+  // (one more frame free at the end than at the start; cause not found yet).
+  bool runner_sleeps = false;
 };
 extern const Test kTests[];
 extern const unsigned kTestCount;
@@ -120,6 +126,7 @@ void test_sigfpe();
 void test_unhandled_signals();
 void test_kill_handler();
 void test_pipes();
+void test_pipe_full_writers();
 void test_zero_page();
 void test_mmap_shared();
 void test_munmap();

@@ -26,6 +26,7 @@ const Test kTests[] = {
     {"unhandled_signals", test_unhandled_signals},
     {"kill_handler", test_kill_handler},
     {"pipes", test_pipes},
+    {"pipe_full_writers", test_pipe_full_writers},
     {"zero_page", test_zero_page},
     {"mmap_shared", test_mmap_shared},
     {"munmap", test_munmap},
@@ -56,7 +57,7 @@ const Test kTests[] = {
     {"lifetime_pipe_close", test_lifetime_pipe_close},
     {"lifetime_pipe_dup2", test_lifetime_pipe_dup2},
     {"lifetime_pipe_write", test_lifetime_pipe_write},
-    {"futex_timed_progress", test_futex_timed_progress},
+    {"futex_timed_progress", test_futex_timed_progress, false, true},
     {"futex_timeouts", test_futex_timeouts},
     {"exec_race", test_exec_race},
     // Timing in wall time, meaningful only with processes on two CPUs: run
@@ -276,11 +277,15 @@ bool run_test(const Test& t) {
       r = wait4(pid, &status, 0);
       break;
     }
-    // Asleep between looks (not yielding: a runner always runnable would
-    // hide a kernel that lets a waiting thread hold every other CPU up,
-    // since the waiter would always have the runner to switch to).
-    const Timespec poll{0, 1000000};
-    if (nanosleep(&poll, nullptr) != 0) sched_yield();
+    if (t.runner_sleeps) {
+      // Asleep between looks: a runner always runnable would hide a kernel
+      // that lets a waiting thread hold every other CPU up (the waiter
+      // would always have the runner to switch to).
+      const Timespec poll{0, 1000000};
+      if (nanosleep(&poll, nullptr) != 0) sched_yield();
+    } else {
+      sched_yield();
+    }
   }
   if (r == -EINVAL) r = wait4(pid, &status, 0);  // no WNOHANG: wait without a watchdog
   const uint64_t ms = (now_ns() - t0) / 1000000;

@@ -3,6 +3,12 @@
 // ("bench=sysfuzz:seed=1:iters=100000").
 //
 //   sysfuzz [seed=N] [iters=N] [children=N] [parallel=N] [regress=0|1]
+//           [lifetimes=OPS [procs=N] [threads=N]]
+//
+// lifetimes=OPS adds the lifetime mode (sysfuzz_lifetimes.cpp: threads of
+// several processes racing close/dup2/pipe/read/write/futex/clone on shared
+// descriptors, every byte read checked for a leak) after the fuzzing;
+// iters=0 leaves the fuzzing out.
 //
 // `iters` system calls in total, split over `children` forked children
 // (`parallel` alive at once). Each child makes random system calls — every
@@ -21,7 +27,9 @@
 // exit/execve, or dies of SIGKILL, SIGSEGV, or a signal it sent itself (or
 // SIGPIPE from a write, or the watchdog's SIGUSR2). A child stuck in a call
 // gets SIGUSR2 from the parent (the blocking call returns EINTR); one stuck
-// anyway is killed: fine in read/write/wait4, a kernel hang anywhere else.
+// anyway is killed: fine in read/write/wait4 and the sleeps (nanosleep,
+// clock_nanosleep: a mask that blocks SIGUSR2 can outlive a frame the
+// fuzzer forged), a kernel hang anywhere else.
 // Anything else — another signal, an unimplemented number not answering
 // ENOSYS, getpid/getppid lying, a read-only page written by the kernel — is
 // a failure. Records: one per child (sysfuzz_child), then
@@ -36,6 +44,8 @@
 #include "bench/libc/user.h"
 #include "base/lib/format.h"
 #include "flagged_syscall.h"
+#include "sysfuzz_common.h"
+#include "sysfuzz_lifetimes.h"
 
 namespace {
 
@@ -54,28 +64,8 @@ const RegressionSeed kRegressionSeeds[] = {
 };
 constexpr uint64_t kRegressIters = 1500, kRegressChildren = 3;
 
-// ---------------------------------------------------------------------------
-// Randomness.
-
-struct Rng {
-  uint64_t s;
-  uint64_t next() {
-    s ^= s << 13;
-    s ^= s >> 7;
-    s ^= s << 17;
-    return s;
-  }
-  uint64_t below(uint64_t n) { return n ? next() % n : 0; }
-  bool one_in(uint64_t n) { return below(n) == 0; }
-};
-
-uint64_t mix(uint64_t x) {  // splitmix64's finaliser: seeds from (seed, child)
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  x = x ^ (x >> 31);
-  return x ? x : 0x1234567;
-}
+using sysfuzz::mix;
+using sysfuzz::Rng;
 
 // ---------------------------------------------------------------------------
 // What children report to the parent (one MAP_SHARED slot each).
@@ -110,10 +100,11 @@ constexpr uint64_t kNr[] = {
     SYS_read, SYS_write, SYS_close, SYS_mmap, SYS_mprotect, SYS_munmap, SYS_brk, SYS_rt_sigaction,
     SYS_rt_sigreturn, SYS_pipe, SYS_sched_yield, SYS_dup2, SYS_getpid, SYS_fork, SYS_execve, SYS_exit,
     SYS_wait4, SYS_kill, SYS_getppid, SYS_clock_gettime, SYS_exit_group, SYS_pvk_counters,
+    SYS_nanosleep, SYS_clock_nanosleep,
 };
 // Relative weights (same order): the calls with pointers and lengths often.
 constexpr unsigned kWeight[] = {
-    12, 12, 4, 10, 8, 6, 3, 10, 2, 3, 1, 4, 1, 2, 3, 0, 3, 6, 1, 4, 0, 3,
+    12, 12, 4, 10, 8, 6, 3, 10, 2, 3, 1, 4, 1, 2, 3, 0, 3, 6, 1, 4, 0, 3, 2, 2,
 };
 static_assert(sizeof kNr / sizeof kNr[0] == sizeof kWeight / sizeof kWeight[0]);
 
@@ -129,8 +120,8 @@ bool implemented(uint64_t nr) {
     if (n == nr) return true;
   for (uint64_t n : kThreadCalls)
     if (n == nr) return true;
-  // SYS_pvk_probe answers EINVAL/EFAULT to random arguments, never ENOSYS.
-  return nr == SYS_pvk_shutdown || nr == SYS_pvk_probe;
+  // SYS_pvk_cpa and SYS_pvk_probe answer EINVAL/EFAULT to random arguments, never ENOSYS.
+  return nr == SYS_pvk_shutdown || nr == SYS_pvk_cpa || nr == SYS_pvk_probe;
 }
 
 constexpr int SIGUSR2 = 12;
@@ -304,7 +295,10 @@ uint64_t pid_arg() {
   return p;
 }
 
-bool is_blocking(uint64_t nr) { return nr == SYS_read || nr == SYS_write || nr == SYS_wait4; }
+// The calls that may sleep until the watchdog's SIGUSR2 (EINTR) ends them.
+bool is_blocking(uint64_t nr) {
+  return nr == SYS_read || nr == SYS_write || nr == SYS_wait4 || nr == SYS_nanosleep || nr == SYS_clock_nanosleep;
+}
 
 [[noreturn]] void child_bug(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 void child_bug(const char* fmt, ...) {
@@ -402,6 +396,24 @@ void one_call() {
         a[0] = nr == SYS_clock_gettime ? (g_rng.one_in(2) ? g_rng.below(8) : any()) : ptr();
         a[1] = ptr();
         break;
+      case SYS_nanosleep:
+      case SYS_clock_nanosleep: {
+        // Often nothing (the deadline is now), else up to 2 ms; now and then
+        // seconds or for ever (the watchdog's kick ends it) or unnormalised.
+        auto* ts = reinterpret_cast<volatile uint64_t*>(kArena + 14 * kPage + 16 * g_rng.below(200));
+        ts[0] = g_rng.one_in(8) ? (g_rng.one_in(2) ? g_rng.next() : 1 + g_rng.below(5)) : 0;
+        ts[1] = g_rng.one_in(8) ? g_rng.next() : g_rng.one_in(2) ? 0 : g_rng.below(2000001);
+        const uint64_t req = g_rng.one_in(5) ? ptr() : reinterpret_cast<uint64_t>(ts);
+        const uint64_t rem = g_rng.one_in(2) ? 0 : ptr();
+        if (nr == SYS_nanosleep) {
+          a[0] = req, a[1] = rem;
+        } else {
+          a[0] = g_rng.one_in(4) ? any() : g_rng.below(8);                   // clock
+          a[1] = g_rng.one_in(4) ? any() : g_rng.below(2) * TIMER_ABSTIME;  // flags
+          a[2] = req, a[3] = rem;
+        }
+        break;
+      }
       case SYS_execve: {
         auto* path = reinterpret_cast<volatile char*>(kArena + 15 * kPage);
         static const char* const kNames[] = {"hello", "nonexistent", "", "hello\x01"};
@@ -511,12 +523,10 @@ void map_or_die(uint64_t addr, uint64_t len, uint64_t prot) {
 struct Config {
   uint64_t seed = 1, iters = 20000, children = 8, parallel = 2;
   bool regress = false;
+  sysfuzz::LifetimeConfig lifetimes;  // ops 0: off
 };
 
-uint64_t free_frames() {
-  PvkCounters c;
-  return read_counters(&c) == 0 ? c.free_frames : 0;
-}
+using sysfuzz::free_frames;
 
 struct Totals {
   uint64_t syscalls = 0, children = 0, crashed = 0, unexpected = 0, stalled = 0, faults = 0;
@@ -691,7 +701,9 @@ bool parse_args(int argc, char** argv, Config& cfg) {
     struct {
       const char* key;
       uint64_t* dst;
-    } keys[] = {{"seed=", &cfg.seed}, {"iters=", &cfg.iters}, {"children=", &cfg.children}, {"parallel=", &cfg.parallel}};
+    } keys[] = {{"seed=", &cfg.seed},           {"iters=", &cfg.iters},         {"children=", &cfg.children},
+                {"parallel=", &cfg.parallel},   {"lifetimes=", &cfg.lifetimes.ops}, {"procs=", &cfg.lifetimes.procs},
+                {"threads=", &cfg.lifetimes.threads}};
     for (auto& k : keys)
       if (strncmp(a, k.key, strlen(k.key)) == 0) dst = k.dst, v = a + strlen(k.key);
     uint64_t x;
@@ -700,7 +712,8 @@ bool parse_args(int argc, char** argv, Config& cfg) {
       continue;
     }
     if (!dst || !parse_u64(v, dst)) {
-      printf("sysfuzz: bad argument '%s' (seed=N iters=N children=N parallel=N regress=0|1)\n", a);
+      printf("sysfuzz: bad argument '%s' (seed=N iters=N children=N parallel=N regress=0|1 lifetimes=N procs=N "
+             "threads=N)\n", a);
       return false;
     }
   }
@@ -708,6 +721,14 @@ bool parse_args(int argc, char** argv, Config& cfg) {
     printf("sysfuzz: children must be 1..1024 and parallel 1..8\n");
     return false;
   }
+  const sysfuzz::LifetimeConfig& lt = cfg.lifetimes;
+  if (lt.ops > sysfuzz::kMaxLifetimeOps || lt.procs < 1 || lt.procs > sysfuzz::kMaxLifetimeProcs || lt.threads < 1 ||
+      lt.threads > sysfuzz::kMaxLifetimeThreads) {
+    printf("sysfuzz: lifetimes must be 0..%lu, procs 1..%lu, threads 1..%lu\n", sysfuzz::kMaxLifetimeOps,
+           sysfuzz::kMaxLifetimeProcs, sysfuzz::kMaxLifetimeThreads);
+    return false;
+  }
+  cfg.lifetimes.seed = cfg.seed;
   return true;
 }
 
@@ -722,7 +743,10 @@ __attribute__((noinline)) void pretouch_stack() {
 int main(int argc, char** argv) {
   Config cfg;
   if (!parse_args(argc, argv, cfg)) return 2;
-  const uint64_t slot_bytes = (kMaxParallel * sizeof(Slot) + kPage - 1) / kPage * kPage;  // one per running child
+  // One per running child (a lifetime child's, if larger, in the same memory).
+  const uint64_t slot_need = kMaxParallel * sizeof(Slot) > sysfuzz::kLifetimeSlotBytes ? kMaxParallel * sizeof(Slot)
+                                                                                       : sysfuzz::kLifetimeSlotBytes;
+  const uint64_t slot_bytes = (slot_need + kPage - 1) / kPage * kPage;
   auto* slots = static_cast<Slot*>(map_anon(slot_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS));
   if (!slots) {
     printf("sysfuzz: cannot map the child slots\n");
@@ -736,7 +760,7 @@ int main(int argc, char** argv) {
          cfg.regress ? " regress=1" : "");
   const uint64_t t0 = now_ns();
   Totals t;
-  bool ok = run(cfg, slots, t);
+  bool ok = cfg.iters ? run(cfg, slots, t) : true;
   unsigned regress_failed = 0;
   if (cfg.regress)
     for (const RegressionSeed& r : kRegressionSeeds) {
@@ -747,16 +771,11 @@ int main(int argc, char** argv) {
       printf("sysfuzz: regression seed %lu (%s)\n", r.seed, r.found);
       if (!run(rc, slots, t)) ++regress_failed, ok = false;
     }
+  const bool lifetimes_ok = !cfg.lifetimes.ops || sysfuzz::run_lifetimes(cfg.lifetimes, slots);
+  ok &= lifetimes_ok;
   const uint64_t ns = now_ns() - t0;
   // Frames: every child is reaped; let the kernel finish tearing down.
-  uint64_t end = free_frames();
-  for (int i = 0; i < 50 && end != start; ++i) {
-    sched_yield();
-    int st;
-    while (wait4(-1, &st, WNOHANG) > 0) {
-    }
-    end = free_frames();
-  }
+  const uint64_t end = sysfuzz::settled_free_frames(start);
   const bool frames_ok = end == start;
   const bool pass = ok && frames_ok;
   pvk::Record("sysfuzz")
@@ -770,6 +789,8 @@ int main(int argc, char** argv) {
       .u64("user_faults", t.faults)
       .u64("regression_seeds", cfg.regress ? sizeof kRegressionSeeds / sizeof kRegressionSeeds[0] : 0)
       .u64("regression_failed", regress_failed)
+      .u64("lifetimes", cfg.lifetimes.ops)
+      .boolean("lifetimes_pass", lifetimes_ok)
       .u64("ns", ns)
       .u64("syscalls_per_s", ns ? t.syscalls * 1000000000ull / ns : 0)
       .u64("free_frames_start", start)

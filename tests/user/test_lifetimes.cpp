@@ -365,6 +365,7 @@ namespace {
 
 int g_race_pipe[2];
 volatile uint32_t g_go;
+bool g_thread_starts;  // which of the two lets both go (and so is a step behind)
 
 void exec_cowchild(int code) {
   while (!g_go) {
@@ -378,6 +379,7 @@ void exec_cowchild(int code) {
 }
 
 void second_execer(void*) {
+  if (g_thread_starts) g_go = 1;
   exec_cowchild(72);
   exit_group(3);  // execve failed without ending this thread
 }
@@ -397,8 +399,9 @@ void test_exec_race() {
       close(g_race_pipe[0]);
       sigaction(SIGPIPE, SIG_IGN);  // cowchild checks an ignored signal stays ignored
       Thread t;
+      g_thread_starts = i % 2;  // each side a step ahead in half of the tries
       if (thread_create(&t, second_execer, nullptr) <= 0) exit_group(98);
-      g_go = 1;
+      if (!g_thread_starts) g_go = 1;
       exec_cowchild(71);
       exit_group(4);
     }

@@ -1,4 +1,5 @@
-// pipes: bulk transfer both ways, EOF, EPIPE/SIGPIPE, dup2 onto stdout.
+// pipes: bulk transfer both ways, EOF, EPIPE/SIGPIPE, dup2 onto stdout;
+// pipe_full_writers: two writers blocked on one full pipe.
 #include "harness.h"
 
 namespace proctest {
@@ -167,6 +168,52 @@ void test_pipes() {
   CHECK_EQ(n, sizeof kMsg - 1);
   CHECK(n == sizeof kMsg - 1 && memcmp(buf, kMsg, sizeof kMsg - 1) == 0);
   CHECK_HELPER_OK(pid);
+  CHECK_EQ(close(p[0]), 0);
+}
+
+// Two processes write into one pipe, both blocking once it is full, while
+// the only reader sleeps on a timer before it drains the pipe. Each
+// writer, woken with the pipe still full, must sleep again without waking
+// the other: one that woke the pipe's sleepers for bytes it had not
+// written woke the other writer, which did the same, and the two passed
+// the CPU back and forth in the kernel for ever; with no tick from user
+// mode no timer expired, so the reader's sleep never ended. Every byte
+// arrives, each writer's exactly once.
+void test_pipe_full_writers() {
+  constexpr size_t kEach = 72 * 1024;  // more than a pipe holds, on pvk (4 KiB) and on Linux (64 KiB)
+  int p[2];
+  CHECK_EQ(pipe(p), 0);
+  int64_t writer[2];
+  for (int i = 0; i < 2; ++i) {
+    writer[i] = fork_helper();
+    if (writer[i] == 0) {
+      close(p[0]);
+      memset(g_buf, 'a' + i, kEach);
+      CHECK_EQ(write_all(p[1], g_buf, kEach), kEach);
+      helper_exit();
+    }
+    CHECK(writer[i] > 0);
+  }
+  CHECK_EQ(close(p[1]), 0);
+  const Timespec ms20{0, 20 * 1000 * 1000};  // both writers are blocked by now
+  CHECK_EQ(nanosleep(&ms20, nullptr), 0);
+  uint64_t got[2] = {}, other = 0;
+  for (;;) {
+    const int64_t n = read(p[0], g_buf, sizeof g_buf);
+    CHECK(n >= 0);
+    if (n <= 0) break;
+    for (int64_t j = 0; j < n; ++j) {
+      if (g_buf[j] == 'a' || g_buf[j] == 'b')
+        ++got[g_buf[j] - 'a'];
+      else
+        ++other;
+    }
+  }
+  CHECK_EQ(got[0], kEach);
+  CHECK_EQ(got[1], kEach);
+  CHECK_EQ(other, 0);
+  for (int64_t w : writer)
+    if (w > 0) CHECK_HELPER_OK(w);
   CHECK_EQ(close(p[0]), 0);
 }
 

@@ -70,6 +70,7 @@ struct RunArgs {
   std::string via = "qemu";
   std::string libvirt_uri;
   unsigned smp = 1;
+  std::string icount;  // empty: wall time; else QEMU's -icount argument
 };
 
 int do_run(const Paths& paths, const RunArgs& args) {
@@ -91,6 +92,9 @@ int do_run(const Paths& paths, const RunArgs& args) {
   options.via = args.via == "libvirt" ? pvk::Via::libvirt : pvk::Via::direct;
   options.libvirt_uri = args.libvirt_uri;
   options.smp = args.smp;
+  options.icount = args.icount;
+  if (!args.icount.empty() && options.platform != pvk::Platform::native && options.platform != pvk::Platform::xen)
+    throw std::runtime_error("--icount is for the native and xen platforms (QEMU started by pvk)");
   if (args.smp > 1 && options.via == pvk::Via::libvirt)
     throw std::runtime_error("--smp is not wired into the libvirt templates yet (use --via qemu)");
   options.cancel = &cancelled;
@@ -202,6 +206,12 @@ int main(int argc, char** argv) {
                   "vcpus=N (xen-domu: also the nested machine's -smp)")
       ->check(CLI::Range(1u, 16u))  // pvk starts at most smp::kMaxCpus (guest/smp/percpu.h)
       ->capture_default_str();
+  run->add_option("--icount", run_args.icount,
+                  "virtual time: QEMU -icount SPEC (e.g. shift=0,sleep=off, what `pvk bench` uses): the guest's clock "
+                  "counts instructions, and with --smp the vCPUs run round-robin on one host thread, so a rerun "
+                  "repeats the run exactly")
+      ->expected(0, 1)
+      ->default_str("shift=0,sleep=off");
   run->add_flag("--gdb", run_args.gdb, "start paused with a gdb stub on :1234");
   run->add_option("--kernel", run_args.kernel, "kernel image (default <build>/guest/pvk.elf)");
   run->add_option("--xen", run_args.xen_gz, "gzipped Xen image")->capture_default_str();

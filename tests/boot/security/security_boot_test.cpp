@@ -7,6 +7,12 @@
 // that a user program's fake "done" record never reached the console as a
 // kernel record. The fuzzer must end with every child accounted for
 // ("unexpected":0), the free frames back at baseline, and the item passed.
+// The fuzzer's lifetime mode (tests/user/sysfuzz_lifetimes*.cpp: threads
+// of several processes racing close/dup2/pipe/read/write/futex/clone on
+// shared descriptors) boots natively and under every Xen backend at one
+// vCPU, and at two natively and under Xen batched with sched_cpus=all:
+// every byte read must be its own process's and pipe's, every thread
+// joined, every frame back.
 #include "../boot_support.hpp"
 
 #include <array>
@@ -31,7 +37,13 @@ constexpr std::array<std::string_view, 24> kAttacks = {
 // The fuzzer's short budget for tools/pvk test: a few thousand calls.
 constexpr const char* kFuzzItem = "bench=sysfuzz:seed=1:iters=3000:children=6:regress=1";
 
-enum class Suite { hostile, sysfuzz };
+// The lifetime mode's budgets: operations per thread of 3 processes with 4
+// threads each (up to 8 with the ones they start): ~9,000 operations
+// natively (1-2 s), fewer under Xen, where a boot costs more to begin with.
+constexpr const char* kLifetimesNative = "bench=sysfuzz:seed=1:iters=0:lifetimes=800:procs=3:threads=4";
+constexpr const char* kLifetimesXen = "bench=sysfuzz:seed=1:iters=0:lifetimes=200:procs=3:threads=4";
+
+enum class Suite { hostile, sysfuzz, lifetimes };
 
 struct SecCase {
   Platform platform;
@@ -39,7 +51,11 @@ struct SecCase {
   Suite suite;
 
   std::string params() const {
-    return "mmu=" + mmu + " " + (suite == Suite::hostile ? std::string("init=hostile") : std::string(kFuzzItem));
+    const char* what = suite == Suite::hostile ? "init=hostile"
+                       : suite == Suite::sysfuzz ? kFuzzItem
+                       : platform == Platform::native ? kLifetimesNative
+                                                      : kLifetimesXen;
+    return "mmu=" + mmu + " " + what;
   }
 };
 
@@ -47,7 +63,7 @@ void PrintTo(const SecCase& c, std::ostream* out) { *out << platform_name(c.plat
 
 std::vector<SecCase> cases(Platform platform, std::initializer_list<const char*> backends) {
   std::vector<SecCase> out;
-  for (Suite s : {Suite::hostile, Suite::sysfuzz})
+  for (Suite s : {Suite::hostile, Suite::sysfuzz, Suite::lifetimes})
     for (const char* mmu : backends) out.push_back({platform, mmu, s});
   return out;
 }
@@ -125,6 +141,37 @@ std::vector<SecCase> cases(Platform platform, std::initializer_list<const char*>
   return ::testing::AssertionSuccess();
 }
 
+// The lifetime mode's summary: no byte of another process or of a pipe its
+// reader could not hold, no torn tag, tags actually checked, every kind of
+// operation made, every thread joined, every child as expected, the frames
+// back; and the program and its bench item passed.
+::testing::AssertionResult lifetimes_clean(const RunResult& r) {
+  const auto at = find_record(r, "sysfuzz_lifetimes");
+  if (!at) return ::testing::AssertionFailure() << "no {\"event\":\"sysfuzz_lifetimes\",...} record";
+  const json& s = r.records[*at];
+  for (const char* zero : {"foreign_bytes", "stray_bytes", "torn_reads", "unexpected"})
+    if (s.value(zero, 1) != 0) return ::testing::AssertionFailure() << zero << " is not 0: " << s.dump();
+  if (s.value("pass", false) != true) return ::testing::AssertionFailure() << "sysfuzz_lifetimes: " << s.dump();
+  for (const char* some : {"pipe", "close", "dup2", "read", "write", "futex_wait", "futex_wake", "sleep", "spawn",
+                           "thread_exit", "tagged_bytes", "threads_started"})
+    if (s.value(some, 0u) == 0) return ::testing::AssertionFailure() << "no " << some << ": " << s.dump();
+  if (s.value("threads_joined", 0u) != s.value("threads_started", 1u))
+    return ::testing::AssertionFailure() << "threads not joined: " << s.dump();
+  if (s.value("free_frames_start", 0u) != s.value("free_frames_end", 1u))
+    return ::testing::AssertionFailure() << "frames leaked: " << s.dump();
+  for (const json& rec : r.records)
+    if (rec.value("event", "") == "sysfuzz_lifetimes_child" && rec.value("expected", false) != true)
+      return ::testing::AssertionFailure() << "child ended unexpectedly: " << rec.dump();
+  const auto fuzz = find_record(r, "sysfuzz");
+  if (!fuzz || r.records[*fuzz].value("pass", false) != true || r.records[*fuzz].value("lifetimes_pass", false) != true)
+    return ::testing::AssertionFailure() << "no passing sysfuzz record";
+  bool passed = false;
+  for (const json& rec : r.records)
+    if (rec.value("bench", "") == "sysfuzz") passed = rec.value("pass", false);
+  if (!passed) return ::testing::AssertionFailure() << "no passing {\"bench\":\"sysfuzz\",...} record";
+  return ::testing::AssertionSuccess();
+}
+
 class Security : public ::testing::TestWithParam<SecCase> {};
 
 TEST_P(Security, Survives) {
@@ -136,6 +183,9 @@ TEST_P(Security, Survives) {
     EXPECT_TRUE(every_attack_passed(r)) << transcript(r);
     EXPECT_TRUE(init_exited_cleanly(r, "hostile")) << transcript(r);
     EXPECT_TRUE(no_fake_done_line(r)) << transcript(r);
+  } else if (c.suite == Suite::lifetimes) {
+    EXPECT_TRUE(lifetimes_clean(r)) << transcript(r);
+    EXPECT_TRUE(init_exited_cleanly(r, "bench")) << transcript(r);
   } else {
     EXPECT_TRUE(fuzzer_clean(r)) << transcript(r);
     EXPECT_TRUE(init_exited_cleanly(r, "bench")) << transcript(r);
@@ -146,7 +196,41 @@ TEST_P(Security, Survives) {
 }
 
 std::string case_name(const ::testing::TestParamInfo<SecCase>& p) {
-  return std::string(p.param.suite == Suite::hostile ? "hostile_" : "sysfuzz_") + p.param.mmu;
+  const char* suite = p.param.suite == Suite::hostile   ? "hostile_"
+                      : p.param.suite == Suite::sysfuzz ? "sysfuzz_"
+                                                        : "lifetimes_";
+  return suite + p.param.mmu;
+}
+
+// The lifetime mode at two CPUs (sched_cpus=all: under Xen too), so the
+// racing threads and processes run on both at once: the close or dup2 on
+// one CPU while the call it races sleeps or runs on the other. The sched
+// record must show processes on both.
+RunResult boot_two_cpus(Platform platform, const std::string& params) {
+  RunOptions options;
+  options.platform = platform;
+  options.kernel = PVK_KERNEL_PATH;
+  options.params = params;
+  options.xen_cache_dir = PVK_XEN_CACHE_DIR;
+  options.smp = 2;
+  RunResult r = run_kernel(options);
+  EXPECT_TRUE(no_frame_leak(r)) << transcript(r);
+  return r;
+}
+
+class SecuritySmp : public ::testing::TestWithParam<SecCase> {};
+
+TEST_P(SecuritySmp, LifetimesOnTwoCpus) {
+  const SecCase& c = GetParam();
+  const RunResult r = boot_two_cpus(c.platform, c.params() + " sched_cpus=all");
+  RecordProperty("boot_ms", static_cast<int>(r.elapsed.count()));
+  EXPECT_TRUE(booted_with(r, "mmu", c.mmu)) << transcript(r);
+  EXPECT_TRUE(lifetimes_clean(r)) << transcript(r);
+  EXPECT_TRUE(init_exited_cleanly(r, "bench")) << transcript(r);
+  const auto sched = find_record(r, "sched");
+  ASSERT_TRUE(sched) << transcript(r);
+  EXPECT_EQ(r.records[*sched].value("cpus_ran_processes", 0u), 2u) << r.records[*sched].dump();
+  ASSERT_TRUE(r.pass) << transcript(r);
 }
 
 // Discovered by tests/boot/security/CMakeLists.txt (labels boot;security;<platform>).
@@ -154,6 +238,13 @@ INSTANTIATE_TEST_SUITE_P(SecurityNative, Security, ::testing::ValuesIn(cases(Pla
 INSTANTIATE_TEST_SUITE_P(SecurityXen, Security,
                          ::testing::ValuesIn(cases(Platform::xen, {"batched", "direct", "wrpt", "unhook", "auto"})),
                          case_name);
+// Discovered apart (two of ctest's processor slots each: two vCPUs are two host threads).
+INSTANTIATE_TEST_SUITE_P(SecuritySmpNative, SecuritySmp,
+                         ::testing::Values(SecCase{Platform::native, "native", Suite::lifetimes}),
+                         [](const ::testing::TestParamInfo<SecCase>& p) { return p.param.mmu; });
+INSTANTIATE_TEST_SUITE_P(SecuritySmpXen, SecuritySmp,
+                         ::testing::Values(SecCase{Platform::xen, "batched", Suite::lifetimes}),
+                         [](const ::testing::TestParamInfo<SecCase>& p) { return p.param.mmu; });
 
 }  // namespace
 }  // namespace pvk::boot_test

@@ -456,9 +456,13 @@ TEST(Matrix, SmpDefaultListHasKernbenchLoadsAndTheThreadBenchmarks) {
   EXPECT_EQ(two_cpu_ids, one_cpu_ids);
   for (const auto& b : plan.boots) {
     EXPECT_EQ(b.machine.cpus, 2u) << plan.describe_boot(b);
-    EXPECT_TRUE(b.exclusive) << plan.describe_boot(b);
+    EXPECT_FALSE(b.exclusive) << "virtual time: one host thread runs every vCPU; " << plan.describe_boot(b);
     EXPECT_EQ(b.cmdline.find("smp="), std::string::npos) << b.cmdline;
   }
+  // In wall time (MTTCG) a machine with several CPUs boots alone.
+  MatrixOptions two_wall = two;
+  two_wall.wall_time = true;
+  for (const auto& b : build_plan(two_wall).boots) EXPECT_TRUE(b.exclusive) << build_plan(two_wall).describe_boot(b);
   for (const char* id : {"native mmu=native smp=2", "xen mmu=batched smp=2", "xen mmu=wrpt smp=2", "linux-native smp=2"}) {
     EXPECT_EQ(boots_with(plan, id, "smp:threads=0+1:reps=3"), 1) << id;
     EXPECT_EQ(boots_with(plan, id, "procs=1+2+4"), 1) << id;
@@ -480,15 +484,16 @@ TEST(Matrix, SmpDefaultListHasKernbenchLoadsAndTheThreadBenchmarks) {
 
 // Issue 15: without --smp the default matrix boots, besides its one-CPU
 // configurations, each platform's smp_switches on two CPUs (--full: and
-// four) with kernbench at that machine's loads and the smp suite, each boot
-// alone and --smp's boots per configuration; not with --bench, --smoke or
+// four) with kernbench at that machine's loads and the smp suite (in wall
+// time each boot alone); not with --bench, --smoke or
 // --set, and not for a backend --mmu leaves out.
 TEST(Matrix, DefaultAddsTwoCpuMachinesNativelyAndUnderBatchedWithEachShootdown) {
   EXPECT_EQ(join_items(smp_matrix_items(2)), "kernbench:procs=1+2+4:jobs=8,smp:threads=0+1:reps=3");
   EXPECT_EQ(join_items(smp_matrix_items(4)), "kernbench:procs=2+4+8:jobs=8,smp:threads=0+1+3:reps=3");
   MatrixOptions o;
   o.platforms = {"native", "native-builtin", "xen", "linux-native", "linux-xen"};
-  o.smp_reps = 3;
+  o.reps = 3;  // a wall-time run: three boots a configuration, the SMP ones alone
+  o.wall_time = true;
   const Plan plan = build_plan(o);
   std::map<std::string, int> several;  // configuration -> boots
   for (const auto& b : plan.boots) {

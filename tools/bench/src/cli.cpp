@@ -194,23 +194,20 @@ struct Commands::State {
     m.with_variations = !no_variations;
     m.reps = effective_reps();
     m.smp = smp;
-    // A machine with several CPUs times in wall time (runner.hpp), which
-    // needs more than one boot a side for an interval.
-    m.smp_reps = reps_option->count() > 0 || smoke ? effective_reps() : 3;
+    m.wall_time = !virtual_time();
     if (timeout_s > 0) m.timeout = std::chrono::seconds{timeout_s};
     return m;
   }
 
-  // How the plan's boots are timed: virtual time for one-CPU machines
-  // (unless --wall), wall time, each boot alone, for the others.
+  // How the plan's boots are timed: virtual time (machines with several
+  // CPUs too: round-robin vCPUs), or wall time, where a machine with several
+  // CPUs boots alone.
   std::string timing_text(const Plan& plan) const {
+    if (virtual_time()) return "virtual time (-icount " + icount_spec + ")";
     const size_t several = static_cast<size_t>(
         std::count_if(plan.configs.begin(), plan.configs.end(), [](const Config& c) { return c.cpus() > 1; }));
-    if (!virtual_time()) return "wall time";
-    const std::string vt = "virtual time (-icount " + icount_spec + ")";
-    if (several == 0) return vt;
-    if (several == plan.configs.size()) return "wall time (every machine has several CPUs), each boot alone";
-    return fmt::format("{}; {} configurations with several CPUs in wall time, each boot alone", vt, several);
+    if (several == 0) return "wall time";
+    return fmt::format("wall time; {} configurations with several CPUs, each boot alone", several);
   }
 
   // --dry-run: one line per boot.
@@ -270,6 +267,7 @@ struct Commands::State {
             {"kernel", q.kernel.string()},
             {"qemu", first_line({"qemu-system-x86_64", "--version"})},
             {"icount", q.icount},
+            {"smp_icount", !q.icount.empty()},  // machines with several CPUs in virtual time too
             {"smp", q.smp},
             {"schedule", schedule},
             {"aa", aa},
@@ -471,8 +469,9 @@ Commands::Commands(CLI::App& app, const fs::path& build_dir, const fs::path& sou
   b->add_option("--smp", s.smp, "CPUs of every machine instead of the default matrix's own (one CPU, plus native and "
                 "Xen batched at 2, --full 4): QEMU -smp N, Xen dom0_max_vcpus=N; with N > 1 the default list runs "
                 "kernbench at N/2, N and 2N workers and adds the smp suite (bench/README.md) at threads=0, 1 and N-1. "
-                "A machine with several CPUs always times in wall time (MTTCG), three boots unless --reps, each "
-                "boot alone: under -icount QEMU runs the vCPUs round-robin on one thread and IPIs wait for turns")
+                "In virtual time its vCPUs run round-robin on one host thread (QEMU 10 keeps that fair), so its "
+                "figures repeat like any other's (the guest's clock is the sum of every vCPU's instructions: see "
+                "bench/README.md); with --wall it runs MTTCG, each boot alone")
       ->check(CLI::Range(1u, kMaxSmp))
       ->capture_default_str();
   s.reps_option = b->add_option("--reps", s.reps,

@@ -414,7 +414,7 @@ void add_config(Plan& plan, std::set<std::string>& seen, const MatrixOptions& op
   plan.configs.push_back(config);
   const double weight = spec.weight * backend_weight(config.get("mmu").value_or(""));
   const unsigned cpus = config.cpus();
-  const int reps = cpus > 1 && options.smp_reps > 0 ? options.smp_reps : options.reps;
+  const int reps = options.reps;
   for (int rep = 1; rep <= reps; ++rep) {
     int part = 0;
     for (const auto& group : config_groups) {
@@ -431,7 +431,7 @@ void add_config(Plan& plan, std::set<std::string>& seen, const MatrixOptions& op
         boot.cmdline = config.cmdline().empty() ? "bench=" + bench : config.cmdline() + " bench=" + bench;
         boot.machine = group.large ? spec.large : spec.standard;
         boot.machine.cpus = cpus;
-        boot.exclusive = cpus > 1;
+        boot.exclusive = cpus > 1 && options.wall_time;
         boot.timeout = options.timeout.value_or(group.large ? 2 * spec.timeout : spec.timeout);
         boot.weight = weight * group.weight;
         plan.boots.push_back(std::move(boot));

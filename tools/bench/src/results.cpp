@@ -149,10 +149,20 @@ bool Results::virtual_time() const {
   return it != run.end() && it->is_string() && !it->get<std::string>().empty();
 }
 
-bool Results::virtual_time(const Config& config) const { return virtual_time() && config.cpus() == 1; }
+// Every machine of a virtual-time run is timed in virtual time, those with
+// several CPUs too (QEMU 10's round robin is fair under -icount). A run
+// recorded before that (QEMU 7.2) timed those in wall time: its record has
+// no "smp_icount" and its machines with several CPUs read as wall time.
+bool Results::virtual_time(const Config& config) const {
+  if (!virtual_time()) return false;
+  if (config.cpus() == 1) return true;
+  const auto it = run.find("smp_icount");
+  return it != run.end() && it->is_boolean() && it->get<bool>();
+}
 
 bool Results::mixed_time() const {
-  return virtual_time() && std::any_of(configs.begin(), configs.end(), [](const Config& c) { return c.cpus() > 1; });
+  return virtual_time() &&
+         std::any_of(configs.begin(), configs.end(), [this](const Config& c) { return !virtual_time(c); });
 }
 
 void mark_warmups(std::vector<Sample>& boot_records) {

@@ -147,7 +147,6 @@ RunOptions boot_run_options(const RunMachine& machine, const Boot& boot) {
   run.memory = boot.machine.memory;
   run.dom0_memory = boot.machine.dom0_memory;
   run.smp = boot.machine.cpus;
-  if (run.smp > 1) run.icount.clear();
   return run;
 }
 

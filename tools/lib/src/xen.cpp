@@ -50,12 +50,10 @@ std::vector<std::string> xen_argv(const QemuConfig& config) {
   std::string module = escape_commas(kernel);
   if (!config.params.empty()) module += " " + escape_commas(config.params);
 
-  // -cpu max,-smap: with SMAP a PV dom0 crashes inside Xen's bounce-frame
-  // code under TCG (DESIGN.md, "Running under Xen").
   std::vector<std::string> argv{
       config.qemu,
       "-accel", qemu_accel(config),
-      "-cpu", "max,-smap",
+      "-cpu", std::string(xen_qemu_cpu),
       "-m", config.memory.empty() ? "1024" : config.memory,
       "-smp", std::to_string(config.smp),
       "-display", "none",

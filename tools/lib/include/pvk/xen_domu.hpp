@@ -53,11 +53,11 @@ void write_run_initrd(const Dom0Image& dom0, const std::filesystem::path& kernel
                       std::chrono::seconds domain_timeout, const std::filesystem::path& out,
                       std::string_view via = "xl", unsigned vcpus = 1);
 
-// QEMU's CPU model for the nested host. "max,-smap" as for the xen platform;
+// QEMU's CPU model for the nested host: the xen platform's (xen_qemu_cpu);
 // with libvirt a named model, because libvirtd's libxl driver decodes the
 // host CPU into one of its models at start-up and gives up ("Cannot find
 // suitable CPU model for given data") on the feature set TCG's "max" shows.
-inline constexpr std::string_view xen_domu_cpu = "max,-smap";
+inline constexpr std::string_view xen_domu_cpu = xen_qemu_cpu;
 inline constexpr std::string_view xen_domu_libvirt_cpu = "Nehalem";
 
 std::vector<std::string> xen_domu_argv(const QemuConfig& config, const Dom0Image& dom0,

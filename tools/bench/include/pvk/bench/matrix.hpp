@@ -128,9 +128,10 @@ struct MatrixOptions {
   int reps = 1;  // boots per configuration
   std::optional<std::chrono::seconds> timeout;
   unsigned smp = 1;  // CPUs of every machine (--smp): the default list's SMP items
-  // Boots per configuration whose machine has several CPUs (timed in wall
-  // time even in a virtual-time run, runner.hpp boot_run_options); 0: reps.
-  int smp_reps = 0;
+  // The run times in wall time (--wall, --smoke): a machine with several
+  // CPUs then boots alone (Boot::exclusive). In virtual time its vCPUs run
+  // round-robin on one host thread, and it shares the host like any other.
+  bool wall_time = false;
 };
 
 // The sizes the targets (ratio.hpp, Target::in_default_matrix: issue 10's
@@ -156,9 +157,10 @@ struct Boot {
   Machine machine;
   std::chrono::seconds timeout{0};
   double weight = 1;
-  // Runs with no other boot beside it: a machine with several CPUs, timed
-  // in wall time, whose vCPUs must not wait for host CPUs another QEMU
-  // holds (a shootdown waits for every target). execute() runs these last.
+  // Runs with no other boot beside it: a machine with several CPUs in a
+  // wall-time run (MTTCG), whose vCPUs must not wait for host CPUs another
+  // QEMU holds (a shootdown waits for every target). execute() runs these
+  // last. Never in virtual time: there one host thread runs every vCPU.
   bool exclusive = false;
 };
 
