@@ -73,7 +73,7 @@ struct CalibrateCommand::State {
 
   // The calibrate item on each platform's default backend (batched under
   // Xen), once, on `cpus` CPUs; `event`: only that one (the IPI's boot).
-  Plan plan(unsigned cpus, const std::string& event) const {
+  Plan plan(unsigned cpus, const std::string& event, bool wall) const {
     MatrixOptions m;
     m.platforms = platforms;
     m.mmus = {"native", "batched"};
@@ -83,7 +83,7 @@ struct CalibrateCommand::State {
     m.with_variations = false;
     m.reps = 1;
     m.smp = cpus;
-    m.smp_reps = 1;
+    m.wall_time = wall;
     return build_plan(m);
   }
 
@@ -116,7 +116,7 @@ struct CalibrateCommand::State {
         if (line.starts_with("qemu-system")) last = line;
       if (!last.empty()) b.reason += ": " + last;
     }
-    r.run = {{"icount", icount_arg}, {"schedule", "paired"}};
+    r.run = {{"icount", icount_arg}, {"smp_icount", !icount_arg.empty()}, {"schedule", "paired"}};
     aggregate(r);
     std::ofstream(dir / "results.json") << to_json(r).dump(1) << "\n";
     return r;
@@ -139,16 +139,16 @@ struct CalibrateCommand::State {
     fs::create_directories(dir);
     fmt::print(stderr, "pvk calibrate: {} on {}, {} (boots' logs in {})\n", profile_name(), fmt::join(platforms, ", "),
                icount ? "virtual time" : "wall time, instructions from a virtual-time twin", dir.string());
-    // Virtual time always: each probe's instructions (and its exact counters).
-    Results virtual_run = boot(plan(1, ""), icount_spec, dir / "icount");
+    // Virtual time always: each probe's instructions (and its exact
+    // counters); with --smp also the IPI's boot on that many CPUs, natively.
+    State ipi = *this;
+    ipi.platforms = {"native"};
+    Results virtual_run = boot(plan(1, "", false), icount_spec, dir / "icount");
+    if (smp > 1) append(virtual_run, boot(ipi.plan(smp, "7", false), icount_spec, dir / fmt::format("icount-smp{}", smp)));
     Results timed = virtual_run;
     if (!icount) {
-      timed = boot(plan(1, ""), "", dir / "wall");
-      if (smp > 1) {
-        State ipi = *this;
-        ipi.platforms = {"native"};
-        append(timed, boot(ipi.plan(smp, "7"), "", dir / fmt::format("wall-smp{}", smp)));
-      }
+      timed = boot(plan(1, "", true), "", dir / "wall");
+      if (smp > 1) append(timed, boot(ipi.plan(smp, "7", true), "", dir / fmt::format("wall-smp{}", smp)));
     }
     size_t failed = 0;
     for (const auto& b : virtual_run.boots) failed += !b.pass;
@@ -203,7 +203,7 @@ CalibrateCommand::CalibrateCommand(CLI::App& app, const fs::path& build_dir, con
   c->add_flag("--icount", s.icount,
               "the virtual-time profile (each event at its own instructions) instead of wall time");
   c->add_option("--icount-spec", s.icount_spec, "the -icount argument of the virtual-time boots")->capture_default_str();
-  c->add_option("--smp", s.smp, "also boot natively on N CPUs (wall time) to time the IPI round trip")
+  c->add_option("--smp", s.smp, "also boot natively on N CPUs to time the IPI round trip")
       ->check(CLI::Range(1u, kMaxSmp))
       ->capture_default_str();
   c->add_option("--count", s.count, "events per timing (each rep times count and 2 x count)")

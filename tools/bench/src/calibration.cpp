@@ -92,7 +92,10 @@ CalibrationInput calibration_input(const Results& virtual_run, const Results& ti
     const Row& counted = v != virtual_rows.end() ? *v->second : row;
     EventTiming t;
     t.ns = row.per_op;
-    t.whole = v == virtual_rows.end();
+    // An IPI's round trip is a wait on the sender: the instructions it
+    // spins (and, under -icount, the target's turn) are not work to take
+    // out, so it is taken whole, twin or not.
+    t.whole = v == virtual_rows.end() || key.ends_with("/ipi");
     t.instructions = t.whole ? 0 : v->second->per_op;
     const double ops = counted.ops > 0 ? counted.ops : 1;
     for (const auto& [name, value] : counted.fields) t.counters[name] = value / ops;

@@ -73,8 +73,19 @@ ModelCheck paired_model_check(const Results& virtual_run, const Results& wall_ru
   std::map<std::string, std::vector<double>> by_bench;
   std::vector<std::string> order;
   std::vector<double> all, factors;
+  // A Xen configuration's profile needs the native events (and the
+  // factor) too: from the native configuration's boot of the same rep.
+  const Config* native = nullptr;
+  for (const auto& c : virtual_run.configs)
+    if (c.platform == "native" && c.cpus() == 1 && !native) native = &c;
+  auto with_native = [&](Results r, const Results& run, const Config& config, int rep) {
+    if (native && model_platform(config) == "xen")
+      for (auto& row : slice(run, native->id(), rep).rows)
+        if (row.bench == "calibrate") r.rows.push_back(std::move(row));
+    return r;
+  };
   for (const auto& config : virtual_run.configs) {
-    const Results v = slice(virtual_run, config.id(), 0);
+    const Results v = with_native(slice(virtual_run, config.id(), 0), virtual_run, config, 0);
     std::set<int> reps;
     for (const auto& r : wall_run.rows)
       if (r.config == config.id())
@@ -82,7 +93,7 @@ ModelCheck paired_model_check(const Results& virtual_run, const Results& wall_ru
     // Per row: each boot's projection, measurement and error.
     std::map<std::string, std::vector<double>> projected, measured, errors;
     for (const int rep : reps) {
-      const Results w = slice(wall_run, config.id(), rep);
+      const Results w = with_native(slice(wall_run, config.id(), rep), wall_run, config, rep);
       const CalibrationInput in = calibration_input(v, w);
       CostProfile p;
       try {
@@ -95,7 +106,7 @@ ModelCheck paired_model_check(const Results& virtual_run, const Results& wall_ru
       for (const auto& r : w.rows) wall_rows[r.bench + "\n" + params_text(r.params)] = &r;
       for (const auto& r : v.rows) {
         const auto m = wall_rows.find(r.bench + "\n" + params_text(r.params));
-        if (r.bench == "calibrate" || m == wall_rows.end() || m->second->per_op <= 0 || !r.pass) continue;
+        if (r.config != config.id() || r.bench == "calibrate" || m == wall_rows.end() || m->second->per_op <= 0 || !r.pass) continue;
         const auto x = project_row(virtual_run, r, p);
         if (!x) continue;
         const std::string key = r.bench + "\n" + params_text(r.params);
@@ -106,7 +117,7 @@ ModelCheck paired_model_check(const Results& virtual_run, const Results& wall_ru
     }
     for (const auto& r : v.rows) {
       const std::string key = r.bench + "\n" + params_text(r.params);
-      if (!errors.count(key)) continue;
+      if (r.config != config.id() || !errors.count(key)) continue;
       ModelCheckLine line{r.bench, params_text(r.params), config.label(), r.per_op, median_of(projected[key]),
                           median_of(measured[key]), median_of(errors[key])};
       if (!by_bench.count(r.bench)) order.push_back(r.bench);

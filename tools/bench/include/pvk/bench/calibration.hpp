@@ -20,8 +20,9 @@ const std::vector<std::string_view>& calibration_events();
 // What two runs of the calibrate item give: per "platform/probe", the ns
 // per event of `timed` (the timing mode the profile is for) and the
 // instructions and counters per event of `virtual_run` (its -icount twin;
-// pass the same run twice for a virtual-time profile). A probe `timed`
-// has without a virtual twin (an IPI, timed on two CPUs) is taken whole;
+// pass the same run twice for a virtual-time profile). An IPI's round trip
+// (a wait on the sender) is taken whole; another probe without a virtual
+// twin is missing (its instructions cannot be taken out);
 // one a boot could not time is in `missing` with the kernel's reason.
 struct CalibrationInput {
   std::map<std::string, EventTiming> timings;
