@@ -3,8 +3,8 @@
 //  - natively: the profile it writes parses, carries a source per number
 //    and leaves out (with the reason) what one CPU without Xen cannot time;
 //    with --icount each event comes out at exactly its own instructions.
-//  - under Xen (wall time: Xen under -icount does not boot with this QEMU):
-//    the hypervisor's probes time, each making the events it claims.
+//  - under Xen (pvk run, wall time: quick): the hypervisor's probes time,
+//    each making the events it claims.
 //  - natively on two CPUs: the IPI round trip.
 #include "pvk/bench/cost_events.hpp"
 #include "pvk/bench/cost_profile.hpp"

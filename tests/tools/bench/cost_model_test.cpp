@@ -178,7 +178,7 @@ TEST(CostModel, DeriveNeedsTheFactorAndReportsWhatItCouldNotTime) {
   EventTiming idle;
   idle.ns = idle.instructions = 50;
   t["native/cr3_reload"] = idle;
-  // An IPI at two CPUs has no virtual-time twin: taken whole.
+  // An IPI's round trip is a wait on the sender: taken whole.
   EventTiming ipi;
   ipi.ns = 20000;
   ipi.whole = true;

@@ -118,7 +118,7 @@ CostProfile derive_costs(const std::map<std::string, EventTiming>& timings,
     }
     const double ordinary = m.whole ? 0 : std::max(0.0, m.instructions - event_instructions);
     const double raw = (m.ns - factor * ordinary - other_ns) / target;
-    std::string how = m.whole ? fmt::format("{}: {} probe on {}, {} ns per event, taken whole (no virtual-time figure)",
+    std::string how = m.whole ? fmt::format("{}: {} probe on {}, {} ns per event, taken whole (a round trip the sender waits out, not work to take out)",
                                             source, s.probe, s.platform, figure(m.ns))
                               : fmt::format("{}: {} probe on {}, {} ns and {} instructions per event", source, s.probe,
                                             s.platform, figure(m.ns), figure(m.instructions));
