@@ -47,13 +47,44 @@ enum Syscall : uint64_t {
   SYS_pvk_counters = 500,  // (PvkCounters* out) -> 0
   SYS_pvk_shutdown = 501,  // (int status) -> only init (pid 1) may call it
   SYS_pvk_cpa = 502,       // (pages, uint64_t ns[2]) -> 0: set_memory_wc, set_memory_wb timed in the kernel
+  SYS_pvk_probe = 503,     // (PvkProbe kind, count, uint64_t ns[1]) -> 0: `count` events of one kind, timed in the kernel
 };
+
+// SYS_pvk_probe: one kind of event the cost model prices (base/counters.inc,
+// tools/bench's cost model), run `count` times (1..kMaxProbeCount) with
+// nothing else in between, timed by the kernel with the TSC. `pvk
+// calibrate` (bench/calibrate.cpp) takes the slope between two counts, so
+// the call's own fixed cost cancels. -EINVAL: an unknown kind or a count
+// out of range; -EFAULT: ns is not writable user memory; -EOPNOTSUPP: the
+// platform has no such event (hypercalls natively, an IPI with one CPU
+// online, the ptwr assist refused); -ETIMEDOUT: an IPI was not answered.
+enum PvkProbe : uint64_t {
+  PROBE_work = 0,        // ordinary kernel code (the kernel's formatter), no event: the instruction factor
+  PROBE_invlpg = 1,      // flush_tlb_one of a kernel address (natively invlpg, under Xen an mmuext op)
+  PROBE_cr3_reload = 2,  // flush_tlb_all (natively a CR3 reload, under Xen an mmuext op)
+  PROBE_exception = 3,   // arms `count` user page faults at kProbeFaultAddress, each returned from past the load (ns: 0; the caller times them)
+  PROBE_hypercall = 4,   // Xen: a null hypercall (xen_version)
+  PROBE_multicall = 5,   // Xen: null calls inside multicalls of up to 32
+  PROBE_mmu_update = 6,  // Xen: mmu_update entries toggling a scratch leaf's write bit, up to 32 a hypercall
+  PROBE_ptwr = 7,        // Xen: trapped stores into a scratch L1 table (writable page tables), toggling the write bit
+  PROBE_ipi = 8,         // an IPI to another CPU and its acknowledgement, waited for
+  PROBE_clear = 9,       // memset of a 4 KiB frame (rep stosb)
+  PROBE_copy = 10,       // memcpy of a 4 KiB frame (rep movsb)
+  PROBE_walk = 11,       // ordinary kernel code with a spread-out working set: page walks of the physmap, 2 MiB apart
+  PROBE_kinds = 12,
+};
+inline constexpr uint64_t kMaxProbeCount = 65536;
+// PROBE_exception's faults: a load from this address (no program maps the
+// page below kUserBase), made with `movq (%rax), %rax` — kProbeLoadBytes
+// long, which the kernel steps over.
+inline constexpr uint64_t kProbeFaultAddress = 0x1000;
+inline constexpr uint64_t kProbeLoadBytes = 3;
 
 // errno values (Linux's).
 enum Errno : int64_t {
   EPERM = 1, ENOENT = 2, ESRCH = 3, EINTR = 4, EIO = 5, E2BIG = 7, ENOEXEC = 8, EBADF = 9, ECHILD = 10,
   EAGAIN = 11, ENOMEM = 12, EFAULT = 14, EBUSY = 16, EEXIST = 17, EINVAL = 22, EMFILE = 24, EPIPE = 32,
-  ENOSYS = 38, ETIMEDOUT = 110,
+  ENOSYS = 38, EOPNOTSUPP = 95, ETIMEDOUT = 110,
 };
 
 // clone flags (Linux's). The low byte (CSIGNAL) is the signal a fork-like
@@ -115,12 +146,13 @@ inline constexpr int CLOCK_REALTIME = 0;
 inline constexpr int CLOCK_MONOTONIC = 1;
 inline constexpr int TIMER_ABSTIME = 1;  // clock_nanosleep: req is a time on the clock, not an interval
 
-// SYS_pvk_counters: the pvops counters plus what mm counts, so user-mode
+// SYS_pvk_counters: the pvops counters plus what mm and the entry code count, so user-mode
 // benchmarks can report deltas next to their times.
 // The counters are every line of base/counters.inc, in its order.
 struct PvkCounters {
 #define PVK_MMU_COUNTER(name) uint64_t name;
 #define PVK_MM_COUNTER(name) uint64_t name;
+#define PVK_CPU_COUNTER(name) uint64_t name;
 #include "base/counters.inc"
   uint64_t free_frames;
   uint64_t tsc_khz;

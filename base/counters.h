@@ -13,6 +13,17 @@ struct MmuCounters {
 
 extern MmuCounters g_mmu_counters;
 
+// The PVK_CPU_COUNTER lines: transitions into and out of the kernel, IPIs,
+// and the kernel's rep-string clearing and copying (base/counters.inc says
+// who counts each). Virtual time prices each of them at one instruction (a
+// rep string at one per byte); the host's cost model re-prices them.
+struct CpuCounters {
+#define PVK_CPU_COUNTER(name) uint64_t name = 0;
+#include "base/counters.inc"
+};
+
+extern CpuCounters g_cpu_counters;
+
 // Adds to a counter. Several CPUs count at once (page faults run without the
 // kernel lock, each CPU in its own lazy-MMU section), so the add is atomic:
 // a plain ++ from two CPUs loses one of the two. Relaxed: a counter orders

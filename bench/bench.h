@@ -79,6 +79,7 @@ struct Series {
 inline constexpr unsigned kNumCounters = 0
 #define PVK_MMU_COUNTER(name) +1
 #define PVK_MM_COUNTER(name) +1
+#define PVK_CPU_COUNTER(name) +1
 #include "base/counters.inc"
     ;
 extern const char* const kCounterNames[kNumCounters];
@@ -185,5 +186,7 @@ void run_munmap_threads(Run&);
 void run_fork_threads(Run&);
 void run_fault_threads(Run&);
 void run_ctx_threads(Run&);
+// The cost model's events, one at a time (bench/calibrate.cpp, `pvk calibrate`).
+void run_calibrate(Run&);
 
 }  // namespace bench

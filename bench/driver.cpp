@@ -47,14 +47,19 @@ const BenchDef kBenches[] = {
     {"fork_threads", "smp", run_fork_threads, {{"pages", "64+1024"}, {"threads", "0+1"}}, "pages=16:threads=0+1"},
     {"fault_threads", "smp", run_fault_threads, {{"pages", "64+1024"}, {"threads", "0+1"}}, "pages=16:threads=0+1"},
     {"ctx_threads", "smp", run_ctx_threads, {{"threads", "0+1"}, {"iters", "500"}}, "threads=0+1+2:iters=5"},
+    // `pvk calibrate`'s events, each timed alone (bench/calibrate.cpp): suite
+    // calibrate, not in `all`; pvk only (SYS_pvk_probe).
+    {"calibrate", "calibrate", run_calibrate, {{"event", "0+1+2+3+4+5+6+7+8+9+10+11+12"}, {"count", "256"}},
+     "count=8", true},
 };
 constexpr unsigned kNumBenches = sizeof kBenches / sizeof kBenches[0];
 
-const char* const kSuites[] = {"all", "seed000", "seed001", "seed002", "seed003", "smp", "smoke"};
+const char* const kSuites[] = {"all", "seed000", "seed001", "seed002", "seed003", "smp", "calibrate", "smoke"};
 
 bool in_suite(const BenchDef& b, const char* suite) {
-  // `all` is the seeds' benchmarks; the smp suite is asked for by name.
-  if (strcmp(suite, "all") == 0) return strcmp(b.suite, "smp") != 0;
+  // `all` is the seeds' benchmarks; the smp and calibrate suites are asked
+  // for by name.
+  if (strcmp(suite, "all") == 0) return strncmp(b.suite, "seed", 4) == 0;
   return strcmp(suite, "smoke") == 0 || strcmp(suite, b.suite) == 0;
 }
 

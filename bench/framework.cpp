@@ -64,6 +64,7 @@ uint64_t Series::max() const {
 const char* const kCounterNames[kNumCounters] = {
 #define PVK_MMU_COUNTER(name) #name,
 #define PVK_MM_COUNTER(name) #name,
+#define PVK_CPU_COUNTER(name) #name,
 #include "base/counters.inc"
 };
 
@@ -75,6 +76,7 @@ Counters read_all_counters() {
   const uint64_t src[kNumCounters] = {
 #define PVK_MMU_COUNTER(name) c.name,
 #define PVK_MM_COUNTER(name) c.name,
+#define PVK_CPU_COUNTER(name) c.name,
 #include "base/counters.inc"
   };
   for (unsigned i = 0; i < kNumCounters; ++i) out.v[i] = src[i];

@@ -46,6 +46,8 @@ inline long stack_switch(uint64_t ss, uint64_t sp) { return hypercall(__HYPERVIS
 inline long set_segment_base(unsigned which, uint64_t base) {
   return hypercall(__HYPERVISOR_set_segment_base, which, base);
 }
+// XENVER_version: the cheapest hypercall there is (SYS_pvk_probe's null hypercall).
+inline long xen_version(int cmd, void* out) { return hypercall(__HYPERVISOR_xen_version, cmd, arg(out)); }
 inline long event_channel_op(int cmd, void* a) { return hypercall(__HYPERVISOR_event_channel_op, cmd, arg(a)); }
 inline long vcpu_op(int cmd, unsigned vcpu, void* a) { return hypercall(__HYPERVISOR_vcpu_op, cmd, vcpu, arg(a)); }
 inline long update_va_mapping(uint64_t va, uint64_t pte, uint64_t flags) {
@@ -61,6 +63,7 @@ inline long mmuext_op(mmuext_op_t* ops, unsigned count, unsigned* done) {
 }
 inline long multicall(multicall_entry_t* calls, unsigned count) {
   count_event(g_mmu_counters.multicalls);
+  count_event(g_mmu_counters.multicall_calls, count);
   return hypercall(__HYPERVISOR_multicall, arg(calls), count);
 }
 

@@ -27,6 +27,9 @@ enum class Ipi : uint8_t {
   // A signal was posted to the thread running there: enter the kernel, whose
   // way back to user mode delivers it (else it waits for that CPU's tick).
   SignalKick,
+  // SYS_pvk_probe's IPI round trip (guest/proc/probes.cpp): the handler
+  // only acknowledges, so the sender times the transit both ways.
+  Probe,
   kCount
 };
 

@@ -23,6 +23,7 @@ const char* errno_name(Errno e) {
     case Errno::EEXIST: return "EEXIST";
     case Errno::EINVAL: return "EINVAL";
     case Errno::ENOSYS: return "ENOSYS";
+    case Errno::EOPNOTSUPP: return "EOPNOTSUPP";
     case Errno::ETIMEDOUT: return "ETIMEDOUT";
   }
   return "E?";

@@ -30,6 +30,7 @@ enum class Errno : int {
   EMFILE = 24,
   EPIPE = 32,
   ENOSYS = 38,
+  EOPNOTSUPP = 95,
   ETIMEDOUT = 110,
 };
 

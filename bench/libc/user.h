@@ -122,6 +122,7 @@ inline int64_t clock_nanosleep(int clock, int flags, const Timespec* req, Timesp
 }
 inline int64_t pvk_counters(PvkCounters* out) { return syscall1(SYS_pvk_counters, u(out)); }
 inline int64_t pvk_cpa(uint64_t pages, uint64_t* ns) { return syscall2(SYS_pvk_cpa, pages, u(ns)); }
+inline int64_t pvk_probe(uint64_t kind, uint64_t count, uint64_t* ns) { return syscall3(SYS_pvk_probe, kind, count, u(ns)); }
 inline int64_t pvk_shutdown(int status) { return syscall1(SYS_pvk_shutdown, u(status)); }
 // Threads (bench/libc/thread.h builds on these). clone() here is only for
 // calls that fail or are fork-like (no CLONE_VM): a thread's first

@@ -1,14 +1,18 @@
 // Exception dispatch shared by every environment. Faults with an .extable
 // fixup resume there; everything else is a kernel bug, reported with the
 // registers and a symbolised backtrace before a failing shutdown.
+#include <stddef.h>
+
 #include "base/arch/platform.h"
 #include "base/arch/probe.h"
+#include "base/counters.h"
 #include "guest/arch/symbols.h"
 #include "guest/arch/trap_frame.h"
 #include "base/console/console.h"
 #include "base/console/record.h"
 #include "guest/kernel/finish.h"
 #include "guest/kernel/kernel_lock.h"
+#include "guest/proc/probes.h"
 #include "guest/proc/process.h"
 #include "guest/smp/cross_cpu_entry.h"
 #include "guest/smp/percpu.h"
@@ -48,6 +52,24 @@ const char* vector_name(uint64_t v) {
       .str("symbol", sym ? sym : "?")
       .u64("cr2", fault_addr);
   finish(ExitStatus::Fail, "unhandled exception");
+}
+
+// The entry stubs test the frame's CS at this offset before popping the
+// registers (native_ret_to_user, xen_ret_to_user).
+static_assert(offsetof(TrapFrame, cs) == 144);
+
+// What kind of entry a trap is, for the counters the cost model prices
+// (base/counters.inc): CPU exceptions (vectors below 32, from user mode or a
+// kernel copy to user memory) and interrupts (ticks, IPIs, Xen's event
+// upcall). Under Xen every exception the kernel sees was bounced to it by
+// Xen (a fault Xen resolves itself, a ptwr emulation, never arrives).
+void count_entry(const TrapFrame& f) {
+  if (f.vector < 32) {
+    count_event(g_cpu_counters.exception_entries);
+    if (g_platform->handle_event) count_event(g_cpu_counters.xen_fault_bounces);
+  } else if (f.vector != vec::XenFailsafe && f.vector != vec::CompatSyscall) {
+    count_event(g_cpu_counters.interrupt_entries);
+  }
 }
 
 }  // namespace
@@ -101,6 +123,7 @@ void check_entry_state(const TrapFrame& frame) {
 // vector and Xen's event upcall run their handlers without it.
 extern "C" void trap_dispatch(TrapFrame* frame) {
   check_entry_state(*frame);
+  count_entry(*frame);
   const bool from_user = g_platform->from_user && g_platform->from_user(*frame);
   if (frame->vector == vec::XenEvent && g_platform->handle_event) {
     const bool tick = g_platform->handle_event();  // runs cross-CPU requests too
@@ -133,8 +156,10 @@ extern "C" void trap_dispatch(TrapFrame* frame) {
   if (from_user) {
     // A page fault first tries without the kernel lock, under its address
     // space's own (guest/proc/process.h: user_fault_unlocked), so the faults
-    // of several CPUs run at once.
+    // of several CPUs run at once. `pvk calibrate`'s armed faults come back
+    // at once (guest/proc/probes.h).
     if (frame->vector == vec::PageFault) {
+      if (take_probe_fault(*frame, fault_addr)) return;
       switch (user_fault_unlocked(*frame, fault_addr)) {
         case UnlockedFault::Done: return;
         case UnlockedFault::DoneSignalsPending:
@@ -178,7 +203,15 @@ extern "C" void syscall_dispatch(pvk::TrapFrame* f);
 
 // What the syscall entries call: the system call under the kernel lock.
 extern "C" void syscall_entry_dispatch(pvk::TrapFrame* f) {
+  pvk::count_event(pvk::g_cpu_counters.syscall_entries);
   pvk::kernel_lock();
   syscall_dispatch(f);
   pvk::kernel_unlock();
+}
+
+// Xen PV's syscall callback: Xen took the `syscall`, switched to the
+// kernel's page tables and bounced it here (xen_syscall_bounces).
+extern "C" void xen_syscall_entry_dispatch(pvk::TrapFrame* f) {
+  pvk::count_event(pvk::g_cpu_counters.xen_syscall_bounces);
+  syscall_entry_dispatch(f);
 }

@@ -15,6 +15,11 @@ pvk_smap: .byte 0
     .text
     .global raw_copy_user
 raw_copy_user:
+    /* rep_copy_bytes (base/counters.inc): every byte this rep movsb is
+     * asked to move, counted before it runs (a copy cut short by a fault
+     * was still paid for up to the fault). */
+    mov pvk_rep_copy_counter(%rip), %rax
+    lock add %rdx, (%rax)
     mov %rdx, %rcx
     cmpb $0, pvk_smap(%rip)
     je 1f

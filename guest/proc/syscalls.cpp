@@ -14,6 +14,7 @@
 #include "base/frames/frame_allocator.h"
 #include "base/frames/physmap.h"
 #include "guest/proc/cpa_timing.h"
+#include "guest/proc/probes.h"
 
 namespace pvk {
 
@@ -212,6 +213,7 @@ int64_t sys_pvk_counters(const Args& a) {
   abi::PvkCounters out{};
 #define PVK_MMU_COUNTER(name) out.name = c.name;
 #define PVK_MM_COUNTER(name) out.name = g_mm_stats.name;
+#define PVK_CPU_COUNTER(name) out.name = g_cpu_counters.name;
 #include "base/counters.inc"
   out.free_frames = frames().free_count();
   out.tsc_khz = g_platform->tsc_khz;
@@ -229,6 +231,17 @@ int64_t sys_pvk_cpa(const Args& a) {
   if (t.is_error()) return result(t.error());
   const uint64_t ns[2] = {t.value().wc_ns, t.value().wb_ns};
   return result(copy_to_user(a[1], ns, sizeof ns));
+}
+
+// `pvk calibrate`'s events, one kind at a time (guest/proc/probes.h). As
+// for SYS_pvk_cpa, a bad pointer is EFAULT before anything runs.
+int64_t sys_pvk_probe(const Args& a) {
+  const uint64_t zero = 0;
+  if (auto w = copy_to_user(a[2], &zero, sizeof zero); w.is_error()) return result(w);
+  auto ns = run_probe(a[0], a[1]);
+  if (ns.is_error()) return result(ns.error());
+  const uint64_t out = ns.value();
+  return result(copy_to_user(a[2], &out, sizeof out));
 }
 
 int64_t sys_pvk_shutdown(const Args& a) {
@@ -280,6 +293,7 @@ extern "C" void syscall_dispatch(TrapFrame* f) {
     case abi::SYS_pvk_counters: ret = sys_pvk_counters(a); break;
     case abi::SYS_pvk_shutdown: ret = sys_pvk_shutdown(a); break;
     case abi::SYS_pvk_cpa: ret = sys_pvk_cpa(a); break;
+    case abi::SYS_pvk_probe: ret = sys_pvk_probe(a); break;
     default: ret = result(Errno::ENOSYS); break;
   }
   f->rax = static_cast<uint64_t>(ret);

@@ -8,6 +8,7 @@
 #include "base/arch/cross_cpu.h"
 
 #include "base/arch/platform.h"
+#include "base/counters.h"
 #include "guest/smp/cross_cpu_entry.h"
 #include "guest/smp/percpu.h"
 
@@ -41,6 +42,7 @@ bool send(unsigned cpu, Ipi kind) {
     poll();  // no interrupt to oneself: run it now
     return true;
   }
+  count_event(g_cpu_counters.ipi_sends);
   return g_platform->send_ipi(cpu);
 }
 
@@ -61,6 +63,7 @@ namespace pvk::smp {
 
 void cross_cpu_interrupt() {
   if (PerCpu* pc = this_cpu()) __atomic_add_fetch(&pc->ipis_taken, 1, __ATOMIC_RELAXED);
+  count_event(g_cpu_counters.ipis_taken);
   xcpu::poll();
 }
 

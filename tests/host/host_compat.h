@@ -52,6 +52,7 @@
 #undef EMFILE
 #undef EPIPE
 #undef ENOSYS
+#undef EOPNOTSUPP
 #undef ETIMEDOUT
 
 #include "base/lib/error_or.h"

@@ -5,8 +5,11 @@
 //   test  run the CTest suite (host tests and boot tests, native and Xen),
 //         in parallel unless the ctest arguments say otherwise
 //   fuzz  the long form of the fuzzers (fuzz.hpp)
+//   calibrate  time each event of the cost model alone and write a cost
+//         profile (pvk/bench/calibrate_cli.hpp)
 // Exit status: 0 pass, 1 fail, 2 could not run at all.
 #include "fuzz.hpp"
+#include "pvk/bench/calibrate_cli.hpp"
 #include "pvk/bench/cli.hpp"
 #include "pvk/platform.hpp"
 #include "pvk/run.hpp"
@@ -220,6 +223,7 @@ int main(int argc, char** argv) {
   test->add_option("ctest-args", ctest_args, "extra ctest arguments, after --");
 
   pvk::bench::Commands bench_commands(app, paths.build_dir, paths.source_dir);  // bench, compare
+  pvk::bench::CalibrateCommand calibrate(app, paths.build_dir, paths.source_dir);
   pvk::cli::FuzzCommand fuzz(app, paths.build_dir, paths.source_dir, &cancelled);
 
   CLI11_PARSE(app, argc, argv);
@@ -228,6 +232,7 @@ int main(int argc, char** argv) {
     if (*run) return do_run(paths, run_args);
     if (*test) return do_test(paths, ctest_args);
     if (bench_commands.selected()) return bench_commands.run();
+    if (calibrate.selected()) return calibrate.run();
     if (fuzz.selected()) {
       install_cancel_handlers();
       return fuzz.run();

@@ -67,7 +67,14 @@ native_compat_syscall_entry:
      * base, which trap_entry.S's kernel-entry path detects from the MSR. */
     .global native_ret_to_user
 native_ret_to_user:
-    RESTORE_REGS
+    /* A return to user mode (the frame's CS, 144(%rsp) before the pops:
+     * offsetof(TrapFrame, cs), checked in guest/arch/traps.cpp) is counted
+     * (user_returns, base/counters.inc); %rax comes back from the frame. */
+    testb $3, 144(%rsp)
+    jz 0f
+    mov pvk_user_returns_counter(%rip), %rax
+    lock incq (%rax)
+0:  RESTORE_REGS
     add $16, %rsp               /* vector, error code */
     testb $3, 8(%rsp)           /* CS */
     jz 1f

@@ -80,7 +80,7 @@ xen_compat_syscall_callback:
     .global xen_syscall_callback
 xen_syscall_callback:
     PV_FRAME PV_SYSCALL_TAG, 0
-    call syscall_entry_dispatch   /* syscall_dispatch under the kernel lock */
+    call xen_syscall_entry_dispatch   /* counts Xen's bounce, then syscall_dispatch under the kernel lock */
     jmp xen_ret_to_user
 
 xen_trap_common:
@@ -91,7 +91,13 @@ xen_trap_common:
      * hypercall switches to user mode when the frame's CS has RPL 3. */
     .global xen_ret_to_user
 xen_ret_to_user:
-    RESTORE_REGS
+    /* A return to user mode is counted (user_returns): the frame's CS has
+     * RPL 3 (144(%rsp) before the pops, as natively). */
+    testb $3, 144(%rsp)
+    jz 0f
+    mov pvk_user_returns_counter(%rip), %rax
+    lock incq (%rax)
+0:  RESTORE_REGS
     add $16, %rsp               /* vector, error code */
     pushq $0                    /* iret flags: full restore */
     jmp hypercall_page + __HYPERVISOR_iret * 32

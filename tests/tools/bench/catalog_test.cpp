@@ -19,7 +19,7 @@ TEST(Catalog, MatchesTheDriver) {
   text << in.rdbuf();
   const std::string source = text.str();
   // {"getpid", "seed000", run_getpid, {{"iters", "10000"}}, ...
-  const std::regex entry(R"re(\{"(\w+)", "(seed\d+|smp)", run_\w+, \{((?:\{"\w+", "[^"]*"\},? ?)*)\})re");
+  const std::regex entry(R"re(\{"(\w+)", "(seed\d+|smp|calibrate)", run_\w+, \{((?:\{"\w+", "[^"]*"\},? ?)*)\})re");
   const std::regex key(R"re(\{"(\w+)", ")re");
   std::vector<std::string> driver_names;
   for (auto it = std::sregex_iterator(source.begin(), source.end(), entry); it != std::sregex_iterator(); ++it) {
@@ -49,7 +49,9 @@ TEST(Catalog, SuitesAndSwitches) {
   const auto smp = suite_members("smp");
   EXPECT_EQ(smp, (std::vector<std::string_view>{"mprotect_threads", "munmap_threads", "fork_threads", "fault_threads",
                                                  "ctx_threads"}));
-  EXPECT_EQ(suite_members("all").size() + smp.size(), benchmarks().size());
+  EXPECT_TRUE(is_suite("calibrate"));
+  EXPECT_EQ(suite_members("calibrate"), std::vector<std::string_view>{"calibrate"});
+  EXPECT_EQ(suite_members("all").size() + smp.size() + 1, benchmarks().size());
   EXPECT_EQ(suite_members("smoke").size(), benchmarks().size());
   for (const auto& m : suite_members("all")) EXPECT_NE(find_benchmark(m)->suite, "smp") << m;
   // One name per line of base/counters.inc.
@@ -57,7 +59,7 @@ TEST(Catalog, SuitesAndSwitches) {
   ASSERT_TRUE(inc) << "base/counters.inc";
   size_t lines = 0;
   for (std::string line; std::getline(inc, line);)
-    lines += line.starts_with("PVK_MMU_COUNTER(") || line.starts_with("PVK_MM_COUNTER(");
+    lines += line.starts_with("PVK_MMU_COUNTER(") || line.starts_with("PVK_MM_COUNTER(") || line.starts_with("PVK_CPU_COUNTER(");
   EXPECT_EQ(counter_names().size(), lines);
   for (const char* c : {"pt_shares", "pt_copyouts", "pt_gate_opens", "pt_pushdowns", "l2_protects"})
     EXPECT_NE(std::find(counter_names().begin(), counter_names().end(), c), counter_names().end()) << c;

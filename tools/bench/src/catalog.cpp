@@ -41,6 +41,9 @@ const std::vector<BenchInfo>& benchmarks() {
        "page-fault scalability"},
       {"ctx_threads", "smp", {"threads", "iters"},
        "token passed round a ring of 1+K threads by futex wake/wait (per hop; threads=0: the same calls, no switch)"},
+      // `pvk calibrate` (calibration.hpp): each event the cost model prices, alone.
+      {"calibrate", "calibrate", {"event", "count"},
+       "one event of the cost model, timed alone (event=K: calibration_events()[K]; per event)", true},
   };
   return table;
 }
@@ -53,15 +56,16 @@ const BenchInfo* find_benchmark(std::string_view name) {
 
 bool is_suite(std::string_view name) {
   return name == "all" || name == "smoke" || name == "seed000" || name == "seed001" || name == "seed002" ||
-         name == "seed003" || name == "smp";
+         name == "seed003" || name == "smp" || name == "calibrate";
 }
 
 std::vector<std::string_view> suite_members(std::string_view suite) {
   std::vector<std::string_view> out;
   // `all` is the seeds' benchmarks (the driver's in_suite): the smp suite
-  // is asked for by name (default_items with --smp).
+  // is asked for by name (default_items with --smp), calibrate by `pvk
+  // calibrate`.
   for (const auto& b : benchmarks())
-    if ((suite == "all" && b.suite != "smp") || suite == "smoke" || b.suite == suite) out.push_back(b.name);
+    if ((suite == "all" && b.suite.starts_with("seed")) || suite == "smoke" || b.suite == suite) out.push_back(b.name);
   return out;
 }
 
@@ -70,6 +74,7 @@ const std::vector<std::string_view>& counter_names() {
   static const std::vector<std::string_view> names{
 #define PVK_MMU_COUNTER(name) #name,
 #define PVK_MM_COUNTER(name) #name,
+#define PVK_CPU_COUNTER(name) #name,
 #include "base/counters.inc"
   };
   return names;

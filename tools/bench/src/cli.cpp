@@ -4,7 +4,9 @@
 #include "pvk/bench/figures.hpp"
 #include "pvk/bench/linux_runner.hpp"
 #include "pvk/bench/matrix.hpp"
+#include "pvk/bench/model_check.hpp"
 #include "pvk/bench/output.hpp"
+#include "pvk/bench/projection.hpp"
 #include "pvk/bench/ratio.hpp"
 #include "pvk/bench/runner.hpp"
 #include "pvk/bench/schedule.hpp"
@@ -20,6 +22,7 @@
 #include <csignal>
 #include <ctime>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 namespace pvk::bench {
@@ -101,6 +104,8 @@ struct Commands::State {
   std::string schedule = "paired";  // schedule.hpp
   std::string icount_spec = default_icount;
   unsigned smp = 1;  // CPUs of every machine (issue 15): QEMU -smp, dom0_max_vcpus
+  // Cost profiles to project the rows with (projection.hpp); "none": no model.
+  std::vector<std::string> profiles{kDefaultProfile};
   CLI::Option* reps_option = nullptr;
   // Boots per configuration, unless --reps says: one in virtual time (a
   // second boot repeats the first's figures exactly), three in wall time
@@ -117,6 +122,7 @@ struct Commands::State {
   // compare
   fs::path old_json, new_json, compare_out;
   bool repeat = false;  // --repeat: issue 14's check that significant ratios repeat within 5 %
+  std::string model;    // --model NAME: OLD (virtual time) projected with NAME against NEW (wall time)
 
   // figures
   fs::path figures_results, figures_readme;
@@ -154,11 +160,21 @@ struct Commands::State {
     if (warmup) c += " --warmup";
     if (schedule != "paired") c += " --schedule " + schedule;
     for (const auto& r : ratios) c += " --ratio '" + r + "'";
+    if (profiles != std::vector<std::string>{kDefaultProfile}) c += " --profile " + fmt::format("{}", fmt::join(profiles, ","));
     c += fmt::format(" --jobs {}", jobs);
     return c;
   }
 
   // The steps of run_bench.
+
+  // --profile, loaded from bench/profiles before anything boots (a bad one
+  // stops the command in one line).
+  std::vector<CostProfile> cost_profiles() const {
+    std::vector<CostProfile> out;
+    for (const auto& name : profiles)
+      if (name != "none") out.push_back(load_profile(source_dir / "bench" / "profiles", name));
+    return out;
+  }
 
   // The matrix the options ask for (--linux adds each pvk platform's Linux twin).
   MatrixOptions matrix_options() const {
@@ -285,10 +301,11 @@ struct Commands::State {
   }
 
   int run_bench() {
+    const std::vector<CostProfile> model = cost_profiles();
     const MatrixOptions m = matrix_options();
     std::vector<RatioSpec> specs = builtin_ratios();
     for (const auto& r : ratios) specs.push_back(parse_ratio(r));
-    if (!from.empty()) return rewrite(specs);
+    if (!from.empty()) return rewrite(specs, model);
     Plan plan = build_plan(m);
     if (aa) add_aa_twins(plan);
     if (warmup) add_warmups(plan);
@@ -335,6 +352,7 @@ struct Commands::State {
 
     results.run = run_record(started, commit, wall, q);
     aggregate(results);
+    apply_profiles(results, model);
     const Written w = write_outputs(results, specs, out_dir, !no_plots);
     if (out.empty()) link_latest(out_dir);
     const size_t failed = report(results, w, wall);
@@ -342,11 +360,12 @@ struct Commands::State {
   }
 
   // --from: the outputs of an earlier run, rewritten from its results.json.
-  int rewrite(const std::vector<RatioSpec>& specs) {
+  int rewrite(const std::vector<RatioSpec>& specs, const std::vector<CostProfile>& model) {
     std::ifstream in(from);
     if (!in) throw std::runtime_error(fmt::format("cannot read {}", from.string()));
     Results results = results_from_json(OJson::parse(in));
     if (!results.records.empty()) aggregate(results);
+    apply_profiles(results, model);
     const fs::path dir = out.empty() ? fs::absolute(from).parent_path() : out;
     const Written w = write_outputs(results, specs, dir, !no_plots);
     fmt::print("{}", w.summary_text);
@@ -360,6 +379,20 @@ struct Commands::State {
   int run_compare() {
     const Results old_results = load_results(old_json);
     const Results new_results = load_results(new_json);
+    if (!model.empty()) {
+      // "paired": each boot's rows with the profile its own calibrate rows
+      // give (bench --bench 'calibrate,...' in both modes), not fitted to them.
+      std::string paired_text;
+      std::optional<CostProfile> profile;
+      if (model != "paired") profile = load_profile(source_dir / "bench" / "profiles", model);
+      const ModelCheck check = profile ? model_check(old_results, new_results, *profile)
+                                       : paired_model_check(old_results, new_results, &paired_text);
+      const std::string text = model_check_text(check, profile ? &*profile : nullptr, paired_text, old_json.string(),
+                                                new_json.string());
+      fmt::print("{}", text);
+      if (!compare_out.empty()) std::ofstream(compare_out) << text;
+      return 0;
+    }
     if (repeat) {
       const RepeatCheck check = repeat_check(old_results, new_results);
       const std::string text = repeat_text(check, old_json.string(), new_json.string());
@@ -471,6 +504,11 @@ Commands::Commands(CLI::App& app, const fs::path& build_dir, const fs::path& sou
                 "with, so the pairs share the host's load) or heaviest (heaviest boot first)")
       ->check(CLI::IsMember({"paired", "heaviest"}))
       ->capture_default_str();
+  b->add_option("--profile", s.profiles,
+                "cost profiles (bench/profiles/NAME.json) to project every virtual-time row with, shown beside it as a "
+                "model (projected time: bench/README.md); none: no projection")
+      ->delimiter(',')
+      ->capture_default_str();
   b->add_option("--ratio", s.ratios, "another ratio table, NAME=NUMERATOR/DENOMINATOR, e.g. 'b1÷32=batch=1/batch=32'");
   b->add_option("--out", s.out, "output directory (default <build>/bench-results/<time>, linked as latest)");
   b->add_option("--jobs,-j", s.jobs, "boots at a time")->check(CLI::PositiveNumber)->capture_default_str();
@@ -495,6 +533,10 @@ Commands::Commands(CLI::App& app, const fs::path& build_dir, const fs::path& sou
       ->required()
       ->check(CLI::ExistingPath);
   c->add_option("--out", s.compare_out, "also write the Markdown (with --repeat: the check) here");
+  c->add_option("--model", s.model,
+                "check the cost model instead: OLD's virtual-time rows projected with this profile "
+                "(bench/profiles/NAME.json; paired: the one the two runs' own calibrate rows give) against NEW's "
+                "wall-time figures, per row and median |error|");
   c->add_flag("--repeat", s.repeat,
               "issue 14's repeat check instead of the row table: every ratio of the summary that both runs print "
               "without ~ must agree within 5 % (|new/old - 1| <= 0.05); one line per disagreement, a count, the "

@@ -1,6 +1,7 @@
 #include "pvk/bench/output.hpp"
 
 #include "pvk/bench/plot.hpp"
+#include "pvk/bench/projection.hpp"
 #include "pvk/bench/report.hpp"
 #include "pvk/bench/seeds.hpp"
 
@@ -54,11 +55,13 @@ Written write_outputs(const Results& results, const std::vector<RatioSpec>& spec
     fits.push_back({{"configuration", f.config}, {"per_page_ns", f.fit.slope}, {"fixed_ns", f.fit.intercept},
                     {"r2", f.fit.r2}, {"points", f.fit.n}, {"pages", {f.lo, f.hi}}});
   json["fork_fits"] = fits;
+  const std::vector<CostProfile> profiles = applied_profiles(results);
+  if (!profiles.empty()) json["model_ratios"] = projection_ratios_json(results, profiles, specs);
   w.json = dir / "results.json";
   write_text(w.json, json.dump(1) + "\n");
   w.csv = dir / "results.csv";
   write_text(w.csv, to_csv(results));
-  w.summary_text = summary_markdown(results, specs, ratios);
+  w.summary_text = summary_markdown(results, specs, ratios) + projection_section(results, profiles, specs);
   w.plots_dir = dir / "plots";
   const PlotFiles plots = write_plot_script(results, w.plots_dir);
   if (draw_plots) {

@@ -542,6 +542,13 @@ std::string benchmarks_section(const Results& results) {
         "Per op: the median over the boots of each boot's median rep, divided by the rep's operations; "
         "min–max: the fastest and slowest rep of any boot. Counters are per operation, from the median rep, and "
         "count everything the kernel did meanwhile (— : not reported).\n";
+  // Projected time (projection.hpp): a column per profile, labelled a model.
+  std::vector<std::string> models;
+  for (const auto& m : results.cost_model)
+    if (m.is_object() && m.contains("name") && m["name"].is_string()) models.push_back(m["name"].get<std::string>());
+  if (!models.empty())
+    md += "The `model:` columns are projected time, a model (the \"Projected time\" section): the per-op figure "
+          "re-priced with a cost profile.\n";
   std::vector<std::string> order;
   std::map<std::string, std::vector<const Row*>> by_bench;
   for (const auto& row : results.rows) {
@@ -558,13 +565,14 @@ std::string benchmarks_section(const Results& results) {
     const auto extras = extra_columns(bench);
     std::vector<std::string> head = keys;
     head.insert(head.end(), {"configuration", "per op", "min–max"});
+    for (const auto& m : models) head.push_back("model: " + m);
     for (const auto& e : extras) head.emplace_back(e.heading);
     for (auto c : key_counters()) head.emplace_back(c);
     md += row_line(head);
     std::string rule = "|";
     for (size_t i = 0; i < keys.size(); ++i) rule += "---:|";
     rule += "---|---:|---|";
-    for (size_t i = 0; i < extras.size() + key_counters().size(); ++i) rule += "---:|";
+    for (size_t i = 0; i < models.size() + extras.size() + key_counters().size(); ++i) rule += "---:|";
     md += rule + "\n";
     for (const Row* r : rows) {
       std::vector<std::string> cells;
@@ -574,6 +582,10 @@ std::string benchmarks_section(const Results& results) {
       std::string time = format_ns(r->per_op);
       if (!r->pass) time += " ⚠ " + md_escape(r->errors.empty() ? "failed" : r->errors.front());
       cells.insert(cells.end(), {label, time, format_ns(r->per_op_min) + "–" + format_ns(r->per_op_max)});
+      for (const auto& m : models) {
+        const auto it = r->projected.find(m);
+        cells.push_back(it == r->projected.end() ? "—" : format_ns(it->second));
+      }
       for (const auto& e : extras) {
         const auto v = r->field(e.field);
         if (!v)

@@ -303,8 +303,15 @@ OJson to_json(const Results& results) {
                     {"unit", "ns"}, {"median", r.median}, {"min", r.min}, {"max", r.max}, {"ops", r.ops},
                     {"per_op", r.per_op}, {"per_op_min", r.per_op_min}, {"per_op_max", r.per_op_max},
                     {"per_boot", per_boot}, {"fields", fields}});
+    // A model's figure, labelled as one (projection.hpp).
+    if (!r.projected.empty()) {
+      OJson projected = OJson::object();
+      for (const auto& [profile, ns] : r.projected) projected[profile] = {{"per_op", ns}, {"model", true}};
+      rows.back()["projected"] = projected;
+    }
   }
   out["results"] = rows;
+  if (!results.cost_model.empty()) out["cost_model"] = results.cost_model;
   OJson records = OJson::array();
   for (const auto& s : results.records) {
     records.push_back({{"configuration", s.config}, {"rep", s.rep}, {"part", s.part}, {"record", s.record}});
@@ -319,6 +326,7 @@ Results results_from_json(const OJson& json) {
     throw std::runtime_error("not a pvk bench results file (no \"format\":\"pvk-bench-results\")");
   Results results;
   if (json.contains("run")) results.run = json["run"];
+  if (const auto cm = json.find("cost_model"); cm != json.end() && cm->is_array()) results.cost_model = *cm;
   for (const auto& c : array_member(json, "configurations")) results.configs.push_back(config_from_id(c.at("id").get<std::string>()));
   for (const auto& b : array_member(json, "boots")) {
     BootRecord boot;
@@ -363,6 +371,10 @@ Results results_from_json(const OJson& json) {
     if (const auto f = r.find("fields"); f != r.end() && f->is_object())
       for (auto it = f->begin(); it != f->end(); ++it)
         if (it->is_number()) row.fields[it.key()] = it->get<double>();
+    if (const auto pr = r.find("projected"); pr != r.end() && pr->is_object())
+      for (auto it = pr->begin(); it != pr->end(); ++it)
+        if (it->is_object() && it->contains("per_op") && (*it)["per_op"].is_number())
+          row.projected[it.key()] = (*it)["per_op"].get<double>();
     for (const auto& b : array_member(r, "per_boot"))
       if (b.is_object()) row.boots.push_back({b.value("rep", 1), b.value("per_op", 0.0), {}});
     if (!results.find_config(row.config)) results.configs.push_back(config_from_id(row.config));
@@ -397,6 +409,11 @@ std::string to_csv(const Results& results) {
   for (const auto& k : switch_keys) header.push_back(k);
   header.insert(header.end(), {"samples", "reps", "pass", "unit", "ops", "median", "min", "max", "per_op",
                                "per_op_min", "per_op_max"});
+  // Projected time, one column per cost profile (a model: projection.hpp).
+  std::vector<std::string> models;
+  for (const auto& m : results.cost_model)
+    if (m.is_object() && m.contains("name") && m["name"].is_string()) models.push_back(m["name"].get<std::string>());
+  for (const auto& m : models) header.push_back("model_" + m + "_per_op");
   for (auto c : counter_names()) header.emplace_back(c);
   for (const auto& f : other_fields) header.push_back(f);
 
@@ -423,6 +440,10 @@ std::string to_csv(const Results& results) {
                                "ns", number_text(row.ops), number_text(row.median), number_text(row.min),
                                number_text(row.max), number_text(row.per_op), number_text(row.per_op_min),
                                number_text(row.per_op_max)});
+    for (const auto& m : models) {
+      const auto it = row.projected.find(m);
+      cells.push_back(it == row.projected.end() ? "" : number_text(it->second));
+    }
     for (auto c : counter_names()) {
       auto v = row.field(c);
       cells.push_back(v ? number_text(*v) : "");

@@ -23,7 +23,7 @@ struct BenchInfo {
 const std::vector<BenchInfo>& benchmarks();
 const BenchInfo* find_benchmark(std::string_view name);
 
-// The driver's suites: all, seed000..seed003, smp (issue 15), smoke.
+// The driver's suites: all, seed000..seed003, smp (issue 15), calibrate (`pvk calibrate`), smoke.
 bool is_suite(std::string_view name);
 // The members of a suite (smoke: every benchmark; all: every one but the
 // smp suite's).

@@ -99,6 +99,10 @@ struct Row {
     std::optional<double> field(std::string_view name) const;  // per_op too
   };
   std::vector<BootValue> boots;
+  // Projected time (projection.hpp): the per-op figure each cost profile
+  // gives this row, by profile name; a model, not a measurement. Empty for
+  // rows that cannot be projected (wall time, Linux, no counters).
+  std::map<std::string, double> projected;
 };
 
 struct Results {
@@ -107,6 +111,9 @@ struct Results {
   std::vector<BootRecord> boots;
   std::vector<Sample> records;  // every record of every boot (events too)
   std::vector<Row> rows;        // filled by aggregate()
+  // The cost profiles the rows were projected with (projection.hpp), as
+  // results.json carries them: {"name":..., "description":..., ...}.
+  OJson cost_model = OJson::array();
 
   const Config* find_config(std::string_view id) const;
   // Whether the run timed in virtual time (-icount): its boots repeat exactly.
