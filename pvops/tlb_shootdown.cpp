@@ -158,7 +158,7 @@ CpuMask shootdown_ipi(const CpuMask& targets_in, const TlbFlushInfo& info) {
       panic("tlb shootdown: CPU %u never acknowledged flush #%lu of CPU %u (%u CPUs pending): stale TLB entries "
             "would outlive their mappings",
             left.next(0), m.gen, me, left.count());
-    asm volatile("pause");
+    cpu::relax();
   }
   return refused;
 }

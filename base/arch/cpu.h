@@ -65,6 +65,12 @@ inline void serialize() {
   cpuid(0, 0, a, b, c, d);
 }
 
+// The body of every spin-wait (Linux's cpu_relax): `pause` tells a hardware
+// sibling thread to run, and under QEMU's round-robin TCG it ends this vCPU's
+// turn, so a CPU waiting for another lets that one run instead of burning its
+// whole slice.
+inline void relax() { asm volatile("pause" ::: "memory"); }
+
 [[noreturn]] inline void halt_forever() {
   for (;;) asm volatile("cli; hlt");
 }

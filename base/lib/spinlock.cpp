@@ -59,7 +59,7 @@ void Spinlock::acquire() {
   const uint32_t ticket = __atomic_fetch_add(&next_, 1, __ATOMIC_RELAXED);
   unsigned spins = 0;
   while (__atomic_load_n(&serving_, __ATOMIC_ACQUIRE) != ticket) {
-    asm volatile("pause");
+    cpu::relax();
     xcpu::poll();
     if (wait_ == LockWait::Halt && ++spins >= kSpinsBeforeHalt) {
       wait_for(ticket, cpu);

@@ -64,6 +64,7 @@ ErrorOr<void> ipis(uint64_t count) {
     if (!xcpu::send(target, xcpu::Ipi::Probe)) return Errno::EOPNOTSUPP;
     const uint64_t t0 = cpu::rdtsc();
     while (__atomic_load_n(&g_probe_acks, __ATOMIC_ACQUIRE) < want) {
+      cpu::relax();
       xcpu::poll();  // the contract of a loop that waits on another CPU
       if (cpu::rdtsc() - t0 > timeout_ticks) return Errno::ETIMEDOUT;
     }

@@ -663,7 +663,7 @@ ErrorOr<int> start_init(const char* const* argv) {
     for (const Process& q : g_procs) busy |= q.on_cpu != Process::kNoCpu;
     if (!busy) break;
     kernel_unlock();
-    for (unsigned i = 0; i < 1000; ++i) asm volatile("pause");
+    for (unsigned i = 0; i < 1000; ++i) cpu::relax();
     kernel_lock();
   }
   // Init is gone: whatever is left dies with it, without running again.

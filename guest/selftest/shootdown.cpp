@@ -100,7 +100,7 @@ bool on_target(Step step, AddressSpace* as = nullptr) {
   while (!__atomic_load_n(&g_job.done, __ATOMIC_ACQUIRE)) {
     xcpu::poll();
     if (cpu::rdtsc() - start > kStepTimeoutTicks) return false;
-    asm volatile("pause");
+    cpu::relax();
   }
   return true;
 }

@@ -36,7 +36,7 @@ bool Bringup::wait_online(PerCpu& pc) {
       fail(pc.id, pc.hw_id, "did not report in within 5 s");
       return false;
     }
-    asm volatile("pause");
+    cpu::relax();
   }
   counts().mark_online(pc.id);
   return true;
@@ -50,7 +50,7 @@ bool Bringup::wait_wakeup(PerCpu& pc) {
       kprintf("pvk: smp: CPU %u (hw id %u) is online but did not take a wake-up within 1 s\n", pc.id, pc.hw_id);
       return false;
     }
-    asm volatile("pause");
+    cpu::relax();
   }
   ++wakeups_taken_;
   return true;

@@ -46,7 +46,7 @@ bool send_fixed(uint32_t apic_id, uint8_t vector) {
       sent = true;
       break;
     }
-    asm volatile("pause");
+    cpu::relax();
   }
   if (sent) {
     *reg(kIcrHigh) = apic_id << 24;
@@ -61,7 +61,7 @@ void calibrate() {
   *reg(kLvtTimer) = kLvtMasked;  // one-shot, masked: only the count is read
   *reg(kInitialCount) = 0xffffffffu;
   const uint64_t end = cpu::rdtsc() + kCalibrateMs * g_platform->tsc_khz;
-  while (cpu::rdtsc() < end) asm volatile("pause");
+  while (cpu::rdtsc() < end) cpu::relax();
   const uint32_t left = *reg(kCurrentCount);
   *reg(kInitialCount) = 0;
   g_counts_per_ms = (0xffffffffu - left) / kCalibrateMs;

@@ -103,7 +103,7 @@ uint32_t cpuid_apic_id() {
 
 void wait_us(uint64_t us) {
   const uint64_t end = cpu::rdtsc() + us * g_platform->tsc_khz / 1000;
-  while (cpu::rdtsc() < end) asm volatile("pause");
+  while (cpu::rdtsc() < end) cpu::relax();
 }
 
 bool send_ipi(uint32_t apic_id, uint32_t low) {
@@ -111,7 +111,7 @@ bool send_ipi(uint32_t apic_id, uint32_t low) {
   *early_lapic(kApicIcrLow) = low;
   for (unsigned i = 0; i < 100000; ++i) {
     if (!(*early_lapic(kApicIcrLow) & kIcrPending)) return true;
-    asm volatile("pause");
+    cpu::relax();
   }
   return false;
 }

@@ -115,7 +115,10 @@ uint64_t system_time_ns() {
   const vcpu_time_info& t = my_vcpu_info().time;
   for (;;) {
     const uint32_t version = __atomic_load_n(&t.version, __ATOMIC_ACQUIRE);
-    if (version & 1) continue;
+    if (version & 1) {  // Xen is updating it on another CPU
+      cpu::relax();
+      continue;
+    }
     uint64_t delta = cpu::rdtsc() - t.tsc_timestamp;
     delta = t.tsc_shift >= 0 ? delta << t.tsc_shift : delta >> -t.tsc_shift;
     const uint64_t ns = t.system_time + static_cast<uint64_t>((static_cast<unsigned __int128>(delta) * t.tsc_to_system_mul) >> 32);
