@@ -11,9 +11,9 @@
 #include "base/frames/frame_refs.h"
 #include "base/lib/fault_inject.h"
 #include "mm/kernel_space.h"
-#include "pvops/lazy_mmu_section.h"
+#include "pvops/tlb/lazy_mmu_section.h"
 #include "base/frames/physmap.h"
-#include "pvops/pvop.h"
+#include "pvops/call/pvop.h"
 
 namespace pvk {
 
@@ -636,7 +636,7 @@ void AddressSpace::forget_loaded(unsigned cpu, AddressSpace* staying) {
 // A switch to a task without a space: the loaded root stays (the kernel
 // half is in every root) and so does this CPU's bit in its space's mask,
 // but the CPU is lazy now — flushes of the space that free no tables may
-// skip it (pvops/tlb_shootdown.h). Nothing here needs ordering: until the
+// skip it (pvops/tlb/tlb_shootdown.h). Nothing here needs ordering: until the
 // bit is seen, flushes still come, which is only more than needed.
 void AddressSpace::go_lazy(unsigned cpu) {
   const AddressSpace* as = g_loaded[cpu];

@@ -113,7 +113,7 @@ class AddressSpace {
   // The CPUs that may cache this space's translations (Linux's
   // mm_cpumask): set by switch_mm when a CPU loads the root, cleared when
   // that CPU loads another space's. A CPU that goes idle keeps the root
-  // loaded and stays in it, lazily (pvops/tlb_shootdown.h): the space's
+  // loaded and stays in it, lazily (pvops/tlb/tlb_shootdown.h): the space's
   // flushes skip it unless they free page tables, and it catches up
   // through the space's TLB generation when it comes back.
   const CpuMask& cpus() const { return tlb_.cpus; }

@@ -1,6 +1,6 @@
 // Cross-CPU requests: the one interface lower layers (pvops' TLB
 // shootdown, mm) use to make another CPU do something, implemented by
-// guest/smp (natively an IPI through the local APIC, under Xen PV an event
+// arch/smp (natively an IPI through the local APIC, under Xen PV an event
 // channel bound to the target vCPU). Declared here, in base/, so pvops/ and
 // mm/ can call it without looking up into guest/.
 //
@@ -27,7 +27,7 @@ enum class Ipi : uint8_t {
   // A signal was posted to the thread running there: enter the kernel, whose
   // way back to user mode delivers it (else it waits for that CPU's tick).
   SignalKick,
-  // SYS_pvk_probe's IPI round trip (guest/proc/probes.cpp): the handler
+  // SYS_pvk_probe's IPI round trip (kernel/proc/probes.cpp): the handler
   // only acknowledges, so the sender times the transit both ways.
   Probe,
   kCount
