@@ -8,12 +8,10 @@
 #include "base/counters.h"
 #include "arch/symbols.h"
 #include "arch/trap_frame.h"
+#include "arch/upcalls.h"
 #include "base/console/console.h"
 #include "base/console/record.h"
 #include "arch/finish.h"
-#include "kernel/kernel_lock.h"
-#include "kernel/proc/probes.h"
-#include "kernel/proc/process.h"
 #include "arch/smp/cross_cpu_entry.h"
 #include "arch/smp/percpu.h"
 
@@ -116,11 +114,11 @@ void check_entry_state(const TrapFrame& frame) {
   smp::check_this_cpu();
 }
 
-// Entries from user mode take the kernel lock (kernel/kernel_lock.h)
-// before they touch anything shared and drop it on their way back — except
-// a user page fault, which runs under its address space's lock and takes
-// the kernel lock only for what follows in the slow cases; the cross-CPU
-// vector and Xen's event upcall run their handlers without it.
+// Traps from user mode go up to the kernel (trap_from_user: it takes the
+// kernel lock, or for a page fault first tries under its address space's
+// own); the cross-CPU vector and Xen's event upcall run their handlers here,
+// without the kernel lock, and only a tick from user mode or a signal kick
+// goes up.
 extern "C" void trap_dispatch(TrapFrame* frame) {
   check_entry_state(*frame);
   count_entry(*frame);
@@ -128,9 +126,7 @@ extern "C" void trap_dispatch(TrapFrame* frame) {
   if (frame->vector == vec::XenEvent && g_platform->handle_event) {
     const bool tick = g_platform->handle_event();  // runs cross-CPU requests too
     if (from_user && tick) {
-      kernel_lock();
-      user_trap(*frame, 0);  // its way back delivers a kick's signal too
-      kernel_unlock();
+      trap_from_user(*frame, 0);  // its way back delivers a kick's signal too
     } else if (from_user) {
       return_after_kick(*frame);
     }
@@ -143,36 +139,12 @@ extern "C" void trap_dispatch(TrapFrame* frame) {
     return;
   }
   if (g_platform->ipi_ack && frame->vector == vec::Spurious) return;  // the APIC wants no EOI for it
-  if (frame->vector == vec::CompatSyscall) {
-    // 32-bit `syscall`/`sysenter`: no such ABI. Killed without running a
-    // handler, which would otherwise start in the caller's 32-bit segment.
-    if (from_user) {
-      kernel_lock();
-      do_exit(abi::wait_signaled(abi::SIGSEGV));
-    }
-    report_crash(*frame, 0);
-  }
+  // 32-bit `syscall`/`sysenter` from user mode: the kernel kills the caller
+  // (trap_from_user). From the kernel: a crash.
+  if (frame->vector == vec::CompatSyscall && !from_user) report_crash(*frame, 0);
   const uint64_t fault_addr = frame->vector == vec::PageFault ? g_platform->fault_address() : 0;
   if (from_user) {
-    // A page fault first tries without the kernel lock, under its address
-    // space's own (kernel/proc/process.h: user_fault_unlocked), so the faults
-    // of several CPUs run at once. `pvk calibrate`'s armed faults come back
-    // at once (kernel/proc/probes.h).
-    if (frame->vector == vec::PageFault) {
-      if (take_probe_fault(*frame, fault_addr)) return;
-      switch (user_fault_unlocked(*frame, fault_addr)) {
-        case UnlockedFault::Done: return;
-        case UnlockedFault::DoneSignalsPending:
-          kernel_lock();
-          prepare_return_to_user(*frame);
-          kernel_unlock();
-          return;
-        case UnlockedFault::NeedsKernelLock: break;
-      }
-    }
-    kernel_lock();
-    user_trap(*frame, fault_addr);
-    kernel_unlock();
+    trap_from_user(*frame, fault_addr);
     return;
   }
   if (frame->vector == vec::Timer) {  // in the kernel: nothing to preempt
@@ -198,20 +170,3 @@ extern "C" void trap_dispatch(TrapFrame* frame) {
 }
 
 }  // namespace pvk
-
-extern "C" void syscall_dispatch(pvk::TrapFrame* f);
-
-// What the syscall entries call: the system call under the kernel lock.
-extern "C" void syscall_entry_dispatch(pvk::TrapFrame* f) {
-  pvk::count_event(pvk::g_cpu_counters.syscall_entries);
-  pvk::kernel_lock();
-  syscall_dispatch(f);
-  pvk::kernel_unlock();
-}
-
-// Xen PV's syscall callback: Xen took the `syscall`, switched to the
-// kernel's page tables and bounced it here (xen_syscall_bounces).
-extern "C" void xen_syscall_entry_dispatch(pvk::TrapFrame* f) {
-  pvk::count_event(pvk::g_cpu_counters.xen_syscall_bounces);
-  syscall_entry_dispatch(f);
-}

@@ -6,13 +6,14 @@
 #include "arch/native/native.h"
 #include "arch/native/smp_native.h"
 #include "arch/trap_frame.h"
+#include "arch/upcalls.h"
 #include "base/boot_info.h"
 #include "base/layout.h"
 #include "base/lib/kstring.h"
-#include "kernel/params/boot_params.h"
 #include "hypercalls/xen_abi.h"
 #include "base/frames/physmap.h"
 #include "pvops/pte_attrs.h"
+#include "arch/smp/cross_cpu_entry.h"
 #include "arch/smp/percpu.h"
 
 extern "C" char native_syscall_entry[], native_compat_syscall_entry[], native_ret_to_user[];
@@ -215,6 +216,7 @@ extern "C" [[noreturn]] void native_boot_entry(uint32_t start_info_paddr) {
   using namespace pvk;
   using namespace pvk::native;
   const uint64_t tsc = cpu::rdtsc();
+  smp::install_cross_cpu();
   g_platform = &g_native_platform;      // traps from here on report through it
   g_physmap_offset = PVK_PHYSMAP_BASE;  // the early tables map 4 GiB there
   serial_init();

@@ -23,7 +23,7 @@
 #include "arch/native/descriptors.h"
 #include "arch/native/lapic.h"
 #include "arch/trap_frame.h"
-#include "kernel/proc/process.h"
+#include "arch/upcalls.h"
 #include "arch/native/native.h"
 #include "arch/smp/bringup.h"
 #include "arch/smp/madt.h"

@@ -6,10 +6,10 @@
 #include "base/console/console.h"
 #include "base/arch/probe.h"
 #include "arch/trap_frame.h"
+#include "arch/upcalls.h"
 #include "base/boot_info.h"
 #include "base/layout.h"
 #include "base/lib/kstring.h"
-#include "kernel/params/boot_params.h"
 #include "hypercalls/hypercall.h"
 #include "hypercalls/p2m.h"
 #include "hypercalls/vcpu.h"
@@ -21,10 +21,6 @@
 
 extern "C" {
 extern char boot_stack_top[];
-void xen_event_callback();
-void xen_failsafe_callback();
-void xen_syscall_callback();
-void xen_compat_syscall_callback();
 extern char xen_ret_to_user[];
 extern void* pvk_ret_to_user;
 #define PVK_TRAP_STUB(n) void xen_trap_##n();
@@ -315,19 +311,11 @@ void install_traps() {
     console_io_write(msg, strlen(msg));
     shutdown(ExitStatus::Fail);
   }
-  callback_register event{CALLBACKTYPE_event, CALLBACKF_mask_events, reinterpret_cast<xen_callback_t>(&xen_event_callback)};
-  callback_register failsafe{CALLBACKTYPE_failsafe, CALLBACKF_mask_events,
-                             reinterpret_cast<xen_callback_t>(&xen_failsafe_callback)};
-  callback_register syscall{CALLBACKTYPE_syscall, CALLBACKF_mask_events,
-                            reinterpret_cast<xen_callback_t>(&xen_syscall_callback)};
-  // 32-bit user code (Xen's GDT has FLAT_USER_CS32) may `syscall` or
-  // `sysenter`: both land in a stub that kills the caller, never in the
-  // 64-bit syscall path with truncated registers.
-  callback_register syscall32{CALLBACKTYPE_syscall32, CALLBACKF_mask_events,
-                              reinterpret_cast<xen_callback_t>(&xen_compat_syscall_callback)};
-  callback_register sysenter{CALLBACKTYPE_sysenter, CALLBACKF_mask_events,
-                             reinterpret_cast<xen_callback_t>(&xen_compat_syscall_callback)};
-  callback_register* const callbacks[] = {&event, &failsafe, &syscall, &syscall32, &sysenter};
+  callback_register event = callback(CALLBACKTYPE_event, &xen_event_callback);
+  callback_register failsafe = callback(CALLBACKTYPE_failsafe, &xen_failsafe_callback);
+  callback_register syscall = callback(CALLBACKTYPE_syscall, &xen_syscall_callback);
+  CompatSyscallCallbacks compat;
+  callback_register* const callbacks[] = {&event, &failsafe, &syscall, &compat.syscall32, &compat.sysenter};
   for (callback_register* cb : callbacks) {
     if (xen::callback_op(CALLBACKOP_register, cb) < 0) {
       const char* msg = "pvk: Xen refused a callback registration\n";
@@ -371,6 +359,7 @@ extern "C" [[noreturn]] void xen_boot_entry(start_info_t* si, uint64_t entry_rsp
   using namespace pvk;
   using namespace pvk::pv;
   const uint64_t tsc = cpu::rdtsc();
+  smp::install_cross_cpu();
   g_platform = &g_xen_platform;  // traps from here on report through it
   // Until the kernel's own tables are live, frames are reached through Xen's
   // initial mapping: pseudo-physical frame k at VIRT_BASE + k pages.

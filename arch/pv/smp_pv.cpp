@@ -27,7 +27,7 @@
 #include "base/lib/format.h"
 #include "base/lib/kstring.h"
 #include "arch/pv/pv.h"
-#include "kernel/proc/process.h"
+#include "arch/upcalls.h"
 #include "arch/smp/bringup.h"
 #include "arch/smp/percpu.h"
 #include "hypercalls/p2m.h"
@@ -35,10 +35,6 @@
 #include "mm/kernel_space.h"
 
 extern "C" {
-void xen_event_callback();
-void xen_failsafe_callback();
-void xen_syscall_callback();
-void xen_compat_syscall_callback();
 void xen_ap_start();
 }
 
@@ -164,12 +160,9 @@ extern "C" [[noreturn]] void xen_ap_entry(pvk::PerCpu* self) {
   __atomic_store_n(&vi.evtchn_upcall_mask, 1, __ATOMIC_RELEASE);
   // What the boot vCPU registered for itself and the context does not
   // carry: 32-bit user code's syscall/sysenter land in the killing stub.
-  callback_register syscall32{CALLBACKTYPE_syscall32, CALLBACKF_mask_events,
-                              reinterpret_cast<xen_callback_t>(&xen_compat_syscall_callback)};
-  callback_register sysenter{CALLBACKTYPE_sysenter, CALLBACKF_mask_events,
-                             reinterpret_cast<xen_callback_t>(&xen_compat_syscall_callback)};
-  xen::callback_register_uncounted(&syscall32);
-  xen::callback_register_uncounted(&sysenter);
+  pv::CompatSyscallCallbacks compat;
+  xen::callback_register_uncounted(&compat.syscall32);
+  xen::callback_register_uncounted(&compat.sysenter);
   // Its kernel GS base came with the context (gs_base_kernel): a vCPU that
   // cannot find itself through it never reports in, and bring-up names it.
   if (this_cpu() != self || self->self != self) {

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/boot_info.h"  // kMaxCmdline
 #include "base/lib/error_or.h"
 #include "pvops/mmu_ops.h"
 
@@ -53,11 +54,6 @@ struct BootParams {
 };
 
 inline constexpr uint32_t kMaxBatch = 512;
-// The longest command line accepted, in bytes. The platforms copy it into a
-// 1024-byte buffer; Xen hands over at most 1023 bytes (start_info.cmd_line,
-// cut silently by Xen itself), so a line that fills those 1023 may have been
-// cut and is refused like a longer one: never run with a changed parameter.
-inline constexpr size_t kMaxCmdline = 1022;
 // bench= runs the driver with one argument per item; the kernel's argv for
 // it holds this many.
 inline constexpr unsigned kMaxBenchItems = 32;

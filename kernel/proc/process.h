@@ -8,6 +8,7 @@
 // to its idle loop and halts until a tick or a Reschedule IPI.
 #pragma once
 #include "arch/trap_frame.h"
+#include "arch/upcalls.h"  // what arch calls here: the entries, the scheduler of other CPUs
 #include "base/abi.h"
 #include "mm/address_space.h"
 
@@ -93,9 +94,6 @@ void on_timer_tick(bool from_user);
 // Whether every CPU runs processes (true) or only the boot CPU (the others
 // idle, tickless under Xen). Set before start_init.
 void set_sched_all_cpus(bool all);
-// A secondary CPU's life once bring-up is done: wait until processes run,
-// then run them (never returns). Entered with interrupts off.
-[[noreturn]] void secondary_cpu_scheduler();
 // A preemption point for long kernel work (the kernel is otherwise never
 // preempted): once the current process has run a whole time slice, the
 // others run before it continues.
@@ -123,18 +121,13 @@ bool signal_interrupts(const Process& p);
 
 // Called on every way back to user mode: deliver signals, maybe reschedule.
 void prepare_return_to_user(TrapFrame& f);
-// After the cross-CPU handlers of an interrupt (event) from user mode: if
-// one of them was a signal kick (Ipi::SignalKick), the way back to user
-// mode delivers what is pending, under the kernel lock (taken here).
-void return_after_kick(TrapFrame& f);
 // A synchronous fault in user mode that becomes a signal.
 void raise_fault_signal(int sig);
 void send_signal(Process& p, int sig);
 
-// Traps that came from user mode (and user page faults the kernel took
-// while copying), dispatched by arch/traps.cpp.
+// A trap from user mode under the kernel lock (trap_from_user's slow
+// path, and every trap but page faults).
 void user_trap(TrapFrame& f, uint64_t fault_addr);
-bool kernel_fault_on_user_memory(const TrapFrame& f, uint64_t fault_addr);
 
 // A user page fault tried without the kernel lock (issue 15): the common
 // outcome, a page mapped or a COW broken, needs only the address space's
@@ -152,7 +145,3 @@ enum class UnlockedFault : uint8_t { Done, DoneSignalsPending, NeedsKernelLock }
 UnlockedFault user_fault_unlocked(TrapFrame& f, uint64_t fault_addr);
 
 }  // namespace pvk
-
-// A new process's first way to user mode (switch.S's process_first_return):
-// its segment selectors, then the kernel lock is dropped.
-extern "C" void process_first_entry();
