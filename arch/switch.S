@@ -30,3 +30,10 @@ switch_context:
 process_first_return:
     call process_first_entry   /* the process's selectors; drops the kernel lock */
     jmp *pvk_ret_to_user(%rip)
+
+    /* Set by the boot entry (arch/switch.h). */
+    .bss
+    .balign 8
+    .global pvk_ret_to_user
+pvk_ret_to_user:
+    .zero 8

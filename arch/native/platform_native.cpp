@@ -6,6 +6,7 @@
 #include "arch/native/native.h"
 #include "arch/native/smp_native.h"
 #include "arch/trap_frame.h"
+#include "arch/switch.h"
 #include "arch/upcalls.h"
 #include "base/boot_info.h"
 #include "base/layout.h"
@@ -18,7 +19,6 @@
 
 extern "C" char native_syscall_entry[], native_compat_syscall_entry[], native_ret_to_user[];
 extern "C" uint8_t pvk_smap;
-extern "C" void* pvk_ret_to_user;
 
 namespace pvk::native {
 

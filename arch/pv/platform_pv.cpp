@@ -6,6 +6,7 @@
 #include "base/console/console.h"
 #include "base/arch/probe.h"
 #include "arch/trap_frame.h"
+#include "arch/switch.h"
 #include "arch/upcalls.h"
 #include "base/boot_info.h"
 #include "base/layout.h"
@@ -22,7 +23,6 @@
 extern "C" {
 extern char boot_stack_top[];
 extern char xen_ret_to_user[];
-extern void* pvk_ret_to_user;
 #define PVK_TRAP_STUB(n) void xen_trap_##n();
 PVK_TRAP_STUB(0) PVK_TRAP_STUB(1) PVK_TRAP_STUB(3) PVK_TRAP_STUB(4) PVK_TRAP_STUB(5) PVK_TRAP_STUB(6)
 PVK_TRAP_STUB(7) PVK_TRAP_STUB(8) PVK_TRAP_STUB(10) PVK_TRAP_STUB(11) PVK_TRAP_STUB(12) PVK_TRAP_STUB(13)

@@ -16,14 +16,9 @@
 #include "kernel/proc/thread.h"
 #include "kernel/proc/user_copy.h"
 #include "arch/smp/percpu.h"
+#include "arch/switch.h"
 #include "mm/kernel_space.h"
 #include "pvops/call/pvop.h"
-
-extern "C" void switch_context(uint64_t* save_rsp, uint64_t new_rsp);
-extern "C" char process_first_return[];
-// The platform's way back to user mode from a TrapFrame on the stack.
-extern "C" void* pvk_ret_to_user;
-void* pvk_ret_to_user = nullptr;
 
 namespace pvk {
 namespace {
