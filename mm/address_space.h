@@ -107,8 +107,12 @@ class AddressSpace {
   ErrorOr<void> map_frames(VirtAddr addr, const Pfn* frames, uint64_t count, uint32_t prot);
 
   FaultOutcome handle_fault(VirtAddr va, Access access, EntryHint hint = EntryHint::Unknown);
-  // The VMA containing va with at least `prot` rights, or null.
-  const Vma* find(VirtAddr va) const;
+  // The VMA containing va, or null (inline: the fault path's first step).
+  const Vma* find(VirtAddr va) const {
+    for (unsigned i = 0; i < count_; ++i)
+      if (va >= vmas_[i].start && va < vmas_[i].end) return &vmas_[i];
+    return nullptr;
+  }
   Pfn root() const { return root_; }
   // The CPUs that may cache this space's translations (Linux's
   // mm_cpumask): set by switch_mm when a CPU loads the root, cleared when
@@ -171,8 +175,6 @@ class AddressSpace {
   bool in_use_ = false;
   VirtAddr shared_tables_up_to_{};  // during try_fork: the end of the last table shared
 };
-
-PteFlags leaf_flags(uint32_t prot);
 
 // Makes `next` the address space this CPU runs on: its root is loaded
 // through pvops (load_root) and the CpuMasks follow — this CPU joins next's
