@@ -1,10 +1,19 @@
 // What an entry point (native PVH or Xen PV) learned about the machine,
-// in environment-neutral terms, for kernel_main.
+// in environment-neutral terms, for kernel_main (arch/upcalls.h).
 #pragma once
+#include <stddef.h>
+
 #include "base/arch/platform.h"
 #include "base/lib/types.h"
 
 namespace pvk {
+
+// The longest command line accepted, in bytes (the boot parameter parser
+// refuses a longer one). The platforms copy it into a 1024-byte buffer;
+// Xen hands over at most 1023 bytes (start_info.cmd_line, cut silently by
+// Xen itself), so a line that fills those 1023 may have been cut and is
+// refused like a longer one: never run with a changed parameter.
+inline constexpr size_t kMaxCmdline = 1022;
 
 struct MemRange {
   Pfn first;
@@ -30,7 +39,5 @@ struct BootInfo {
   bool release_boot_root = false;
   Pfn boot_root{};
 };
-
-[[noreturn]] void kernel_main(Platform& platform, BootInfo& info);
 
 }  // namespace pvk

@@ -7,11 +7,11 @@ namespace pvk {
 CpuCounters g_cpu_counters{};
 
 // The entry stubs count returns to user mode in assembly (a lock inc
-// through this pointer: guest/arch/native/syscall_entry.S and
-// guest/arch/pv/trap_entry.S), where the C++ name of the member is out of
+// through this pointer: arch/native/syscall_entry.S and
+// arch/pv/trap_entry.S), where the C++ name of the member is out of
 // reach.
 extern "C" uint64_t* const pvk_user_returns_counter = &g_cpu_counters.user_returns;
-// And raw_copy_user's rep movsb (guest/arch/user_copy.S), in bytes.
+// And raw_copy_user's rep movsb (arch/user_copy.S), in bytes.
 extern "C" uint64_t* const pvk_rep_copy_counter = &g_cpu_counters.rep_copy_bytes;
 
 // The one list of counter names (base/counters.inc); records and the host

@@ -13,7 +13,8 @@ set(PVK_KERNEL_CXX_FLAGS
 
 set(PVK_KERNEL_ASM_FLAGS -fno-pic -fno-pie -g -D__ASSEMBLY__)
 
-# pvk_kernel_sources(TARGET ...) marks sources of an OBJECT library as kernel code.
+# pvk_kernel_object_library(TARGET ...): an OBJECT library of kernel code
+# (its include roots come from its layer: cmake/layers.cmake).
 function(pvk_kernel_object_library name)
   add_library(${name} OBJECT ${ARGN})
   set_target_properties(${name} PROPERTIES CXX_STANDARD 20 POSITION_INDEPENDENT_CODE OFF)
@@ -21,7 +22,6 @@ function(pvk_kernel_object_library name)
     $<$<COMPILE_LANGUAGE:CXX>:${PVK_KERNEL_CXX_FLAGS}>
     $<$<COMPILE_LANGUAGE:ASM>:${PVK_KERNEL_ASM_FLAGS}>)
   target_compile_definitions(${name} PRIVATE PVK_KERNEL=1 PVK_FREESTANDING=1)
-  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
   # Xen public headers (Debian libxen-dev) are the only source of the Xen ABI.
   target_compile_definitions(${name} PRIVATE __XEN_INTERFACE_VERSION__=__XEN_LATEST_INTERFACE_VERSION__)
 endfunction()

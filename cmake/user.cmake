@@ -4,7 +4,7 @@
 #   pvk_user_program(NAME SOURCES...)   one program, linked with the runtime
 #                                       of bench/libc (target pvk_ulibc)
 #   pvk_user_programs_asm(OUT_VAR)      writes programs.S, the .incbin table
-#                                       the kernel reads (guest/proc/programs.h)
+#                                       the kernel reads (kernel/proc/programs.h)
 #   pvk_user_programs_depend(TARGET)    TARGET (the kernel objects) rebuilds
 #                                       when any program changes
 #

@@ -107,13 +107,17 @@ class AddressSpace {
   ErrorOr<void> map_frames(VirtAddr addr, const Pfn* frames, uint64_t count, uint32_t prot);
 
   FaultOutcome handle_fault(VirtAddr va, Access access, EntryHint hint = EntryHint::Unknown);
-  // The VMA containing va with at least `prot` rights, or null.
-  const Vma* find(VirtAddr va) const;
+  // The VMA containing va, or null (inline: the fault path's first step).
+  const Vma* find(VirtAddr va) const {
+    for (unsigned i = 0; i < count_; ++i)
+      if (va >= vmas_[i].start && va < vmas_[i].end) return &vmas_[i];
+    return nullptr;
+  }
   Pfn root() const { return root_; }
   // The CPUs that may cache this space's translations (Linux's
   // mm_cpumask): set by switch_mm when a CPU loads the root, cleared when
   // that CPU loads another space's. A CPU that goes idle keeps the root
-  // loaded and stays in it, lazily (pvops/tlb_shootdown.h): the space's
+  // loaded and stays in it, lazily (pvops/tlb/tlb_shootdown.h): the space's
   // flushes skip it unless they free page tables, and it catches up
   // through the space's TLB generation when it comes back.
   const CpuMask& cpus() const { return tlb_.cpus; }
@@ -171,8 +175,6 @@ class AddressSpace {
   bool in_use_ = false;
   VirtAddr shared_tables_up_to_{};  // during try_fork: the end of the last table shared
 };
-
-PteFlags leaf_flags(uint32_t prot);
 
 // Makes `next` the address space this CPU runs on: its root is loaded
 // through pvops (load_root) and the CpuMasks follow — this CPU joins next's

@@ -2,9 +2,9 @@
 
 #include "base/arch/cpu.h"
 #include "mm/kernel_space.h"
-#include "pvops/lazy_mmu_section.h"
+#include "pvops/tlb/lazy_mmu_section.h"
 #include "pvops/mmu_ops.h"
-#include "pvops/pvop.h"
+#include "pvops/call/pvop.h"
 
 namespace pvk {
 namespace {

@@ -5,10 +5,10 @@
 #include "base/lib/kstring.h"
 #include "base/frames/frame_allocator.h"
 #include "base/frames/frame_refs.h"
-#include "pvops/lazy_mmu_section.h"
+#include "pvops/tlb/lazy_mmu_section.h"
 #include "base/frames/physmap.h"
 #include "pvops/mmu_ops.h"
-#include "pvops/pvop.h"
+#include "pvops/call/pvop.h"
 
 extern "C" char __kernel_start[], __text_end[], __rodata_end[], __kernel_end[];
 

@@ -1,4 +1,4 @@
-// Xen's side of SYS_pvk_probe (guest/proc/probes.cpp): each function makes
+// Xen's side of SYS_pvk_probe (kernel/proc/probes.cpp): each function makes
 // one kind of hypervisor event happen `count` times with nothing else in
 // between, so `pvk calibrate` can time it alone. Here because only pvops/
 // speaks to Xen's MMU (ARCHITECTURE.md); Xen PV only — the caller checks

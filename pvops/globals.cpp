@@ -1,12 +1,12 @@
 #include "base/counters.h"
 #include "pvops/fault_locking.h"
-#include "pvops/pvop.h"
+#include "pvops/call/pvop.h"
 #include "pvops/unhook_tables.h"
 
 namespace pvk {
 
 #if !PVK_BUILTIN_NATIVE
-MmuOps g_mmu{};  // the compiled-in native image has no table (pvops/pvop.h)
+MmuOps g_mmu{};  // the compiled-in native image has no table (pvops/call/pvop.h)
 #endif
 PteAccess g_pte_access = PteAccess::Attrs;
 MmuCounters g_mmu_counters{};

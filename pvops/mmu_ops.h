@@ -13,7 +13,7 @@
 #include "base/lib/error_or.h"
 #include "base/counters.h"
 #include "pvops/pte.h"
-#include "pvops/tlb_shootdown.h"
+#include "pvops/tlb/tlb_shootdown.h"
 
 namespace pvk {
 
@@ -147,7 +147,7 @@ struct MmuOps {
   ErrorOr<void> (*leave_lazy_mmu)();
   void (*flush_tlb_one)(VirtAddr va);
   void (*flush_tlb_all)();
-  // Shootdown (pvops/tlb_shootdown.h): makes every CPU of `cpus` other than
+  // Shootdown (pvops/tlb/tlb_shootdown.h): makes every CPU of `cpus` other than
   // this one drop what `info` names, before it returns or — Xen's hypercall
   // path inside a lazy-MMU section — in the same multicall as the section's
   // queued updates, which the section sends right after. Never fails
@@ -168,7 +168,7 @@ struct MmuOps {
 extern MmuOps g_mmu;
 #endif
 // The root loaded on this CPU (TLB flushes here matter only for it and the
-// kernel half): a per-CPU value (current_root(), pvops/tlb_shootdown.h),
+// kernel half): a per-CPU value (current_root(), pvops/tlb/tlb_shootdown.h),
 // spelled as the one global it was before SMP so readers need not change.
 struct CurrentRootRef {
   operator Pfn() const { return current_root(); }

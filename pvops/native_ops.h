@@ -75,7 +75,7 @@ inline ErrorOr<void> load_root(Pfn root) {
   return {};
 }
 
-// pvk programs kNativePat into IA32_PAT at boot (guest/arch/native).
+// pvk programs kNativePat into IA32_PAT at boot (arch/native).
 inline CacheAttr attrs_of(Pte e) { return cache_attr_for(kNativePatMsr, e); }
 inline PteFlags attrs_flags(CacheAttr a) { return cache_flags_for(kNativePatMsr, a); }
 

@@ -6,11 +6,11 @@
 #include "base/lib/kstring.h"
 #include "base/frames/frame_allocator.h"
 #include "base/frames/frame_refs.h"
-#include "pvops/lazy_mmu_section.h"
+#include "pvops/tlb/lazy_mmu_section.h"
 #include "pvops/mmu_policy.h"
 #include "base/frames/physmap.h"
 #include "pvops/mmu_ops.h"
-#include "pvops/pvop_site.h"
+#include "pvops/call/pvop_site.h"
 
 namespace pvk {
 

@@ -89,7 +89,7 @@ constexpr PteFlags cache_flags_for(uint64_t pat_msr, CacheAttr a) {
 inline constexpr PatType kPowerOnPat[8] = {PatType::WB, PatType::WT, PatType::UCMinus, PatType::UC,
                                            PatType::WB, PatType::WT, PatType::UCMinus, PatType::UC};
 
-// pvk's own PAT, programmed into IA32_PAT at native boot (guest/arch/native,
+// pvk's own PAT, programmed into IA32_PAT at native boot (arch/native,
 // before any mapping uses a slot other than 0). Linux's layout: slots 0-3
 // keep the power-on meaning of PWT/PCD except that PWT alone is WC instead of
 // WT, so WB (0), WC (PWT), UC- (PCD) and UC (PCD|PWT) need no PAT bit; the

@@ -118,7 +118,7 @@ xen_ulong_t g_vcpumasks[kCpuMaskBits][kVcpuMaskSlots][CpuMask::kWords];
 unsigned g_vcpumask_turn[kCpuMaskBits];
 
 const xen_ulong_t* vcpumask_of(const CpuMask& cpus) {
-  // Under Xen PV a CPU's dense id is its vCPU id (guest/arch/pv brings vCPUs
+  // Under Xen PV a CPU's dense id is its vCPU id (arch/pv brings vCPUs
   // up in order), so the mask's bits are the vCPU bitmap as it is.
   const unsigned me = xcpu::this_cpu_id() % kCpuMaskBits;
   xen_ulong_t* out = g_vcpumasks[me][g_vcpumask_turn[me]++ % kVcpuMaskSlots];

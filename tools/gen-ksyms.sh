@@ -1,6 +1,6 @@
 #!/bin/sh
 # gen-ksyms.sh NM ELF OUT.S — turns the text symbols of the first link of
-# pvk.elf into the .ksyms table of the second (see guest/arch/symbols.cpp).
+# pvk.elf into the .ksyms table of the second (see arch/symbols.cpp).
 set -eu
 nm="$1" elf="$2" out="$3"
 "$nm" -n -C --defined-only "$elf" | awk '

@@ -1,8 +1,10 @@
 // Cross-CPU requests: the one interface lower layers (pvops' TLB
-// shootdown, mm) use to make another CPU do something, implemented by
-// guest/smp (natively an IPI through the local APIC, under Xen PV an event
-// channel bound to the target vCPU). Declared here, in base/, so pvops/ and
-// mm/ can call it without looking up into guest/.
+// shootdown, mm, base's spinlocks) use to make another CPU do something.
+// Declared here, in base/, so those layers can call it without looking up
+// the stack; the delivery is registered from above at boot (arch/smp
+// installs its Delivery: natively an IPI through the local APIC, under Xen
+// PV an event channel bound to the target vCPU). Until then, and on the
+// host, this is one CPU that sends nothing.
 //
 // Contract:
 // - send(cpu, kind) makes `cpu` run the handler registered for `kind` soon:
@@ -27,7 +29,7 @@ enum class Ipi : uint8_t {
   // A signal was posted to the thread running there: enter the kernel, whose
   // way back to user mode delivers it (else it waits for that CPU's tick).
   SignalKick,
-  // SYS_pvk_probe's IPI round trip (guest/proc/probes.cpp): the handler
+  // SYS_pvk_probe's IPI round trip (kernel/proc/probes.cpp): the handler
   // only acknowledges, so the sender times the transit both ways.
   Probe,
   kCount
@@ -35,17 +37,40 @@ enum class Ipi : uint8_t {
 
 using Handler = void (*)();
 
-// This CPU's dense id (0 is the boot CPU); per-CPU data exists from early boot.
-unsigned this_cpu_id();
-// How many CPUs are online (1 until the APs report in).
-unsigned cpus_online();
-// Whether `cpu` is online.
-bool online(unsigned cpu);
+// How requests reach other CPUs: what the layer that brings the CPUs up
+// registers (install). Held by value, so each call below is one indirect
+// call through memory, as a direct call costs.
+struct Delivery {
+  unsigned (*this_cpu_id)();
+  unsigned (*cpus_online)();
+  bool (*online)(unsigned cpu);
+  bool (*send)(unsigned cpu, Ipi kind);
+  void (*poll)();
+};
 
-void set_handler(Ipi kind, Handler h);
+extern Delivery g_delivery;
+
+// Replaces the one-CPU delivery (at the start of either boot entry).
+void install(const Delivery& delivery);
+
+// This CPU's dense id (0 is the boot CPU); per-CPU data exists from early boot.
+inline unsigned this_cpu_id() { return g_delivery.this_cpu_id(); }
+// How many CPUs are online (1 until the APs report in).
+inline unsigned cpus_online() { return g_delivery.cpus_online(); }
+// Whether `cpu` is online.
+inline bool online(unsigned cpu) { return g_delivery.online(cpu); }
+
+// The handlers, kept here so a layer may register one before the delivery
+// is installed; the delivery's poll runs handler(kind) for each kind taken.
+extern Handler g_handlers[static_cast<unsigned>(Ipi::kCount)];
+inline void set_handler(Ipi kind, Handler h) {
+  __atomic_store_n(&g_handlers[static_cast<unsigned>(kind)], h, __ATOMIC_RELEASE);
+}
+inline Handler handler(Ipi kind) { return __atomic_load_n(&g_handlers[static_cast<unsigned>(kind)], __ATOMIC_ACQUIRE); }
+
 // False if the platform could not send it (the hypercall or the APIC
 // refused); the caller reports that, never waits for an answer then.
-bool send(unsigned cpu, Ipi kind);
-void poll();
+inline bool send(unsigned cpu, Ipi kind) { return g_delivery.send(cpu, kind); }
+inline void poll() { g_delivery.poll(); }
 
 }  // namespace pvk::xcpu

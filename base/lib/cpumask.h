@@ -14,7 +14,7 @@
 
 namespace pvk {
 
-// The kernel's CPU limit as base/ knows it (guest/smp's smp::kMaxCpus must
+// The kernel's CPU limit as base/ knows it (arch/smp's smp::kMaxCpus must
 // not exceed it).
 inline constexpr unsigned kCpuMaskBits = 16;
 

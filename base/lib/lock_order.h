@@ -15,7 +15,7 @@ namespace pvk {
 
 // Ranks, outermost first. Gaps leave room for locks added later.
 enum class LockRank : uint8_t {
-  Kernel = 10,    // the kernel lock (guest/kernel/kernel_lock.h): taken first on entry
+  Kernel = 10,    // the kernel lock (kernel/kernel_lock.h): taken first on entry
   RunQueue = 20,  // scheduler state, were it ever split from the kernel lock
   Mm = 30,        // one address space's page tables
   Frames = 40,    // the frame allocator

@@ -9,7 +9,7 @@ namespace pvk {
 namespace {
 
 // Per-CPU books of held locks (debug builds); indexed by xcpu::this_cpu_id,
-// which is below guest/smp's kMaxCpus (checked there against this bound).
+// which is below arch/smp's kMaxCpus (checked there against this bound).
 constexpr unsigned kMaxLockCpus = 32;
 
 #ifndef NDEBUG

@@ -1,5 +1,5 @@
 // The kernel images themselves: pvk.elf's table of pvops call sites
-// (.pvop_sites, pvops/pvop_site.h) is well formed and complete, and
+// (.pvop_sites, pvops/call/pvop_site.h) is well formed and complete, and
 // pvk-builtin.elf (the compiled-in native baseline) has no pvops table and
 // refuses what it cannot do in one line.
 #include "../host/host_compat.h"  // first: the kernel headers below spell Errno like <errno.h>
@@ -18,8 +18,8 @@
 #include <set>
 
 #include "pvops/mmu_ops.h"
-#include "pvops/pvop_site.h"
-#include "pvops/site_code.h"
+#include "pvops/call/pvop_site.h"
+#include "pvops/call/site_code.h"
 
 namespace pvk::boot_test {
 namespace {

@@ -103,7 +103,7 @@ TEST_P(Smp, TwoCpusComeOnline) {
 // The whole process suite at --smp 2. Natively processes run on both CPUs
 // (the kernel lock, migration between CPUs, per-CPU kernel stacks and
 // timers, wake-up IPIs). Under Xen by default only the boot vCPU runs them
-// (sched_cpus, guest/kernel/main.cpp): the second vCPU stays idle and
+// (sched_cpus, kernel/main.cpp): the second vCPU stays idle and
 // tickless, and the suite runs as fast as on one; the xen_sched label
 // (SmpXenAllCpus below) runs it on both.
 TEST_P(Smp, ProctestPassesWithTwoCpus) {

@@ -1,10 +1,10 @@
-// libFuzzer target: the boot-parameter parser (guest/params) on any bytes.
+// libFuzzer target: the boot-parameter parser (kernel/params) on any bytes.
 // Besides memory safety (ASan, UBSan) it checks the parser's promises: an
 // error is one printable line starting "pvk: "; an accepted line leaves
 // every field within its documented limits.
 // First: the kernel's Errno spells its names like <errno.h>'s macros,
 // which <string> brings in.
-#include "guest/params/boot_params.h"
+#include "kernel/params/boot_params.h"
 
 #include <stddef.h>
 #include <stdint.h>

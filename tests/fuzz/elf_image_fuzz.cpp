@@ -1,11 +1,11 @@
-// libFuzzer target: program-image validation (guest/proc/elf_image.cpp),
+// libFuzzer target: program-image validation (kernel/proc/elf_image.cpp),
 // the part of execve that reads an untrusted ELF. The input is copied into a
 // buffer of exactly its size, so ASan flags any read past it; an accepted
 // image is checked against what exec then relies on.
 // abi.h first: it spells its constants like the C library's macros, so it
 // must be parsed before any header that defines them (tests/host/host_compat.h).
 #include "base/abi.h"
-#include "guest/proc/elf_image.h"
+#include "kernel/proc/elf_image.h"
 
 #include <elf.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-// The boot parameter parser (guest/params/boot_params.{h,cpp}).
+// The boot parameter parser (kernel/params/boot_params.{h,cpp}).
 #include "host_compat.h"  // first: see there
 
 #include <gmock/gmock.h>
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "guest/params/boot_params.h"
+#include "kernel/params/boot_params.h"
 
 namespace pvk {
 namespace {

@@ -8,30 +8,32 @@ FakeXcpu& fake_xcpu() {
 }
 }  // namespace test
 
-namespace xcpu {
 namespace {
-Handler g_handlers[static_cast<unsigned>(Ipi::kCount)] = {};
-}  // namespace
 
-unsigned this_cpu_id() { return test::fake_xcpu().this_cpu; }
-unsigned cpus_online() { return test::fake_xcpu().online; }
-bool online(unsigned cpu) { return cpu < test::fake_xcpu().online; }
-void set_handler(Ipi kind, Handler h) { g_handlers[static_cast<unsigned>(kind)] = h; }
+unsigned fake_this_cpu_id() { return test::fake_xcpu().this_cpu; }
+unsigned fake_cpus_online() { return test::fake_xcpu().online; }
+bool fake_online(unsigned cpu) { return cpu < test::fake_xcpu().online; }
 
-bool send(unsigned cpu, Ipi kind) {
+bool fake_send(unsigned cpu, xcpu::Ipi kind) {
   test::FakeXcpu& f = test::fake_xcpu();
   f.sent.push_back({f.this_cpu, cpu, kind});
   if (f.refuse) return false;
-  if (f.deliver && g_handlers[static_cast<unsigned>(kind)]) {
+  if (f.deliver && xcpu::handler(kind)) {
     const unsigned me = f.this_cpu;
     f.this_cpu = cpu;
-    g_handlers[static_cast<unsigned>(kind)]();
+    xcpu::handler(kind)();
     f.this_cpu = me;
   }
   return true;
 }
 
-void poll() {}
+void fake_poll() {}
 
-}  // namespace xcpu
+// The fake is the delivery from before main on, as the kernel's own is from
+// the first line of its boot entry (host code: a constructor may do this).
+struct InstallFake {
+  InstallFake() { xcpu::install({&fake_this_cpu_id, &fake_cpus_online, &fake_online, &fake_send, &fake_poll}); }
+} g_install_fake;
+
+}  // namespace
 }  // namespace pvk

@@ -1,5 +1,5 @@
-// A host stand-in for base/arch/cross_cpu.h: a settable "this CPU", a
-// settable set of online CPUs, and send() that records each request and
+// A host delivery for base/arch/cross_cpu.h, installed before main: a
+// settable "this CPU", a settable set of online CPUs, and send() that records each request and
 // either refuses it or runs the registered handler "on" the target (this
 // CPU id switched to the target's for the call), as a CPU taking the
 // request would.

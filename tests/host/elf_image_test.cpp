@@ -1,4 +1,4 @@
-// Program image validation (guest/proc/elf_image.{h,cpp}), the part of
+// Program image validation (kernel/proc/elf_image.{h,cpp}), the part of
 // execve that reads untrusted bytes.
 #include "host_compat.h"  // first: see there
 
@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "guest/proc/elf_image.h"
+#include "kernel/proc/elf_image.h"
 
 namespace pvk {
 namespace {

@@ -16,7 +16,7 @@
 #endif
 #include "base/counters.h"
 #include "pvops/ops_builder.h"
-#include "pvops/pvop.h"
+#include "pvops/call/pvop.h"
 #include "pvops/pte_attrs.h"
 
 namespace pvk::test {

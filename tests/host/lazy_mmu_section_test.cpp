@@ -1,4 +1,4 @@
-// LazyMmuSection (pvops/lazy_mmu_section.{h,cpp}): the lazy-MMU section object — TLB
+// LazyMmuSection (pvops/tlb/lazy_mmu_section.{h,cpp}): the lazy-MMU section object — TLB
 // invalidation gathering, deferred page-table release, finish() rules.
 #include "host_compat.h"  // first: see there
 

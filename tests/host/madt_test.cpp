@@ -1,9 +1,9 @@
-// The MADT parser (guest/smp/madt.cpp) on synthetic ACPI tables laid out
+// The MADT parser (arch/smp/madt.cpp) on synthetic ACPI tables laid out
 // in a fake physical memory, and the bring-up bookkeeping (CpuCounts).
 #include "host_compat.h"
 
-#include "guest/smp/madt.h"
-#include "guest/smp/percpu.h"
+#include "arch/smp/madt.h"
+#include "arch/smp/percpu.h"
 
 #include <cstring>
 #include <vector>

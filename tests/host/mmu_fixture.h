@@ -13,7 +13,7 @@
 
 #include "fake_mmu.h"
 #include "base/frames/frame_allocator.h"
-#include "pvops/lazy_mmu_section.h"
+#include "pvops/tlb/lazy_mmu_section.h"
 #include "base/frames/physmap.h"
 #include "pvops/mmu_ops.h"
 

@@ -1,4 +1,4 @@
-// The machine code of pvops call sites (pvops/site_code.h): every form the
+// The machine code of pvops call sites (pvops/call/site_code.h): every form the
 // patcher writes decodes back to itself, nops are recognised as GAS and the
 // SDM write them, and the inline forms — run from an executable page —
 // compute what the native verbs compute.
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "pvops/pte.h"
-#include "pvops/site_code.h"
+#include "pvops/call/site_code.h"
 
 namespace pvk::test {
 namespace {

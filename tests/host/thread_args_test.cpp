@@ -1,9 +1,9 @@
-// clone's flag rules and futex's timeout check (guest/proc/thread_args.h).
+// clone's flag rules and futex's timeout check (kernel/proc/thread_args.h).
 #include "host_compat.h"  // first: see there
 
 #include <gtest/gtest.h>
 
-#include "guest/proc/thread_args.h"
+#include "kernel/proc/thread_args.h"
 
 namespace pvk {
 namespace {

@@ -1,5 +1,5 @@
-// TLB shootdown gathering (pvops/lazy_mmu_section.cpp) and the IPI path
-// (pvops/tlb_shootdown.cpp), on the fake MMU (which records each
+// TLB shootdown gathering (pvops/tlb/lazy_mmu_section.cpp) and the IPI path
+// (pvops/tlb/tlb_shootdown.cpp), on the fake MMU (which records each
 // flush_tlb_multi) and the fake cross-CPU requests (cross_cpu_host.h).
 #include "host_compat.h"  // first: see there
 
@@ -12,7 +12,7 @@
 #include "cross_cpu_host.h"
 #include "mmu_fixture.h"
 #include "panic_host.h"
-#include "pvops/tlb_shootdown.h"
+#include "pvops/tlb/tlb_shootdown.h"
 
 namespace pvk::test {
 namespace {

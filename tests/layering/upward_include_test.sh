@@ -8,7 +8,7 @@ set -u
 checker=$1 root=$2 rules=$3
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-for dir in guest mm pvops hypercalls base; do cp -R "$root/$dir" "$scratch/$dir"; done
+for dir in kernel arch mm pvops hypercalls base; do cp -R "$root/$dir" "$scratch/$dir"; done
 
 "$checker" --root "$scratch" --rules "$rules" >"$scratch/clean.out" || {
   echo "FAIL: the unmodified copy does not pass"; cat "$scratch/clean.out"; exit 1; }

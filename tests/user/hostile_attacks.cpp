@@ -440,7 +440,7 @@ void attack_flags_timer() {
 }
 
 // ===========================================================================
-// Forged rt_sigreturn frames (pvk's frame: guest/proc/process.cpp SigFrame,
+// Forged rt_sigreturn frames (pvk's frame: kernel/proc/process.cpp SigFrame,
 // the TrapFrame then the blocked mask, read at %rsp).
 
 struct ForgedFrame {
@@ -959,7 +959,7 @@ void attack_shared_stack_push() {
 // int3 (handled, back through rt_sigreturn), ud2, int $0x80 (a #GP), timer
 // ticks while it spins, and an unhandled #DE. The kernel checks on every
 // entry that its GS base is this CPU's PerCpu and stops otherwise
-// (check_this_cpu, guest/smp/percpu.h): a miss fails the whole boot. On
+// (check_this_cpu, arch/smp/percpu.h): a miss fails the whole boot. On
 // the user side each victim checks, after every way back (the return from
 // the call, signal delivery, sigreturn, preemption), that %gs still holds
 // its selector and that its GS base is still the user's: a gs-relative

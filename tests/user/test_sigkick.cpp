@@ -1,7 +1,7 @@
 // sigkick_*: how long a thread that runs in user mode on another CPU, making
 // no system calls, goes on running after a signal was sent to it (issue 15).
 // Nothing in its own code enters the kernel, so unless the sender
-// interrupts its CPU (pvk's signal kick, guest/proc/process.cpp; Linux's
+// interrupts its CPU (pvk's signal kick, kernel/proc/process.cpp; Linux's
 // kick_process) it notices the signal only at that CPU's next timer tick:
 //  - sigkick_tgkill: the main thread tgkills the spinning thread with a
 //    handled signal and waits for the handler;
@@ -44,7 +44,7 @@ namespace {
 constexpr unsigned kTries = 7;      // crossed tries wanted
 constexpr unsigned kMaxTries = 14;  // tries in all
 constexpr unsigned kMinCrossed = 3;
-// pvk's timer tick (kTimeSliceNs, guest/kernel/main.cpp; Linux's is no longer).
+// pvk's timer tick (kTimeSliceNs, kernel/main.cpp; Linux's is no longer).
 constexpr uint64_t kTickNs = 10'000'000;
 constexpr uint64_t kBoundNs = kTickNs / 4;
 // How long a try looks for the spinner running beside the sender: the

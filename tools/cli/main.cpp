@@ -204,7 +204,7 @@ int main(int argc, char** argv) {
   run->add_option("--smp", run_args.smp,
                   "CPUs: QEMU -smp N (MTTCG unless -icount); xen: dom0_max_vcpus=N; xl and xen-domu: the domU's "
                   "vcpus=N (xen-domu: also the nested machine's -smp)")
-      ->check(CLI::Range(1u, 16u))  // pvk starts at most smp::kMaxCpus (guest/smp/percpu.h)
+      ->check(CLI::Range(1u, 16u))  // pvk starts at most smp::kMaxCpus (arch/smp/percpu.h)
       ->capture_default_str();
   run->add_option("--icount", run_args.icount,
                   "virtual time: QEMU -icount SPEC (e.g. shift=0,sleep=off, what `pvk bench` uses): the guest's clock "

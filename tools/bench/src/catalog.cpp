@@ -109,7 +109,7 @@ std::vector<ExtraColumn> extra_columns(std::string_view bench) {
 }
 
 std::optional<std::string_view> switch_default(std::string_view key) {
-  // guest/params/boot_params.h, struct BootParams.
+  // kernel/params/boot_params.h, struct BootParams.
   if (key == "pte") return "attrs";
   if (key == "pvpatch") return "on";
   if (key == "batch") return "32";

@@ -7,7 +7,7 @@ namespace pvk::bench {
 
 // Each event's own instructions (CostEvent::instructions) are counted from
 // the instructions that make the transition, read off the entry code
-// (guest/arch/native/*.S, guest/arch/pv/trap_entry.S) and Xen 4.17's
+// (arch/native/*.S, arch/pv/trap_entry.S) and Xen 4.17's
 // paths, not measured: QEMU's -icount counts one per retired instruction,
 // a rep string one per iteration, and an exception or interrupt delivery
 // none (the faulting instruction is counted when it is re-executed). `pvk

@@ -1,0 +1,204 @@
+// A process's life: fork, exit (of a thread, of the whole group), wait,
+// and init's (start_init: pid 1 on the boot CPU's idle context, and the
+// teardown once it has exited).
+#include "kernel/proc/process.h"
+
+#include "base/arch/cpu.h"
+#include "base/arch/cross_cpu.h"
+#include "base/lib/fault_inject.h"
+#include "base/lib/kstring.h"
+#include "kernel/kernel_lock.h"
+#include "kernel/proc/exec.h"
+#include "kernel/proc/file.h"
+#include "kernel/proc/futex.h"
+#include "kernel/proc/process_parts.h"
+#include "kernel/proc/thread.h"
+#include "kernel/proc/user_copy.h"
+#include "mm/kernel_space.h"
+#include "pvops/call/pvop.h"
+
+namespace pvk {
+
+using namespace proc;
+
+namespace {
+
+void release_files(Process& p) {
+  for (File*& f : p.fds)
+    if (f) file_put(f), f = nullptr;
+}
+
+// Tears down what a dead process holds (not its kernel stack, which may be
+// the one we are running on).
+void release_resources(Process& p) {
+  // A thread other than the leader owns nothing of the group's.
+  if (p.leader != &p) {
+    p.as = nullptr;
+    return;
+  }
+  release_files(p);
+  if (p.as) {
+    if (g_current_root == p.as->root()) must(PVOP(load_root)(kernel_root()), "load kernel root");
+    must(p.as->destroy(), "destroy address space");
+    p.as = nullptr;
+  }
+}
+
+}  // namespace
+
+ErrorOr<int> do_fork() {
+  Process& parent = *running_here();
+  Process* child = alloc_process();
+  if (!child) return Errno::EAGAIN;
+  auto as = parent.as->try_fork();
+  if (as.is_error()) {
+    child->state = ProcState::Free;
+    return as.error();
+  }
+  // A fork from a thread copies that thread alone: its registers, mask and
+  // TLS; the group's files and actions.
+  const Process& group = *parent.leader;
+  child->as = as.value();
+  child->ppid = parent.tgid;
+  memcpy(child->actions, group.actions, sizeof group.actions);
+  child->blocked = parent.blocked;
+  child->fs_base = parent.fs_base;
+  memcpy(child->name, parent.name, sizeof parent.name);
+  for (unsigned i = 0; i < Process::kMaxFds; ++i)
+    if (group.fds[i]) child->fds[i] = file_get(group.fds[i]);
+  *child->frame() = *parent.frame();
+  child->frame()->rax = 0;
+  save_user_segments(*child);  // the parent's, as fork returns in both
+  prepare_first_switch(*child);
+  make_runnable(*child);
+  return child->pid;
+}
+
+void do_exit(int wait_status) {
+  Process& p = *running_here();
+  Process& group = *p.leader;
+  // (While an execve ends the other threads, their deaths end only them.)
+  if (group.live_threads > 1 && !group.exec_thread) {
+    // Every other thread dies as if by SIGKILL (woken if blocked) the next
+    // time it is on its way to user mode; the last one out ends the process.
+    if (!group.group_exiting) group.group_exiting = true, group.group_exit_status = wait_status;
+    for (Process& t : g_procs)
+      if (&t != &p && t.leader == &group && t.state != ProcState::Free && t.state != ProcState::Zombie)
+        send_signal(t, abi::SIGKILL);
+  }
+  do_thread_exit(wait_status);
+}
+
+void do_thread_exit(int wait_status) {
+  Process& p = *running_here();
+  Process& group = *p.leader;
+  // CLONE_CHILD_CLEARTID: the joiner's word, while the space is still there.
+  clear_child_tid(p);
+  p.wait_status = wait_status;
+  if (--group.live_threads > 0) {
+    // The others keep the group's space, files and actions. A leader stays
+    // (as a zombie nobody reaps yet) to hold them and the process' pid.
+    if (&p != &group) p.as = nullptr;
+    p.state = ProcState::Zombie;
+    wake_all(&group.live_threads);  // an exec waiting for the others to go
+    schedule();
+    panic("an exited thread was scheduled");
+  }
+  // The last thread: the process ends, with the group exit's status if
+  // there was one, else the last thread's own (what Linux reports).
+  const int status = group.group_exiting ? group.group_exit_status : wait_status;
+  release_resources(group);
+  release_resources(p);
+  p.state = ProcState::Zombie;
+  group.wait_status = status;
+  group.state = ProcState::Zombie;
+  // Orphans go to init, which reaps them.
+  for (Process& c : g_procs)
+    if (c.state != ProcState::Free && c.ppid == group.pid) c.ppid = 1;
+  if (group.pid == 1) {
+    // Every CPU stops running processes; the boot CPU's idle loop returns
+    // into start_init, which tears down what is left.
+    g_init_status = status;
+    __atomic_store_n(&g_init_exited, true, __ATOMIC_RELEASE);
+    if (me() != 0) xcpu::send(0, xcpu::Ipi::Reschedule);
+    switch_to_idle();
+  }
+  if (Process* parent = find_process(group.ppid)) wake_all(parent);
+  schedule();
+  panic("a zombie was scheduled");
+}
+
+ErrorOr<int> do_wait(int pid, uint64_t user_status, int options) {
+  Process& self = *running_here();
+  for (;;) {
+    bool have_child = false;
+    for (Process& c : g_procs) {
+      // Children are processes (their leaders), never threads.
+      if (c.state == ProcState::Free || c.tgid != c.pid || c.ppid != self.tgid || (pid > 0 && c.pid != pid)) continue;
+      have_child = true;
+      if (c.state != ProcState::Zombie || c.live_threads > 0) continue;
+      if (user_status) TRY(copy_to_user(user_status, &c.wait_status, sizeof c.wait_status));
+      const int found = c.pid;
+      c.state = ProcState::Free;
+      return found;
+    }
+    if (!have_child) return Errno::ECHILD;
+    if (options & abi::WNOHANG) return 0;
+    if (signal_interrupts(self)) return Errno::EINTR;
+    sleep_on(self.leader);  // what an exiting child wakes: any thread of ours may wait
+  }
+}
+
+ErrorOr<int> start_init(const char* const* argv) {
+  const char* envp[] = {nullptr};
+  kernel_lock();  // the boot CPU's idle context holds it like any other
+  Process* p = alloc_process();
+  if (!p) {
+    kernel_unlock();
+    return Errno::EAGAIN;
+  }
+  for (int fd = 0; fd < 3; ++fd) p->fds[fd] = console_file();
+  this_cpu()->current = p;  // exec works on the current process
+  if (auto r = exec_program(*p, argv[0], argv, envp); r.is_error()) {
+    release_resources(*p);
+    p->state = ProcState::Free;
+    this_cpu()->current = nullptr;
+    kernel_unlock();
+    return r.error();
+  }
+  this_cpu()->current = nullptr;
+  switch_space(nullptr);
+  prepare_first_switch(*p);
+  p->state = ProcState::Runnable;
+  fault_inject_arm(true);  // fail= (if configured) concerns what the processes do
+  xcpu::set_handler(xcpu::Ipi::SignalKick, &note_signal_kick);
+  // The other CPUs leave their park (secondary_cpu_scheduler).
+  __atomic_store_n(&g_sched_started, true, __ATOMIC_RELEASE);
+  for (unsigned c = 1; c < smp::kMaxCpus; ++c)
+    if (xcpu::online(c)) xcpu::send(c, xcpu::Ipi::Reschedule);
+  idle_loop(/*boot_cpu=*/true);  // returns when init has exited
+  fault_inject_arm(false);
+  // The other CPUs drop their processes at their next tick or kernel entry
+  // (schedule() sends them idle once init has exited); wait for that
+  // before freeing anything they might still run on.
+  for (;;) {
+    bool busy = false;
+    for (const Process& q : g_procs) busy |= q.on_cpu != Process::kNoCpu;
+    if (!busy) break;
+    kernel_unlock();
+    for (unsigned i = 0; i < 1000; ++i) cpu::relax();
+    kernel_lock();
+  }
+  // Init is gone: whatever is left dies with it, without running again.
+  for (Process& q : g_procs) {
+    if (q.state == ProcState::Free) continue;
+    release_resources(q);
+    q.state = ProcState::Free;
+  }
+  futex_forget_all();
+  report_sched();
+  kernel_unlock();
+  return g_init_status;
+}
+
+}  // namespace pvk

@@ -1,0 +1,147 @@
+// Processes: a pid, an address space, a kernel stack whose top holds the
+// user-mode TrapFrame, open files, signal state. Every CPU runs processes:
+// one run queue (the process table, scanned round-robin) under the kernel
+// lock (kernel/kernel_lock.h); a process runs on at most one CPU at a
+// time (Process::on_cpu) and may continue on another after it was switched
+// out. The kernel is never preempted (interrupts are off in kernel mode);
+// user mode is, on each CPU's timer tick. A CPU with nothing to run goes
+// to its idle loop and halts until a tick or a Reschedule IPI.
+#pragma once
+#include "arch/trap_frame.h"
+#include "arch/upcalls.h"  // what arch calls here: the entries, the scheduler of other CPUs
+#include "base/abi.h"
+#include "mm/address_space.h"
+
+namespace pvk {
+
+struct File;
+
+enum class ProcState : uint8_t { Free, Runnable, Blocked, Zombie };
+
+struct Process {
+  static constexpr unsigned kMaxFds = 16;
+  static constexpr uint64_t kStackSize = 16384;
+
+  int pid = 0;
+  int ppid = 0;
+  ProcState state = ProcState::Free;
+  int wait_status = 0;  // for the parent's wait4 once a zombie
+  AddressSpace* as = nullptr;
+  uint64_t saved_rsp = 0;        // kernel stack pointer while switched out
+  const void* wait_on = nullptr;  // what a blocked process sleeps on
+  // A timed sleep (sleep_until): the TSC value at which the timer wakes it
+  // (0: no timer); timed_out says the timer, not wake_all, woke it.
+  uint64_t wake_deadline = 0;
+  bool timed_out = false;
+  // The CPU it runs on (kNoCpu: none). Set and cleared under the kernel
+  // lock by the CPU switching to or away from it.
+  static constexpr int16_t kNoCpu = -1;
+  int16_t on_cpu = kNoCpu;
+  uint32_t ran_on = 0;  // bit n: it has run on CPU n (the sched record)
+  // The data segment selectors user mode loaded (the kernel never changes
+  // them): kept here while it is switched out, since it may continue on a
+  // CPU whose registers hold another process's.
+  uint16_t user_ds = 0, user_es = 0, user_gs = 0;
+  File* fds[kMaxFds] = {};
+  abi::KernelSigaction actions[abi::kNumSignals + 1] = {};
+  uint64_t pending = 0;  // bit n-1: signal n
+  uint64_t blocked = 0;
+  char name[32] = {};
+  // The last user page fault, to tell a livelock from demand paging.
+  uint64_t last_fault_rip = 0;
+  uint64_t last_fault_addr = 0;
+  unsigned fault_repeats = 0;
+  unsigned fault_failures = 0;  // consecutive faults that ran out of frames or were refused
+
+  // Threads (kernel/proc/thread.cpp). A process is a thread group: its
+  // leader (tgid == pid) owns the address space, the file table and the
+  // signal actions for the whole group, until the last thread exits;
+  // every thread's `as` points at the same space, and its files and
+  // actions are the leader's (`leader->fds`, `leader->actions`).
+  int tgid = 0;
+  Process* leader = nullptr;   // this, for a leader
+  unsigned live_threads = 0;   // on the leader: threads not yet exited, itself included
+  bool group_exiting = false;  // on the leader: exit_group or a fatal signal ends every thread
+  int group_exit_status = 0;   // on the leader: the status wait4 reports then
+  Process* exec_thread = nullptr;  // on the leader: the thread whose execve is ending the others
+  uint64_t clear_child_tid = 0;  // CLONE_CHILD_CLEARTID / set_tid_address: zeroed and woken at exit
+  uint64_t fs_base = 0;          // the user FS base (TLS), loaded when this thread is switched to
+
+  uint8_t* stack_base() const;
+  uint64_t stack_top() const { return reinterpret_cast<uint64_t>(stack_base()) + kStackSize; }
+  TrapFrame* frame() const { return reinterpret_cast<TrapFrame*>(stack_top() - sizeof(TrapFrame)); }
+};
+
+Process* current();
+
+// Scheduler.
+void sleep_on(const void* channel);  // block until wake_all(channel); the caller re-checks
+// Timed sleeps (kernel/proc/timed_sleep.cpp): block until wake_all(channel)
+// or the TSC reaches deadline, releasing the CPU (and the kernel lock) the
+// whole time; true if the timer woke it. The caller re-checks either way.
+bool sleep_until(const void* channel, uint64_t deadline_tsc);
+// Wakes every timed sleeper whose deadline has passed (kernel lock held):
+// every CPU's tick from user mode and every idle loop's wake-up call it.
+void expire_timed_sleeps();
+// Whether a timed sleeper's deadline may have passed (no lock: an idle
+// CPU's halt loop asks before it halts again).
+bool timed_sleep_due();
+void wake_all(const void* channel);
+// p can run (a new process or thread, or one woken): an idle CPU may take it.
+void make_runnable(Process& p);
+void schedule();                     // run someone else if anyone is runnable
+void on_timer_tick(bool from_user);
+// Whether every CPU runs processes (true) or only the boot CPU (the others
+// idle, tickless under Xen). Set before start_init.
+void set_sched_all_cpus(bool all);
+// A preemption point for long kernel work (the kernel is otherwise never
+// preempted): once the current process has run a whole time slice, the
+// others run before it continues.
+void cond_resched();
+
+// Lifecycle.
+// Runs argv[0] as pid 1; returns its wait status when it exits.
+ErrorOr<int> start_init(const char* const* argv);
+ErrorOr<int> do_fork();
+// The whole process (every thread of the caller's group) ends: exit_group,
+// fatal signals. The status is what the parent's wait4 sees.
+[[noreturn]] void do_exit(int wait_status);
+// Only the calling thread ends (exit); the process ends with its last thread.
+[[noreturn]] void do_thread_exit(int wait_status);
+Process* find_process(int pid);
+// For kernel/proc/thread.cpp: a fresh slot (its own group of one) or null,
+// a slot handed back before it ever ran, a new slot's first switch laid
+// out, and the table (slot i, null past the end).
+Process* alloc_process();
+void free_unstarted(Process& p);
+void prepare_first_switch(Process& p);
+Process* process_at(unsigned i);
+// A signal is waiting that should cut a blocking call short (EINTR).
+bool signal_interrupts(const Process& p);
+
+// Called on every way back to user mode: deliver signals, maybe reschedule.
+void prepare_return_to_user(TrapFrame& f);
+// A synchronous fault in user mode that becomes a signal.
+void raise_fault_signal(int sig);
+void send_signal(Process& p, int sig);
+
+// A trap from user mode under the kernel lock (trap_from_user's slow
+// path, and every trap but page faults).
+void user_trap(TrapFrame& f, uint64_t fault_addr);
+
+// A user page fault tried without the kernel lock (issue 15): the common
+// outcome, a page mapped or a COW broken, needs only the address space's
+// lock. What it came to:
+//  - Done: handled; straight back to user mode;
+//  - DoneSignalsPending: handled, but a signal waits (another CPU sent it):
+//    the caller delivers it under the kernel lock (prepare_return_to_user);
+//  - NeedsKernelLock: not done here — the backend or the boot's switches
+//    want faults under the kernel lock, or the fault ends in a signal, an
+//    OOM retry or kill, or the livelock check. The caller takes the kernel
+//    lock and runs user_trap, which handles the fault again from the start
+//    (a page this attempt mapped is found mapped), so the slow outcomes
+//    have one implementation, under the kernel lock as before.
+enum class UnlockedFault : uint8_t { Done, DoneSignalsPending, NeedsKernelLock };
+UnlockedFault user_fault_unlocked(TrapFrame& f, uint64_t fault_addr);
+
+}  // namespace pvk

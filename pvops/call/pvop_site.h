@@ -1,0 +1,198 @@
+// The call sites of pvops verbs (see pvops/call/pvop.h for how code calls a
+// verb). In the kernel image every call is an indirect call through the
+// verb's slot in g_mmu, emitted by an asm block that also records the site
+// (where, which slot, how many bytes) into the section .pvop_sites — the
+// assembler builds the table, as Linux's .parainstructions, so there is no
+// hand-kept list. With pvpatch=on the boot rewrites each site into a direct
+// call to the selected backend's function or, for the trivial verbs
+// (pte_flags' mask, native pte_val/pte_pfn/make_pte), into the instructions
+// themselves (pvops/call/pvpatch.h); sites of those verbs carry padding so the
+// inline form fits.
+//
+// Kept apart from pvop.h because the shared walk (page_walk.h) needs the
+// flag-read site, and the compiled-in native image builds its verbs from
+// the walk.
+#pragma once
+#include <stddef.h>
+
+#include <type_traits>
+
+#include "pvops/mmu_ops.h"
+
+namespace pvk {
+
+// One site, as the asm below lays it out. Relative address, so the table
+// needs no relocation.
+struct PvopSite {
+  int32_t at;           // the site's address minus this field's address
+  uint16_t slot;        // offsetof(MmuOps, verb): the verb it calls
+  uint8_t length;       // bytes from the site to the instruction after it
+  uint8_t call_length;  // bytes of the indirect call at its start
+  uint8_t* address() const { return reinterpret_cast<uint8_t*>(const_cast<int32_t*>(&at)) + at; }
+};
+static_assert(sizeof(PvopSite) == 8);
+
+// Bytes reserved at the sites of the verbs that may become inline code: the
+// longest inline form (pte_flags: movabs of the mask, and) is 13 bytes.
+inline constexpr uint8_t kInlineRoom = 13;
+
+constexpr bool may_inline(size_t slot) {
+  return slot == offsetof(MmuOps, pte_flags) || slot == offsetof(MmuOps, pte_val) ||
+         slot == offsetof(MmuOps, pte_pfn) || slot == offsetof(MmuOps, make_pte) ||
+         slot == offsetof(MmuOps, enter_lazy_mmu) || slot == offsetof(MmuOps, flush_tlb_one);
+}
+
+#if !PVK_BUILTIN_NATIVE  // no table, no sites
+namespace pvop_detail {
+
+// "Light" verbs: one entry in, one value out, the result a function of the
+// entry alone (the flag mask; the entry's value or frame read back, under
+// Xen through the machine-to-physical table, which pvk never changes). Their
+// sites promise the compiler more than a C call would — only rax changes,
+// and no memory — so a hot loop keeps its registers across them, as Linux's
+// callee-save pvops do. A backend's C function cannot keep that promise,
+// so such a site calls a thunk that saves every caller-saved register
+// around the call through g_mmu (pvops/call/pvpatch.cpp), and patching either
+// inlines the verb (which touches rax alone) or keeps the thunk.
+constexpr bool is_light(size_t slot) {
+  return slot == offsetof(MmuOps, pte_flags) || slot == offsetof(MmuOps, pte_val) ||
+         slot == offsetof(MmuOps, pte_pfn);
+}
+
+// The SysV x86-64 calling convention for what verbs take and return: values
+// of at most 16 bytes that are trivially copyable travel in one or two
+// integer registers as their memory image; references as pointers. The
+// static_asserts keep any verb from needing more.
+template <typename T>
+constexpr unsigned regs_of() {
+  if constexpr (std::is_void_v<T>) {
+    return 0;
+  } else if constexpr (std::is_reference_v<T>) {
+    return 1;
+  } else {
+    static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T> && sizeof(T) <= 16,
+                  "a pvops verb's parameter must travel in registers");
+    return (sizeof(T) + 7) / 8;
+  }
+}
+
+template <typename T>
+[[gnu::always_inline]] inline void put(uint64_t* regs, unsigned& n, std::remove_reference_t<T>& v) {
+  if constexpr (std::is_reference_v<T>) {
+    regs[n++] = reinterpret_cast<uint64_t>(&v);
+  } else {
+    __builtin_memcpy(&regs[n], &v, sizeof v);
+    n += (sizeof v + 7) / 8;
+  }
+}
+
+}  // namespace pvop_detail
+}  // namespace pvk
+
+extern "C" void pvk_pvop_thunk_pte_flags();
+extern "C" void pvk_pvop_thunk_pte_val();
+extern "C" void pvk_pvop_thunk_pte_pfn();
+
+namespace pvk {
+namespace pvop_detail {
+
+// The thunk a light verb's sites call.
+constexpr void (*thunk_for(size_t slot))() {
+  return slot == offsetof(MmuOps, pte_flags) ? &pvk_pvop_thunk_pte_flags
+         : slot == offsetof(MmuOps, pte_val) ? &pvk_pvop_thunk_pte_val
+         : slot == offsetof(MmuOps, pte_pfn) ? &pvk_pvop_thunk_pte_pfn
+                                              : nullptr;
+}
+
+template <size_t Slot, typename Fn>
+struct Site;
+
+template <size_t Slot, typename R, typename... A>
+struct Site<Slot, R (*)(A...)> {
+  static_assert((regs_of<A>() + ... + 0) <= 6, "a pvops verb's arguments must fit the six argument registers");
+  static_assert(regs_of<R>() <= 2, "a pvops verb's result must come back in rax:rdx");
+
+  [[gnu::always_inline]] R operator()(A... a) const {
+    if constexpr (is_light(Slot)) {
+      static_assert(sizeof...(A) == 1 && regs_of<R>() == 1, "a light verb takes one entry and returns one value");
+      uint64_t in[1] = {};
+      unsigned n = 0;
+      (put<A>(in, n, a), ...);
+      (void)n;
+      uint64_t rax;
+      asm("771:\n\tcall %P[thunk]\n772:\n\t"
+          ".nops %c[room] - (772b - 771b)\n773:\n\t"
+          ".pushsection .pvop_sites, \"a?\"\n\t.balign 4\n\t"
+          ".long 771b - .\n\t.short %c[slot]\n\t.byte 773b - 771b, 772b - 771b\n\t"
+          ".popsection"
+          : "=a"(rax)
+          : "D"(in[0]), [thunk] "i"(thunk_for(Slot)), [slot] "i"(Slot), [room] "i"(kInlineRoom)
+          : "cc");
+      return __builtin_bit_cast(R, rax);
+    } else {
+      return call(a...);
+    }
+  }
+
+  // A verb with the C calling convention: every caller-saved register and
+  // memory may change.
+  [[gnu::always_inline]] static R call(A... a) {
+    uint64_t in[6] = {};
+    unsigned n = 0;
+    (put<A>(in, n, a), ...);
+    (void)n;
+    register uint64_t rdi asm("rdi") = in[0];
+    register uint64_t rsi asm("rsi") = in[1];
+    register uint64_t rdx asm("rdx") = in[2];
+    register uint64_t rcx asm("rcx") = in[3];
+    register uint64_t r8 asm("r8") = in[4];
+    register uint64_t r9 asm("r9") = in[5];
+    register uint64_t rax asm("rax");
+    auto* slot = reinterpret_cast<R (**)(A...)>(reinterpret_cast<char*>(&g_mmu) + Slot);
+    // The callee may clobber every caller-saved register; the six argument
+    // registers are in-out operands for that reason, r10/r11 clobbers.
+    asm volatile(
+        "771:\n\tcall *%[fn]\n772:\n\t"
+        ".if %c[room]\n\t.nops %c[room] - (772b - 771b)\n\t.endif\n773:\n\t"
+        ".pushsection .pvop_sites, \"a?\"\n\t.balign 4\n\t"
+        ".long 771b - .\n\t.short %c[slot]\n\t.byte 773b - 771b, 772b - 771b\n\t"
+        ".popsection"
+        : "=r"(rax), "+r"(rdi), "+r"(rsi), "+r"(rdx), "+r"(rcx), "+r"(r8), "+r"(r9)
+        : [fn] "m"(*slot), [slot] "i"(Slot), [room] "i"(may_inline(Slot) ? kInlineRoom : 0)
+        : "r10", "r11", "memory", "cc");
+    if constexpr (!std::is_void_v<R>) {
+      union Out {
+        Out() {}
+        uint64_t regs[2];
+        R value;
+      } out;
+      out.regs[0] = rax;
+      out.regs[1] = rdx;
+      return out.value;
+    }
+  }
+};
+
+}  // namespace pvop_detail
+#endif
+}  // namespace pvk
+
+#define PVOP_SITE(verb) \
+  (::pvk::pvop_detail::Site<offsetof(::pvk::MmuOps, verb), decltype(::pvk::MmuOps{}.verb)>{})
+
+namespace pvk {
+
+// A flag read under pte=flags: a pte_flags site in the kernel image; the
+// architectural mask where there is no table (compiled-in native, which
+// has no pte=flags) — the flags are the same bits everywhere.
+[[gnu::always_inline]] inline PteFlags pte_flags_site(Pte e) {
+#if PVK_BUILTIN_NATIVE
+  return PteFlags{e.raw & pte_bit::FlagMask};
+#elif defined(PVK_KERNEL)
+  return PVOP_SITE(pte_flags)(e);
+#else
+  return g_mmu.pte_flags(e);
+#endif
+}
+
+}  // namespace pvk

@@ -1,0 +1,51 @@
+// The machine code of a pvops call site (pvops/call/pvop_site.h): what the
+// compiler left there (an indirect call through g_mmu) and what pvpatch=on
+// may put there instead (a direct call, or the verb's own instructions),
+// padded with nops to the site's length. Pure byte work, so the host tests
+// can check every form on buffers — and run the inline forms.
+#pragma once
+#include "base/lib/types.h"
+
+namespace pvk::site_code {
+
+enum class Form : uint8_t { IndirectCall, DirectCall, Inline, Unknown };
+
+// The inline forms, each the SysV body of a one-line verb: argument in rdi
+// (and rsi), result in rax.
+enum class InlineOp : uint8_t {
+  FlagsMask,   // pte_flags:  rax = rdi & FlagMask
+  Identity,    // pte_val:    rax = rdi (natively the frame field is the pfn)
+  NativePfn,   // pte_pfn:    rax = (rdi & FrameMask) >> 12
+  NativeMake,  // make_pte:   rax = rdi << 12 | rsi
+  ReturnOk,    // flush_lazy_mmu, leave_lazy_mmu natively (no queue): eax = 0, ErrorOr<void>'s success
+  // Natively, verbs that only count themselves (and invalidate one TLB
+  // entry): the counter is a memory operand, rip-relative to the site.
+  Count,         // enter_lazy_mmu: ++*counter
+  CountInvlpg,   // flush_tlb_one:  ++*counter; invlpg (rdi)
+};
+
+inline constexpr unsigned kIndirectCallLength = 6;  // ff 15 disp32
+inline constexpr unsigned kDirectCallLength = 5;    // e8 rel32
+
+// Bytes an inline form takes (before padding).
+unsigned inline_length(InlineOp op);
+// What an inline form computes, for checking a backend's verb against it.
+uint64_t inline_result(InlineOp op, uint64_t rdi, uint64_t rsi);
+
+// Each writes exactly `length` bytes at buf (the code that will sit at
+// address `at`), padding with nops; false if the form does not fit.
+bool encode_direct_call(uint8_t* buf, unsigned length, uint64_t at, uint64_t target);
+// `counter`: the address Count and CountInvlpg increment (the others ignore it).
+bool encode_inline(uint8_t* buf, unsigned length, InlineOp op, uint64_t at = 0, uint64_t counter = 0);
+void encode_nops(uint8_t* buf, unsigned length);
+
+struct Decoded {
+  Form form = Form::Unknown;
+  uint64_t target = 0;  // DirectCall: the callee; IndirectCall: the slot read
+  InlineOp op{};        // Inline (target: the counter of Count / CountInvlpg)
+};
+// Reads back a site of `length` bytes at address `at`: one of the forms
+// followed only by nops, or Unknown.
+Decoded decode(const uint8_t* buf, unsigned length, uint64_t at);
+
+}  // namespace pvk::site_code
