@@ -8,14 +8,14 @@
 namespace pvk::backends {
 namespace {
 
-using Policy = xen_pv::XenPolicy<xen_pv::QueuedL1Writer<xen_pv::Deferral::InLazySections>>;
+using Policy = xen_pv::XenPolicy<xen_pv::QueuedL1Writer>;
 static_assert(MmuPolicy<Policy>);
 
 }  // namespace
 
 ErrorOr<MmuOps, BackendRefusal> batched_ops(const BackendSetup& setup) {
-  xen_pv::init_common(setup.batch, setup.shootdown);
-  return xen_pv::xen_ops<Policy, xen_pv::Deferral::InLazySections>(setup.pte);
+  xen_pv::init_common(setup.batch, xen_pv::Deferral::InLazySections, setup.shootdown);
+  return xen_pv::xen_ops<Policy>(setup.pte);
 }
 
 }  // namespace pvk::backends

@@ -32,8 +32,8 @@ struct XenEnv {
     return xen_pv::remap_accessor(l1, writable ? pte_flags::KernelRw : pte_flags::KernelRo);
   }
   static ErrorOr<void> queued(Pte* slot, Pte v, bool preserve_ad) {
-    return xen_pv::update_queued<xen_pv::Deferral::InLazySections>(
-        xen::machine_address(slot) | (preserve_ad ? MMU_PT_UPDATE_PRESERVE_AD : MMU_NORMAL_PT_UPDATE), v.raw);
+    return xen_pv::update_queued(xen::machine_address(slot) | (preserve_ad ? MMU_PT_UPDATE_PRESERVE_AD : MMU_NORMAL_PT_UPDATE),
+                                 v.raw);
   }
   [[noreturn]] static void fatal(const char* what) { panic("unhook: %s", what); }
 };
@@ -65,7 +65,7 @@ ErrorOr<void> load_root(Pfn root);
 
 // The table unhook and auto start from.
 constexpr MmuOps table_ops(PteAccess access) {
-  MmuOps ops = xen_pv::xen_ops<Policy, xen_pv::Deferral::InLazySections>(access);
+  MmuOps ops = xen_pv::xen_ops<Policy>(access);
   ops.flush_lazy_mmu = &flush_lazy;
   ops.leave_lazy_mmu = &leave_lazy;
   ops.load_root = &load_root;
@@ -75,7 +75,7 @@ constexpr MmuOps table_ops(PteAccess access) {
 // Sets up the common Xen state (batch= sizes the queue of the tables that
 // stay hooked) and the state machine's mode.
 inline void init(const BackendSetup& setup, TableMode mode, AutoThresholds thresholds) {
-  xen_pv::init_common(setup.batch, setup.shootdown);
+  xen_pv::init_common(setup.batch, xen_pv::Deferral::InLazySections, setup.shootdown);
   Tables::configure(mode, thresholds);
 }
 

@@ -28,8 +28,8 @@ static_assert(MmuPolicy<Policy>);
 ErrorOr<MmuOps, BackendRefusal> wrpt_ops(const BackendSetup& setup) {
   if (auto r = xen_pv::enable_writable_pagetables(); r.is_error())
     return BackendRefusal{"Xen refused writable page tables", r.error()};
-  xen_pv::init_common(1, setup.shootdown);
-  return xen_pv::xen_ops<Policy, xen_pv::Deferral::Immediate>(setup.pte);
+  xen_pv::init_common(1, xen_pv::Deferral::Immediate, setup.shootdown);
+  return xen_pv::xen_ops<Policy>(setup.pte);
 }
 
 }  // namespace pvk::backends

@@ -23,6 +23,9 @@ constexpr unsigned kMaxResends = 3;
 // send (or drop) another's half-built batch.
 struct CpuMmuState {
   bool lazy = false;
+  // Whether L1 updates and TLB flushes wait in the queue while lazy (the
+  // backend's Deferral, set by init_common).
+  bool defer_in_lazy = false;
   OnRefusal on_refusal = OnRefusal::Fail;  // of the current lazy section; Fail outside one
   xen::MmuQueue queue;
 };
@@ -75,12 +78,17 @@ ErrorOr<void> ext_now(unsigned cmd, uint64_t arg) {
   return {};
 }
 
-template <Deferral D>
+// Whether this CPU's updates and flushes wait for the end of its section.
+bool deferring() {
+  const CpuMmuState& cpu = here();
+  return cpu.lazy && cpu.defer_in_lazy;
+}
+
 void tlb_op(unsigned cmd, uint64_t va) {
   mmuext_op_t op{};
   op.cmd = cmd;
   op.arg1.linear_addr = va;
-  if (D == Deferral::InLazySections && here().lazy) {
+  if (deferring()) {
     // A full queue is sent first; if that is refused (and settled), the op
     // still needs queueing.
     if (auto r = queue().push_ext(op); r.is_error() && !settle(r, "mmuext_op").is_error())
@@ -115,14 +123,13 @@ const xen_ulong_t* vcpumask_of(const CpuMask& cpus) {
   return out;
 }
 
-template <Deferral D>
 void multi_op(unsigned cmd, uint64_t va, const xen_ulong_t* mask) {
   count_event(g_mmu_counters.tlb_flush_multi);
   mmuext_op_t op{};
   op.cmd = cmd;
   op.arg1.linear_addr = va;
   set_xen_guest_handle(op.arg2.vcpumask, mask);
-  if (D == Deferral::InLazySections && here().lazy) {
+  if (deferring()) {
     // Behind the section's updates: one multicall carries both.
     if (auto r = queue().push_ext(op); r.is_error() && !settle(r, "mmuext_op").is_error())
       if (queue().push_ext(op).is_error()) report_failure("mmuext_op", Errno::EIO);
@@ -143,14 +150,13 @@ void multi_op(unsigned cmd, uint64_t va, const xen_ulong_t* mask) {
           rc_all);
 }
 
-template <Deferral D>
 void flush_multi_by_hypercall(const CpuMask& cpus, const TlbFlushInfo& info) {
   const xen_ulong_t* mask = vcpumask_of(cpus);
   if (info.full || info.count > kTlbSinglePageFlushCeiling) {
-    multi_op<D>(MMUEXT_TLB_FLUSH_MULTI, 0, mask);
+    multi_op(MMUEXT_TLB_FLUSH_MULTI, 0, mask);
     return;
   }
-  for (unsigned i = 0; i < info.count; ++i) multi_op<D>(MMUEXT_INVLPG_MULTI, raw(info.pages[i]), mask);
+  for (unsigned i = 0; i < info.count; ++i) multi_op(MMUEXT_INVLPG_MULTI, raw(info.pages[i]), mask);
 }
 
 // The other vCPUs' flushes by IPI (shootdown=ipi), after the section's
@@ -169,7 +175,7 @@ void flush_multi_by_ipi(const CpuMask& cpus, const TlbFlushInfo& info) {
   Record("shootdown_fallback").u64("first_cpu", refused.next(0)).u64("cpus", refused.count());
   const bool was_lazy = here().lazy;
   here().lazy = false;  // now, not queued: the caller expects the flush done on return
-  multi_op<Deferral::Immediate>(MMUEXT_TLB_FLUSH_MULTI, 0, vcpumask_of(refused));
+  multi_op(MMUEXT_TLB_FLUSH_MULTI, 0, vcpumask_of(refused));
   here().lazy = was_lazy;
 }
 
@@ -261,24 +267,21 @@ ErrorOr<void> leave_lazy() {
   return r;
 }
 
-template <Deferral D>
 void flush_tlb_one(VirtAddr va) {
   count_event(g_mmu_counters.tlb_flush_one);
-  tlb_op<D>(MMUEXT_INVLPG_LOCAL, raw(va));
+  tlb_op(MMUEXT_INVLPG_LOCAL, raw(va));
 }
 
-template <Deferral D>
 void flush_tlb_all() {
   count_event(g_mmu_counters.tlb_flush_all);
-  tlb_op<D>(MMUEXT_TLB_FLUSH_LOCAL, 0);
+  tlb_op(MMUEXT_TLB_FLUSH_LOCAL, 0);
 }
 
-template <Deferral D>
 void flush_tlb_multi(const CpuMask& cpus_in, const TlbFlushInfo& info) {
   const CpuMask cpus = cpus_in.without(xcpu::this_cpu_id());
   if (cpus.empty()) return;
   if (g_shootdown == ShootdownMode::Hypercall)
-    flush_multi_by_hypercall<D>(cpus, info);
+    flush_multi_by_hypercall(cpus, info);
   else
     flush_multi_by_ipi(cpus, info);
 }
@@ -290,10 +293,11 @@ PteFlags make_pte_attrs(CacheAttr a) { return cache_flags_for(kXenPatMsr, a); }
 
 ErrorOr<void> flush_lazy() { return settle(queue().flush(), "mmu batch"); }
 
-void init_common(unsigned queue_capacity, ShootdownMode shootdown) {
+void init_common(unsigned queue_capacity, Deferral deferral, ShootdownMode shootdown) {
   for (CpuMmuState& cpu : g_cpu_state) {
     cpu.queue.init(xen::hypercall_sink(), queue_capacity);
     cpu.lazy = false;
+    cpu.defer_in_lazy = deferral == Deferral::InLazySections;
   }
   g_shootdown = shootdown;
   init_tlb_shootdown({&target_flush_one, &target_flush_all});
@@ -336,10 +340,9 @@ ErrorOr<void> update_now(uint64_t ptr, uint64_t val) {
   return settle(queue().flush(), "mmu_update");
 }
 
-template <Deferral D>
 ErrorOr<void> update_queued(uint64_t ptr, uint64_t val) {
   TRY(settle(queue().push_update(ptr, val), "mmu_update"));  // sends the queue when it is full
-  if (D == Deferral::InLazySections && here().lazy) return {};
+  if (deferring()) return {};
   return settle(queue().flush(), "mmu_update");
 }
 
@@ -448,15 +451,5 @@ ErrorOr<void> retire_table(Pfn pfn, Level level) {
   count_event(g_mmu_counters.pt_pages_release);
   return {};
 }
-
-// Each verb that depends on the deferral, once per kind.
-#define PVK_XEN_DEFERRAL(D)                                                         \
-  template ErrorOr<void> update_queued<D>(uint64_t ptr, uint64_t val);              \
-  template void flush_tlb_one<D>(VirtAddr va);                                      \
-  template void flush_tlb_all<D>();                                                 \
-  template void flush_tlb_multi<D>(const CpuMask& cpus, const TlbFlushInfo& info);
-PVK_XEN_DEFERRAL(Deferral::Immediate)
-PVK_XEN_DEFERRAL(Deferral::InLazySections)
-#undef PVK_XEN_DEFERRAL
 
 }  // namespace pvk::xen_pv

@@ -1,9 +1,9 @@
 // What the Xen PV backends share: frame translation through the P2M/M2P,
 // Xen's rules for page-table frames (read-only everywhere, roots pinned), the
 // update queue and its error reports, TLB and root verbs. Backends differ in
-// how an L1 entry reaches the table (xen_policy.h) and whether updates wait
-// for the end of a lazy-MMU section (Deferral); xen_ops.h builds a backend's
-// table from these verbs.
+// how an L1 entry reaches the table (xen_policy.h), the length of the queue
+// and whether it waits for the end of a lazy-MMU section (Deferral);
+// xen_ops.h builds a backend's table from these verbs.
 #pragma once
 #include "hypercalls/mmu_queue.h"
 #include "pvops/mmu_ops.h"
@@ -11,15 +11,15 @@
 namespace pvk::xen_pv {
 
 // Whether L1 updates and TLB flushes wait in the queue inside a lazy-MMU
-// section (batched, unhook, auto) or leave at once (direct, wrpt). A
-// property of the backend's verbs, fixed when its table is built.
+// section (batched, unhook, auto) or leave at once (direct, wrpt).
 enum class Deferral : uint8_t { Immediate, InLazySections };
 
 // Sets up what every Xen backend starts from, called by its constructor:
 // each CPU's queue of updates (queue_capacity entries; 1 = one hypercall per
-// update), and shootdown=, how flush_tlb_multi reaches other vCPUs (this
-// also registers the TlbFlush handler with Xen's local flushes).
-void init_common(unsigned queue_capacity, ShootdownMode shootdown);
+// update) and whether it defers, and shootdown=, how flush_tlb_multi
+// reaches other vCPUs (this also registers the TlbFlush handler with Xen's
+// local flushes).
+void init_common(unsigned queue_capacity, Deferral deferral, ShootdownMode shootdown);
 
 xen::MmuQueue& queue();
 bool lazy();
@@ -35,7 +35,6 @@ bool writable_pagetables();
 ErrorOr<void> update_now(uint64_t ptr, uint64_t val);
 // Queues an update (sent at the end of the lazy section or when the queue
 // fills); outside a lazy section, or with Deferral::Immediate, sends at once.
-template <Deferral D>
 ErrorOr<void> update_queued(uint64_t ptr, uint64_t val);
 // Sends what update_queued() holds (the batched backend's flush_lazy_mmu).
 ErrorOr<void> flush_lazy();
@@ -85,11 +84,8 @@ PteFlags make_pte_attrs(CacheAttr attr);
 void enter_lazy(OnRefusal on_refusal);
 ErrorOr<void> leave_lazy();
 ErrorOr<void> load_root(Pfn root);
-template <Deferral D>
 void flush_tlb_one(VirtAddr va);
-template <Deferral D>
 void flush_tlb_all();
-template <Deferral D>
 void flush_tlb_multi(const CpuMask& cpus, const TlbFlushInfo& info);
 
 }  // namespace pvk::xen_pv

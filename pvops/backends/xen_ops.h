@@ -1,7 +1,7 @@
 // The table every Xen PV backend starts from: the walk and the per-entry
 // verbs over the backend's policy (how an L1 entry reaches the table,
-// xen_policy.h), and the verbs the Xen backends share (xen_common.h) with
-// the backend's deferral. A constexpr function, so a backend's table is one
+// xen_policy.h), and the verbs the Xen backends share (xen_common.h). A
+// constexpr function, so a backend's table is one
 // constant initializer: a backend that adds work around a shared verb names
 // its own verb for that slot, which calls the shared one by name.
 #pragma once
@@ -11,7 +11,7 @@
 
 namespace pvk::xen_pv {
 
-template <MmuPolicy P, Deferral D>
+template <MmuPolicy P>
 constexpr MmuOps xen_ops(PteAccess access) {
   MmuOps ops = make_mmu_ops<P>(nullptr, access);  // the name comes from the backend's row
   // PV guests run on Xen's own PAT (kXenPat, pvops/pte_attrs.h): both
@@ -21,9 +21,9 @@ constexpr MmuOps xen_ops(PteAccess access) {
   ops.enter_lazy_mmu = &enter_lazy;
   ops.flush_lazy_mmu = &flush_lazy;
   ops.leave_lazy_mmu = &leave_lazy;
-  ops.flush_tlb_one = &flush_tlb_one<D>;
-  ops.flush_tlb_all = &flush_tlb_all<D>;
-  ops.flush_tlb_multi = &flush_tlb_multi<D>;
+  ops.flush_tlb_one = &flush_tlb_one;
+  ops.flush_tlb_all = &flush_tlb_all;
+  ops.flush_tlb_multi = &flush_tlb_multi;
   ops.load_root = &load_root;
   return ops;
 }

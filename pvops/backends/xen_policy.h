@@ -71,14 +71,13 @@ struct XenPolicy {
 };
 
 // batched and direct: L1 updates are mmu_update requests, queued (batched)
-// or sent one by one (direct).
-template <Deferral D>
+// or sent one by one (direct: a queue of one that never defers).
 struct QueuedL1Writer {
   static ErrorOr<void> store(Pte* slot, Pte v) {
-    return update_queued<D>(xen::machine_address(slot) | MMU_NORMAL_PT_UPDATE, v.raw);
+    return update_queued(xen::machine_address(slot) | MMU_NORMAL_PT_UPDATE, v.raw);
   }
   static ErrorOr<void> commit(Pte* slot, Pte v) {
-    return update_queued<D>(xen::machine_address(slot) | MMU_PT_UPDATE_PRESERVE_AD, v.raw);
+    return update_queued(xen::machine_address(slot) | MMU_PT_UPDATE_PRESERVE_AD, v.raw);
   }
 };
 
