@@ -200,7 +200,7 @@ void kernel_main(Platform& platform, BootInfo& info) {
   if (auto r = build_kernel_space(info); r.is_error()) panic("kernel page tables: %s", errno_name(r.error()));
   if (platform.kernel_space_ready) platform.kernel_space_ready();
   if (auto r = init_user_mm(); r.is_error()) panic("zero page: %s", errno_name(r.error()));
-  if (auto r = finish_mmu_backend(g_params, kernel_root(), &tsc_to_ns); r.is_error())
+  if (auto r = finish_mmu_backend(kernel_root(), &tsc_to_ns); r.is_error())
     panic("mmu=%s: %s", mmu_name(), errno_name(r.error()));
 
   const uint64_t baseline = frames().free_count();
@@ -218,8 +218,8 @@ void kernel_main(Platform& platform, BootInfo& info) {
         .str("sched_cpus", g_params.sched_cpus == SchedCpus::All    ? "all"
                            : g_params.sched_cpus == SchedCpus::Boot ? "boot"
                                                                     : "default")
-        .u64("auto_threshold", g_auto_thresholds.unhook_at)
-        .u64("auto_share_threshold", g_auto_thresholds.share_at)
+        .u64("auto_threshold", mmu_backend_facts().thresholds.unhook_at)
+        .u64("auto_share_threshold", mmu_backend_facts().thresholds.share_at)
         .u64("tsc_khz", platform.tsc_khz)
         .boolean("smep", platform.smep)
         .boolean("smap", platform.smap)

@@ -7,6 +7,7 @@
 #include "base/frames/physmap.h"
 #include "hypercalls/hypercall.h"
 #include "hypercalls/p2m.h"
+#include "pvops/backends/xen_common.h"
 
 namespace pvk::xen_probe {
 namespace {
@@ -73,14 +74,15 @@ ErrorOr<void> mmu_update_entries(Pte* leaf, uint64_t count) {
   return {};
 }
 
-ErrorOr<void> ptwr_stores(Pte* leaf, uint64_t count, bool assist_already_on) {
+ErrorOr<void> ptwr_stores(Pte* leaf, uint64_t count) {
+  const bool assist_already_on = xen_pv::writable_pagetables();
   if (!assist_already_on && xen::vm_assist(VMASST_CMD_enable, VMASST_TYPE_writable_pagetables) < 0)
     return Errno::EOPNOTSUPP;
   const uint64_t base = __atomic_load_n(&leaf->raw, __ATOMIC_RELAXED);
   ErrorOr<void> result{};
   count = even(count);
   for (uint64_t i = 0; i < count; ++i) {
-    // As the wrpt backend counts its trapped stores (pvops/wrpt.cpp).
+    // As the wrpt backend counts its trapped stores (pvops/backends/wrpt.cpp).
     count_event(g_mmu_counters.ptwr_traps);
     if (!probe_write_u64(&leaf->raw, toggled(base, i + 1))) {
       result = Errno::EINVAL;

@@ -23,9 +23,9 @@ Pte* leaf_of(Pfn root, VirtAddr va);
 // mprotect make it. The leaf ends as it began.
 ErrorOr<void> mmu_update_entries(Pte* leaf, uint64_t count);
 // `count` (rounded up to even) plain stores into `leaf`, each trapped and
-// emulated by Xen (writable page tables, turned on for the duration when
-// the backend does not have it on), toggling the write bit likewise.
+// emulated by Xen (writable page tables, turned on for the duration unless
+// the backend has it on for the boot), toggling the write bit likewise.
 // EOPNOTSUPP if Xen refuses the assist.
-ErrorOr<void> ptwr_stores(Pte* leaf, uint64_t count, bool assist_already_on);
+ErrorOr<void> ptwr_stores(Pte* leaf, uint64_t count);
 
 }  // namespace pvk::xen_probe

@@ -1,7 +1,6 @@
 #include "base/counters.h"
-#include "pvops/fault_locking.h"
 #include "pvops/call/pvop.h"
-#include "pvops/unhook_tables.h"
+#include "pvops/backends/unhook_tables.h"
 
 namespace pvk {
 
@@ -11,7 +10,6 @@ MmuOps g_mmu{};  // the compiled-in native image has no table (pvops/call/pvop.h
 PteAccess g_pte_access = PteAccess::Attrs;
 MmuCounters g_mmu_counters{};
 unsigned g_unhooked_tables = 0;
-FaultLocking g_fault_locking = FaultLocking::SpaceLock;
 
 const char* unhook_fallback_name(UnhookFallback why) {
   switch (why) {

@@ -1,9 +1,10 @@
 // Boot-time choice of the MMU backend: the platform says which backends can
-// work here, the boot parameters say which one the user wants.
+// work here, the boot parameters say which one the user wants, and the
+// backends' rows (pvops/backends/registry.h) say what each one is.
 #pragma once
 #include "base/arch/platform.h"
 #include "kernel/params/boot_params.h"
-#include "pvops/auto_choice.h"
+#include "pvops/backends/registry.h"
 
 namespace pvk {
 
@@ -11,10 +12,12 @@ namespace pvk {
 // cannot be honoured on this platform.
 ErrorOr<void, ParamError> select_mmu_backend(const Platform& platform, const BootParams& params);
 
-// What the backend needs once the kernel's tables exist: mmu=auto calibrates
-// its thresholds (an auto_calibration record says what it measured).
-ErrorOr<void> finish_mmu_backend(const BootParams& params, Pfn kernel_root, uint64_t (*ticks_to_ns)(uint64_t));
-// mmu=auto's thresholds after finish_mmu_backend (zero for other backends).
-extern AutoThresholds g_auto_thresholds;
+// What the backend needs once the kernel's tables exist (its finish hook:
+// mmu=auto calibrates its thresholds, and an auto_calibration record says
+// what it measured).
+ErrorOr<void> finish_mmu_backend(Pfn kernel_root, uint64_t (*ticks_to_ns)(uint64_t));
+// What the backend reported then, for the boot record (zero before, and for
+// the backends without thresholds).
+const BackendFacts& mmu_backend_facts();
 
 }  // namespace pvk

@@ -14,12 +14,12 @@ struct Choice {
   uint8_t value;
 };
 
-constexpr Choice kBackends[] = {{"native", uint8_t(MmuBackend::Native)},
-                                {"batched", uint8_t(MmuBackend::Batched)},
-                                {"direct", uint8_t(MmuBackend::Direct)},
-                                {"wrpt", uint8_t(MmuBackend::Wrpt)},
-                                {"unhook", uint8_t(MmuBackend::Unhook)},
-                                {"auto", uint8_t(MmuBackend::Auto)}};
+// mmu='s words: the backends' rows.
+constexpr Choice kBackends[] = {
+#define PVK_BACKEND(id, name, platform, faults, params, role, weight, make, finish) {name, uint8_t(MmuBackend::id)},
+#include "pvops/backends/backends.inc"
+#undef PVK_BACKEND
+};
 constexpr Choice kPteAccess[] = {{"attrs", uint8_t(PteAccess::Attrs)}, {"flags", uint8_t(PteAccess::Flags)}};
 constexpr Choice kOnOff[] = {{"on", uint8_t(Switch::On)}, {"off", uint8_t(Switch::Off)}};
 constexpr Choice kSchedCpus[] = {{"all", uint8_t(SchedCpus::All)}, {"boot", uint8_t(SchedCpus::Boot)}};
@@ -249,15 +249,9 @@ ParamError param_error(const char* fmt, ...) {
 }
 
 const char* backend_name(MmuBackend b) {
-  switch (b) {
-    case MmuBackend::Default: return "default";
-    case MmuBackend::Native: return "native";
-    case MmuBackend::Batched: return "batched";
-    case MmuBackend::Direct: return "direct";
-    case MmuBackend::Wrpt: return "wrpt";
-    case MmuBackend::Unhook: return "unhook";
-    case MmuBackend::Auto: return "auto";
-  }
+  if (b == MmuBackend::Default) return "default";
+  for (const Choice& c : kBackends)
+    if (c.value == uint8_t(b)) return c.word;
   return "?";
 }
 

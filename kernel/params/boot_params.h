@@ -11,7 +11,14 @@
 
 namespace pvk {
 
-enum class MmuBackend : uint8_t { Default, Native, Batched, Direct, Wrpt, Unhook, Auto };
+// mmu=: one value per row of pvops/backends/backends.inc, in its order, after
+// Default (not given: the platform decides).
+enum class MmuBackend : uint8_t {
+  Default,
+#define PVK_BACKEND(id, name, platform, faults, params, role, weight, make, finish) id,
+#include "pvops/backends/backends.inc"
+#undef PVK_BACKEND
+};
 enum class Switch : uint8_t { Off, On };
 // shootdown=: how a Xen PV guest reaches other vCPUs' TLBs (Default: the
 // hypercall under Xen; natively only IPIs exist, and shootdown=hypercall is
@@ -24,6 +31,7 @@ enum class FailKind : uint8_t { MmuUpdate, MmuextOp, FrameAlloc, Count };
 struct FailRate { uint32_t num = 0; uint32_t den = 0; };  // den == 0: never
 const char* fail_kind_name(FailKind k);
 
+// mmu='s word for b ("default" for Default).
 const char* backend_name(MmuBackend b);
 
 enum class SchedCpus : uint8_t { Default, All, Boot };
@@ -57,6 +65,15 @@ inline constexpr uint32_t kMaxBatch = 512;
 // bench= runs the driver with one argument per item; the kernel's argv for
 // it holds this many.
 inline constexpr unsigned kMaxBenchItems = 32;
+
+// Boot parameters for some backends only: those whose row in
+// pvops/backends/backends.inc lists the parameter. Given with another
+// backend (field non-zero), the boot is refused (kernel/boot/select.cpp).
+struct BackendOnlyParam {
+  const char* key;
+  uint32_t BootParams::*field;  // 0: not given
+};
+inline constexpr BackendOnlyParam kBackendOnlyParams[] = {{"auto_threshold", &BootParams::auto_threshold}};
 
 // Why a boot is refused over its parameters: one printable line starting
 // "pvk: " that names the parameter and the accepted values. Empty is "no

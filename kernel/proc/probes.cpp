@@ -190,10 +190,9 @@ ErrorOr<uint64_t> run_probe(uint64_t kind, uint64_t count) {
       } else {
         Pte* leaf = xen_probe::leaf_of(kernel_root(), kProbeVa);
         if (!leaf) return Errno::EINVAL;
-        const bool assist_on = strcmp(mmu_name(), "wrpt") == 0;
         ns = timed([&] {
           r = kind == abi::PROBE_mmu_update ? xen_probe::mmu_update_entries(leaf, count)
-                                            : xen_probe::ptwr_stores(leaf, count, assist_on);
+                                            : xen_probe::ptwr_stores(leaf, count);
         });
         // The toggled write bit may be cached: the mapping is read-only again.
         PVOP(flush_tlb_one)(kProbeVa);

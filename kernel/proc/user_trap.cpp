@@ -7,7 +7,7 @@
 #include "base/console/record.h"
 #include "base/lib/fault_inject.h"
 #include "kernel/proc/process.h"
-#include "pvops/fault_locking.h"
+#include "pvops/backends/registry.h"
 
 namespace pvk {
 namespace {
@@ -71,15 +71,15 @@ void note_fatal_fault(const Process& p, const TrapFrame& f, uint64_t addr, const
 }
 
 // Whether a user page fault may run without the kernel lock: the backend
-// keeps nothing kernel-wide in a fault (pvops/fault_locking.h); page tables
-// are never shared between spaces (ptshare=on shares L1 tables across a
-// fork, and one space's lock does not cover its siblings' writes to them);
-// fault injection is off (its schedule is one global sequence); and the
-// fault is an ordinary one (user mode, no reserved bit: those end in a
-// signal, under the lock).
+// keeps nothing kernel-wide in a fault (its row's FaultLocking,
+// pvops/backends/registry.h); page tables are never shared between spaces
+// (ptshare=on shares L1 tables across a fork, and one space's lock does not
+// cover its siblings' writes to them); fault injection is off (its schedule
+// is one global sequence); and the fault is an ordinary one (user mode, no
+// reserved bit: those end in a signal, under the lock).
 bool fault_may_skip_kernel_lock(uint64_t error_code) {
-  return g_fault_locking == FaultLocking::SpaceLock && !mm_policy().ptshare && !fault_inject_armed() &&
-         (error_code & pf::User) && !(error_code & pf::Reserved);
+  return installed_backend().fault_locking == FaultLocking::SpaceLock && !mm_policy().ptshare &&
+         !fault_inject_armed() && (error_code & pf::User) && !(error_code & pf::Reserved);
 }
 
 }  // namespace

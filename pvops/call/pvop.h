@@ -12,7 +12,7 @@
 #include "pvops/call/pvop_site.h"
 
 #if PVK_BUILTIN_NATIVE
-#include "pvops/native_ops.h"
+#include "pvops/backends/native_ops.h"
 #define PVOP(verb) (::pvk::native::kBuiltinOps.verb)
 #elif defined(PVK_KERNEL)
 #define PVOP(verb) PVOP_SITE(verb)
@@ -22,7 +22,7 @@
 
 namespace pvk {
 
-// pte=: chosen at boot with the backend (kernel/boot/select.cpp).
+// pte=: set at boot with the backend (install_backend, pvops/backends/registry.h).
 extern PteAccess g_pte_access;
 
 // A flag test outside the walk (mm's fault path): under pte=flags it goes

@@ -4,7 +4,7 @@
 #include "base/frames/frame_allocator.h"
 #include "base/frames/frame_refs.h"
 #include "pvops/call/pvop.h"
-#include "pvops/unhook_tables.h"
+#include "pvops/backends/unhook_tables.h"
 
 namespace pvk {
 

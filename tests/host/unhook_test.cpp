@@ -1,7 +1,7 @@
-// Unhook-and-rehook (pvops/unhook_tables.h) on the fake MMU: the state
+// Unhook-and-rehook (pvops/backends/unhook_tables.h) on the fake MMU: the state
 // machine (unhook on the first announced store, plain stores after, rehook on
 // flush and leave, fallbacks), the invariant that nothing reaches an unhooked
-// range inside a section, and auto's decision function (pvops/auto_choice.h).
+// range inside a section, and auto's decision function (pvops/backends/auto_choice.h).
 #include "host_compat.h"  // first: see there
 
 #include <gmock/gmock.h>
@@ -16,9 +16,9 @@
 #include "base/layout.h"
 #include "mmu_fixture.h"
 #include "panic_host.h"
-#include "pvops/auto_choice.h"
+#include "pvops/backends/auto_choice.h"
 #include "pvops/ops_builder.h"
-#include "pvops/unhook_tables.h"
+#include "pvops/backends/unhook_tables.h"
 
 namespace pvk {
 extern Platform* g_platform;  // console_test.cpp defines it
@@ -126,7 +126,7 @@ class UnhookTest : public FakeMmuTest {
     FakeEnv::refuse_alias = false;
     Tables::configure(TableMode::Unhook, {});
     // The fake's lazy, TLB and root hooks; the unhook policy's entry verbs
-    // and walk; flush and leave rehook first, as pvops/unhook.cpp wires them.
+    // and walk; flush and leave rehook first, as pvops/backends/unhook_policy.h wires them.
     MmuOps ops = g_mmu;
     const MmuOps u = make_mmu_ops<UnhookFakePolicy>("unhook-fake", PteAccess::Attrs);
     ops.set_pte = u.set_pte;

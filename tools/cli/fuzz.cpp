@@ -67,12 +67,14 @@ FuzzCommand::FuzzCommand(CLI::App& app, const fs::path& build_dir, const fs::pat
   command_->add_option("--target", targets_, "only these targets (boot_params, elf_image, record)")
       ->check(CLI::IsMember(kTargets));
   command_->add_flag("--guest", guest_,
-                     "boot the in-guest syscall fuzzer (bench=sysfuzz) natively and under Xen batched, direct, wrpt");
+                     fmt::format("boot the in-guest syscall fuzzer (bench=sysfuzz) with mmu={} (native natively, the "
+                                 "others under Xen)",
+                                 fmt::join(mmus_, ",")));
   command_->add_option("--seed", seed_, "--guest: the fuzzer's seed")->capture_default_str();
   command_->add_option("--iters", iters_, "--guest: syscalls per boot")->capture_default_str();
-  command_->add_option("--mmu", mmus_, "--guest: backends to boot (native boots natively, the others under Xen)")
+  command_->add_option("--mmu", mmus_, "--guest: backends to boot (each on its platform: natively or under Xen)")
       ->delimiter(',')
-      ->check(CLI::IsMember({"native", "batched", "direct", "wrpt"}));
+      ->check(CLI::IsMember(backend_names()));
   command_->add_option("--timeout", timeout_s_, "--guest: seconds per boot")->capture_default_str();
 }
 
@@ -152,7 +154,7 @@ int FuzzCommand::run_guest() {
   for (const std::string& mmu : mmus_) {
     if (cancel_ && *cancel_) return 1;
     RunOptions options;
-    options.platform = mmu == "native" ? Platform::native : Platform::xen;
+    options.platform = find_backend(mmu)->platform;  // --mmu names only backends
     options.kernel = build_dir_ / "guest" / "pvk.elf";
     options.params = fmt::format("mmu={} bench=sysfuzz:seed={}:iters={}", mmu, seed_, iters_);
     options.timeout = std::chrono::seconds{timeout_s_};
@@ -163,7 +165,7 @@ int FuzzCommand::run_guest() {
     options.note = [](std::string_view line) { fmt::print(stderr, "pvk: {}\n", line); };
     const RunResult r = run_kernel(options);
     all &= r.pass;
-    const char* platform = mmu == "native" ? "native" : "xen";
+    const std::string_view platform = platform_name(options.platform);
     fmt::print("{:<10} {:<8} {:>9.1f}  {}\n", platform, mmu, static_cast<double>(r.elapsed.count()) / 1000.0,
                r.pass ? "pass" : "FAIL: " + r.reason);
     // The fuzzer's summary (its figures, failing seeds), as it printed it.

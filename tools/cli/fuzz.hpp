@@ -3,12 +3,15 @@
 //     runs each for --seconds, or until --runs executions (default 10^6),
 //     printing executions per target; a crash is saved and fails the command.
 //   --guest: boots the in-guest syscall fuzzer (bench=sysfuzz:seed=S:iters=N)
-//     natively and under Xen with mmu=batched, direct and wrpt.
+//     with each backend the default matrix boots whole (pvk::fuzzed_backends():
+//     natively and under Xen), or those --mmu names.
 // main() registers it and hands over once parsed:
 //   FuzzCommand fuzz(app, paths.build_dir, paths.source_dir, &cancelled);
 //   ...
 //   if (fuzz.selected()) return fuzz.run();
 #pragma once
+
+#include "pvk/backends.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -43,7 +46,7 @@ class FuzzCommand {
   bool guest_ = false;
   uint64_t seed_ = 1;
   uint64_t iters_ = 1'000'000;
-  std::vector<std::string> mmus_{"native", "batched", "direct", "wrpt"};
+  std::vector<std::string> mmus_ = fuzzed_backends();
   int timeout_s_ = 3600;
 };
 

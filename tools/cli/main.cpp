@@ -5,9 +5,11 @@
 //   test  run the CTest suite (host tests and boot tests, native and Xen),
 //         in parallel unless the ctest arguments say otherwise
 //   fuzz  the long form of the fuzzers (fuzz.hpp)
+//   backends  the kernel's MMU backends, from their one list (backends.hpp)
 //   calibrate  time each event of the cost model alone and write a cost
 //         profile (pvk/bench/calibrate_cli.hpp)
 // Exit status: 0 pass, 1 fail, 2 could not run at all.
+#include "backends.hpp"
 #include "fuzz.hpp"
 #include "pvk/bench/calibrate_cli.hpp"
 #include "pvk/bench/cli.hpp"
@@ -225,6 +227,7 @@ int main(int argc, char** argv) {
   pvk::bench::Commands bench_commands(app, paths.build_dir, paths.source_dir);  // bench, compare
   pvk::bench::CalibrateCommand calibrate(app, paths.build_dir, paths.source_dir);
   pvk::cli::FuzzCommand fuzz(app, paths.build_dir, paths.source_dir, &cancelled);
+  const pvk::cli::BackendsCommand backends(app);
 
   CLI11_PARSE(app, argc, argv);
 
@@ -233,6 +236,7 @@ int main(int argc, char** argv) {
     if (*test) return do_test(paths, ctest_args);
     if (bench_commands.selected()) return bench_commands.run();
     if (calibrate.selected()) return calibrate.run();
+    if (backends.selected()) return backends.run();
     if (fuzz.selected()) {
       install_cancel_handlers();
       return fuzz.run();

@@ -5,6 +5,7 @@
 #include "pvk/bench/cost_profile.hpp"
 #include "pvk/bench/matrix.hpp"
 #include "pvk/bench/runner.hpp"
+#include "pvk/backends.hpp"
 #include "pvk/process.hpp"
 #include "pvk/xen.hpp"
 
@@ -76,7 +77,7 @@ struct CalibrateCommand::State {
   Plan plan(unsigned cpus, const std::string& event, bool wall) const {
     MatrixOptions m;
     m.platforms = platforms;
-    m.mmus = {"native", "batched"};
+    m.mmus = {default_backend(Platform::native), default_backend(Platform::xen)};
     Item item{"calibrate", {{"count", std::to_string(count)}}};
     if (!event.empty()) item.options.emplace_back("event", event);
     m.items = {item};

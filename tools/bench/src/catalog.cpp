@@ -1,5 +1,7 @@
 #include "pvk/bench/catalog.hpp"
 
+#include "pvk/backends.hpp"
+
 #include <algorithm>
 
 namespace pvk::bench {
@@ -127,10 +129,15 @@ std::optional<std::string_view> switch_default(std::string_view key) {
 bool is_harness_key(std::string_view key) { return key == kTwinKey || key == kSmpKey; }
 
 std::vector<std::string_view> switch_backends(std::string_view key) {
-  if (key == "batch") return {"batched"};
   // Natively there are only IPIs (the kernel refuses shootdown=hypercall).
-  if (key == "shootdown") return {"batched", "direct", "wrpt", "unhook", "auto"};
-  return {};
+  if (key == "shootdown") {
+    std::vector<std::string_view> xen;
+    for (const BackendInfo& b : backends())
+      if (b.platform == Platform::xen) xen.push_back(b.name);
+    return xen;
+  }
+  // The backends whose rows list the parameter (pvops/backends/backends.inc).
+  return backends_taking(key);
 }
 
 }  // namespace pvk::bench

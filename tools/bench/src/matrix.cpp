@@ -2,6 +2,7 @@
 
 #include "pvk/bench/catalog.hpp"
 #include "pvk/bench/ratio.hpp"
+#include "pvk/backends.hpp"
 
 #include <fmt/format.h>
 
@@ -36,12 +37,12 @@ bool named(const std::vector<std::string>& list, const std::string& name) {
   return std::find(list.begin(), list.end(), name) != list.end();
 }
 
-// How much a backend adds to a Xen boot's time (wrpt and direct trap or
-// call once per PTE write), for scheduling the longest boots first.
+// How much a backend adds to a boot's time (its row's weight: the backends
+// that trap or call once per PTE write), for scheduling the longest boots
+// first.
 double backend_weight(std::string_view mmu) {
-  if (mmu == "wrpt") return 1.5;
-  if (mmu == "direct") return 1.4;
-  return 1.0;
+  const BackendInfo* backend = find_backend(mmu);
+  return backend ? backend->weight : 1.0;
 }
 
 double suite_weight(std::string_view suite) {
@@ -94,7 +95,7 @@ std::string Config::label() const {
   for (const auto& [key, value] : switches) {
     if (key == "mmu") {
       // Natively the backend is implied by the platform.
-      if (!(platform == "native" && value == "native")) out += "/" + value;
+      if (!(platform == "native" && value == default_backend(Platform::native))) out += "/" + value;
     } else {
       out += " " + key + "=" + value;
     }
@@ -153,16 +154,17 @@ const std::vector<PlatformSpec>& platform_specs() {
   // need ~1.5 GB. Timeouts are per boot; measured on a 2-core host the
   // default list takes ~6 s natively and 30-50 s under Xen.
   static const std::vector<PlatformSpec> specs{
-      {"native", {"native"}, {"", ""}, {"2G", ""}, 300s, 1.0, true, {{{"mmu", "native"}}}},
+      {"native", matrix_backends(Platform::native), {"", ""}, {"2G", ""}, 300s, 1.0, true,
+       {{{"mmu", default_backend(Platform::native)}}}},
       // pvk-builtin.elf: the compiled-in native baseline, MMU verbs as
       // direct native code with no pvops table (issue 11). Natively only.
-      {"native-builtin", {"native"}, {"", ""}, {"2G", ""}, 300s, 1.0, false},
-      // With several vCPUs: batched with each way of reaching the other
-      // vCPUs' TLBs, processes on every vCPU (sched_cpus=all; by default
-      // only the boot vCPU runs them under Xen).
-      {"xen", {"batched", "direct", "wrpt"}, {"", ""}, {"2560", "2000M"}, 1200s, 6.0, true,
-       {{{"mmu", "batched"}, {"sched_cpus", "all"}, {"shootdown", "hypercall"}},
-        {{"mmu", "batched"}, {"sched_cpus", "all"}, {"shootdown", "ipi"}}}},
+      {"native-builtin", {default_backend(Platform::native)}, {"", ""}, {"2G", ""}, 300s, 1.0, false},
+      // With several vCPUs: Xen's default backend with each way of reaching
+      // the other vCPUs' TLBs, processes on every vCPU (sched_cpus=all; by
+      // default only the boot vCPU runs them under Xen).
+      {"xen", matrix_backends(Platform::xen), {"", ""}, {"2560", "2000M"}, 1200s, 6.0, true,
+       {{{"mmu", default_backend(Platform::xen)}, {"sched_cpus", "all"}, {"shootdown", "hypercall"}},
+        {{"mmu", default_backend(Platform::xen)}, {"sched_cpus", "all"}, {"shootdown", "ipi"}}}},
       // Linux side by side (`--linux`): Debian's kernel on the same machines
       // (pvk/linux.hpp), no backends, no pvk switches. Linux boots in ~6 s
       // natively and, with Xen, in ~12 s as dom0.
@@ -362,12 +364,13 @@ std::vector<Group> item_groups(const MatrixOptions& options) {
 }
 
 // Backends a platform boots with only the benchmarks they are about unless
-// --mmu names them: issue 12's unhook and auto change how fork, exit and
-// mprotect reach page tables, nothing else, so the default matrix boots them
-// with fork_dirty (its density series and 128,000 pages included) and
-// mprotect, without variations; `--mmu unhook,auto` boots every benchmark.
+// --mmu names them (their rows' role is Focused): issue 12's unhook and auto
+// change how fork, exit and mprotect reach page tables, nothing else, so the
+// default matrix boots them with fork_dirty (its density series and 128,000
+// pages included) and mprotect, without variations; `--mmu unhook,auto`
+// boots every benchmark.
 std::vector<std::string> focused_backends(const PlatformSpec& spec) {
-  if (spec.name == "xen") return {"unhook", "auto"};
+  if (const auto platform = parse_platform(spec.name)) return pvk::focused_backends(*platform);
   return {};
 }
 

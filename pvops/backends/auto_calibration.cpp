@@ -1,116 +1,17 @@
-// unhook and auto: the Xen backends that write whole L1 tables with plain
-// stores after taking them out of Xen's hands (pvops/unhook_tables.h has the
-// state machine and the Xen facts it rests on). unhook does so for every
-// table an operation announces inside a lazy-MMU section; auto only when the
-// operation will store at least auto_threshold entries into the table (and,
-// under ptshare=on, lets fork share a table only above its own threshold).
-// Everything else — single entries, tables that cannot be unhooked — goes
-// as batched's queued mmu_updates.
+// mmu=auto's calibration: the costs its threshold is the break-even of,
+// measured at boot on a scratch table of the kernel half (auto_choice.h has
+// the arithmetic; the auto_calibration record reports what was measured).
+#include "pvops/backends/auto_calibration.h"
+
 #include "base/arch/cpu.h"
 #include "base/arch/probe.h"
-#include "base/frames/frame_refs.h"
-#include "base/frames/physmap.h"
 #include "base/layout.h"
 #include "hypercalls/hypercall.h"
-#include "hypercalls/p2m.h"
-#include "pvops/backends.h"
-#include "pvops/fault_locking.h"
-#include "pvops/ops_builder.h"
-#include "pvops/unhook_tables.h"
-#include "pvops/xen_policy.h"
+#include "pvops/backends/unhook_policy.h"
+#include "pvops/tlb/lazy_mmu_section.h"
 
-namespace pvk {
+namespace pvk::unhook {
 namespace {
-
-struct XenEnv {
-  static bool lazy() { return xen_pv::lazy(); }
-  static Pfn pfn_of(Pte e) { return xen::mfn_to_pfn(Mfn{(e.raw & pte_bit::FrameMask) >> kPageShift}); }
-  static Pfn pfn_of_slot(const Pte* slot) { return virt_to_pfn(slot); }
-  static unsigned holders(Pfn l1) {
-    const unsigned n = frame_refs().get(l1);
-    return n ? n : 1;
-  }
-  static ErrorOr<void> set_l2(Pte* slot, Pte v) {
-    // An unhook or rehook must not stop at one refusal (fail= injects them):
-    // a table left half-way would leave its range unmapped.
-    xen_pv::MustComplete must;
-    return xen_pv::update_now(xen::machine_address(slot) | MMU_NORMAL_PT_UPDATE, v.raw);
-  }
-  static ErrorOr<void> set_alias(Pfn l1, bool writable) {
-    return xen_pv::remap_accessor(l1, writable ? pte_flags::KernelRw : pte_flags::KernelRo);
-  }
-  static ErrorOr<void> queued(Pte* slot, Pte v, bool preserve_ad) {
-    return xen_pv::update_queued(xen::machine_address(slot) | (preserve_ad ? MMU_PT_UPDATE_PRESERVE_AD : MMU_NORMAL_PT_UPDATE),
-                                 v.raw);
-  }
-  [[noreturn]] static void fatal(const char* what) { panic("unhook: %s", what); }
-};
-
-using Tables = UnhookTables<XenEnv>;
-
-struct UnhookL1Writer {
-  static ErrorOr<void> store(Pte* slot, Pte v) { return Tables::store(slot, v, false); }
-  static ErrorOr<void> commit(Pte* slot, Pte v) { return Tables::store(slot, v, true); }
-  static ErrorOr<void> begin_table(Pte* l2_slot, VirtAddr base, unsigned entries) {
-    return Tables::begin_table(l2_slot, base, entries);
-  }
-  static Pte l2_entry(const Pte* slot) { return Tables::l2_entry(slot); }
-  static ErrorOr<void> before_l2_store(Pte* slot, Pte v) { return Tables::before_l2_store(slot, v); }
-  static ErrorOr<void> flush() {
-    TRY(Tables::rehook_all());
-    return xen_pv::flush_lazy();
-  }
-};
-
-using Policy = xen_pv::XenPolicy<UnhookL1Writer>;
-static_assert(MmuPolicy<Policy>);
-static_assert(Policy::kTableHints);
-
-// The shared verbs this backend wraps: every unhooked table is back before
-// the queue is sent, the section ends or another root is loaded.
-ErrorOr<void> (*g_common_leave)() = nullptr;
-ErrorOr<void> (*g_common_load_root)(Pfn) = nullptr;
-ErrorOr<bool> (*g_walk_share_table)(Pfn, Pfn, VirtAddr, unsigned, LazyMmuSection&) = nullptr;
-
-ErrorOr<void> flush_lazy() { return UnhookL1Writer::flush(); }
-ErrorOr<void> leave_lazy() {
-  auto rehooked = Tables::rehook_all();
-  auto left = g_common_leave();
-  return rehooked.is_error() ? rehooked : left;
-}
-ErrorOr<void> load_root(Pfn root) {
-  TRY(Tables::rehook_all());
-  return g_common_load_root(root);
-}
-
-// auto under ptshare=on: fork shares a table only when it holds at least the
-// calibrated number of leaves (mm's own minimum still applies).
-ErrorOr<bool> auto_share_table(Pfn parent, Pfn child, VirtAddr va, unsigned min_leaves, LazyMmuSection& section) {
-  const unsigned at = Tables::thresholds().share_at;
-  const bool shared = TRY(g_walk_share_table(parent, child, va, at > min_leaves ? at : min_leaves, section));
-  if (shared) count_event(g_mmu_counters.auto_shared);
-  return shared;
-}
-
-MmuOps make_ops(const char* name, PteAccess access, unsigned batch, TableMode mode, AutoThresholds thresholds) {
-  xen_pv::configure({name, batch, /*defer_in_lazy=*/true});
-  Tables::configure(mode, thresholds);
-  g_fault_locking = FaultLocking::KernelLock;  // the unhooked tables are kernel-wide (pvops/fault_locking.h)
-  MmuOps ops = make_mmu_ops<Policy>(name, access);
-  xen_pv::install_common(ops);
-  g_common_leave = ops.leave_lazy_mmu;
-  g_common_load_root = ops.load_root;
-  ops.flush_lazy_mmu = &flush_lazy;
-  ops.leave_lazy_mmu = &leave_lazy;
-  ops.load_root = &load_root;
-  if (mode == TableMode::Auto) {
-    g_walk_share_table = ops.range.share_table;
-    ops.range.share_table = &auto_share_table;
-  }
-  return ops;
-}
-
-// --- calibration (mmu=auto without auto_threshold=) ---
 
 // A 2 MiB stretch of the kernel's scratch region no selftest uses.
 constexpr VirtAddr kCalibrationVa{PVK_SCRATCH_BASE + (uint64_t{64} << 30)};
@@ -147,17 +48,6 @@ Pte* l2_slot_of(Pfn root, VirtAddr va) {
 }
 
 }  // namespace
-
-unsigned unhooked_tables_now() { return Tables::unhooked(); }
-
-MmuOps make_unhook_ops(PteAccess access, unsigned batch) {
-  return make_ops("unhook", access, batch, TableMode::Unhook, {});
-}
-
-MmuOps make_auto_ops(PteAccess access, unsigned batch, unsigned threshold) {
-  // Until calibrated, auto is batched (it never unhooks) and shares like mm asks.
-  return make_ops("auto", access, batch, TableMode::Auto, {threshold, threshold});
-}
 
 ErrorOr<AutoCalibration> calibrate_auto(Pfn kernel_root) {
   using Walk = PageWalk<Policy, PteAccess::Attrs>;
@@ -253,4 +143,4 @@ ErrorOr<AutoCalibration> calibrate_auto(Pfn kernel_root) {
   return c;
 }
 
-}  // namespace pvk
+}  // namespace pvk::unhook

@@ -7,11 +7,11 @@
 
 #include "hypercalls/p2m.h"
 #include "pvops/mmu_policy.h"
-#include "pvops/xen_common.h"
+#include "pvops/backends/xen_common.h"
 
 namespace pvk::xen_pv {
 
-// A writer that works table by table (unhook.cpp) also provides
+// A writer that works table by table (unhook_policy.h) also provides
 // begin_table/l2_entry/before_l2_store/flush (see MmuPolicy's kTableHints).
 template <typename W>
 concept TableWriter = requires(Pte* slot, Pte v) {
@@ -70,7 +70,8 @@ struct XenPolicy {
   }
 };
 
-// batched and direct: L1 updates are mmu_update requests, queued or not.
+// batched and direct: L1 updates are mmu_update requests, queued (batched)
+// or sent one by one (direct: a queue of one that never defers).
 struct QueuedL1Writer {
   static ErrorOr<void> store(Pte* slot, Pte v) {
     return update_queued(xen::machine_address(slot) | MMU_NORMAL_PT_UPDATE, v.raw);

@@ -1,33 +1,40 @@
-// What the three Xen PV backends share: frame translation through the
-// P2M/M2P, Xen's rules for page-table frames (read-only everywhere, roots
-// pinned), the update queue and its error reports, TLB and root verbs.
-// Backends differ only in how an L1 entry reaches the table (xen_policy.h).
+// What the Xen PV backends share: frame translation through the P2M/M2P,
+// Xen's rules for page-table frames (read-only everywhere, roots pinned), the
+// update queue and its error reports, TLB and root verbs. Backends differ in
+// how an L1 entry reaches the table (xen_policy.h), the length of the queue
+// and whether it waits for the end of a lazy-MMU section (Deferral);
+// xen_ops.h builds a backend's table from these verbs.
 #pragma once
 #include "hypercalls/mmu_queue.h"
 #include "pvops/mmu_ops.h"
 
 namespace pvk::xen_pv {
 
-struct Config {
-  const char* name;
-  unsigned queue_capacity;  // 1 = one hypercall per update (direct)
-  bool defer_in_lazy;       // queue L1 updates and TLB flushes inside lazy sections
-};
+// Whether L1 updates and TLB flushes wait in the queue inside a lazy-MMU
+// section (batched, unhook, auto) or leave at once (direct, wrpt).
+enum class Deferral : uint8_t { Immediate, InLazySections };
 
-// Set up the queue and mode; called by a backend's make_*_ops.
-void configure(const Config& config);
+// Sets up what every Xen backend starts from, called by its constructor:
+// each CPU's queue of updates (queue_capacity entries; 1 = one hypercall per
+// update) and whether it defers, and shootdown=, how flush_tlb_multi
+// reaches other vCPUs (this also registers the TlbFlush handler with Xen's
+// local flushes).
+void init_common(unsigned queue_capacity, Deferral deferral, ShootdownMode shootdown);
 
 xen::MmuQueue& queue();
-
-// shootdown=: how flush_tlb_multi reaches other vCPUs; also registers the
-// TlbFlush handler with Xen's local flushes (set at boot, after the backend).
-void set_shootdown_mode(ShootdownMode mode);
 bool lazy();
+
+// Writable page tables (VMASST_TYPE_writable_pagetables) for the rest of the
+// boot: wrpt's L1 stores are trapped and emulated by Xen. Reports a refusal.
+ErrorOr<void> enable_writable_pagetables();
+// Whether the assist is on for good (the event probes then need not turn it
+// on around their trapped stores).
+bool writable_pagetables();
 
 // Sends an update now (after anything queued), reporting a refusal.
 ErrorOr<void> update_now(uint64_t ptr, uint64_t val);
 // Queues an update (sent at the end of the lazy section or when the queue
-// fills); outside a lazy section, or when deferral is off, sends at once.
+// fills); outside a lazy section, or with Deferral::Immediate, sends at once.
 ErrorOr<void> update_queued(uint64_t ptr, uint64_t val);
 // Sends what update_queued() holds (the batched backend's flush_lazy_mmu).
 ErrorOr<void> flush_lazy();
@@ -69,7 +76,16 @@ class MustComplete {
 ErrorOr<void> prepare_table(Pfn pfn, Level level);
 ErrorOr<void> retire_table(Pfn pfn, Level level);
 
-// Fills the verbs every Xen backend shares into ops (made by make_mmu_ops).
-void install_common(MmuOps& ops);
+// The verbs every Xen backend's table holds (xen_ops.h puts them there). A
+// backend that adds work around one of them (unhook: every unhooked table
+// back first) puts its own verb in the slot and calls this one by its name.
+CacheAttr pte_attrs(Pte e);
+PteFlags make_pte_attrs(CacheAttr attr);
+void enter_lazy(OnRefusal on_refusal);
+ErrorOr<void> leave_lazy();
+ErrorOr<void> load_root(Pfn root);
+void flush_tlb_one(VirtAddr va);
+void flush_tlb_all();
+void flush_tlb_multi(const CpuMask& cpus, const TlbFlushInfo& info);
 
 }  // namespace pvk::xen_pv

@@ -1,4 +1,4 @@
-#include "pvops/xen_common.h"
+#include "pvops/backends/xen_common.h"
 
 #include "base/console/console.h"
 #include "base/console/record.h"
@@ -14,7 +14,6 @@
 namespace pvk::xen_pv {
 namespace {
 
-Config g_config{};
 constexpr unsigned kMaxResends = 3;
 
 // What a CPU's lazy-MMU section holds: whether it is in one, what a refusal
@@ -24,6 +23,9 @@ constexpr unsigned kMaxResends = 3;
 // send (or drop) another's half-built batch.
 struct CpuMmuState {
   bool lazy = false;
+  // Whether L1 updates and TLB flushes wait in the queue while lazy (the
+  // backend's Deferral, set by init_common).
+  bool defer_in_lazy = false;
   OnRefusal on_refusal = OnRefusal::Fail;  // of the current lazy section; Fail outside one
   xen::MmuQueue queue;
 };
@@ -76,11 +78,17 @@ ErrorOr<void> ext_now(unsigned cmd, uint64_t arg) {
   return {};
 }
 
+// Whether this CPU's updates and flushes wait for the end of its section.
+bool deferring() {
+  const CpuMmuState& cpu = here();
+  return cpu.lazy && cpu.defer_in_lazy;
+}
+
 void tlb_op(unsigned cmd, uint64_t va) {
   mmuext_op_t op{};
   op.cmd = cmd;
   op.arg1.linear_addr = va;
-  if (here().lazy && g_config.defer_in_lazy) {
+  if (deferring()) {
     // A full queue is sent first; if that is refused (and settled), the op
     // still needs queueing.
     if (auto r = queue().push_ext(op); r.is_error() && !settle(r, "mmuext_op").is_error())
@@ -93,21 +101,10 @@ void tlb_op(unsigned cmd, uint64_t va) {
   }
 }
 
-void enter_lazy(OnRefusal on_refusal) {
-  count_event(g_mmu_counters.lazy_sections);
-  here().lazy = true;
-  here().on_refusal = on_refusal;
-}
-
-ErrorOr<void> leave_lazy() {
-  auto r = flush_lazy();
-  here().lazy = false;
-  here().on_refusal = OnRefusal::Fail;
-  return r;
-}
-
 // shootdown=: how flush_tlb_multi reaches the other vCPUs.
 ShootdownMode g_shootdown = ShootdownMode::Hypercall;
+// The writable-pagetable assist, once turned on for the boot (wrpt).
+bool g_writable_pagetables = false;
 
 // The vCPU bitmaps MMUEXT_*_MULTI point at (Xen reads them when the op is
 // carried out, which may be at the end of the lazy section): a few per CPU,
@@ -132,7 +129,7 @@ void multi_op(unsigned cmd, uint64_t va, const xen_ulong_t* mask) {
   op.cmd = cmd;
   op.arg1.linear_addr = va;
   set_xen_guest_handle(op.arg2.vcpumask, mask);
-  if (here().lazy && g_config.defer_in_lazy) {
+  if (deferring()) {
     // Behind the section's updates: one multicall carries both.
     if (auto r = queue().push_ext(op); r.is_error() && !settle(r, "mmuext_op").is_error())
       if (queue().push_ext(op).is_error()) report_failure("mmuext_op", Errno::EIO);
@@ -162,13 +159,9 @@ void flush_multi_by_hypercall(const CpuMask& cpus, const TlbFlushInfo& info) {
   for (unsigned i = 0; i < info.count; ++i) multi_op(MMUEXT_INVLPG_MULTI, raw(info.pages[i]), mask);
 }
 
-void flush_tlb_multi(const CpuMask& cpus_in, const TlbFlushInfo& info) {
-  const CpuMask cpus = cpus_in.without(xcpu::this_cpu_id());
-  if (cpus.empty()) return;
-  if (g_shootdown == ShootdownMode::Hypercall) {
-    flush_multi_by_hypercall(cpus, info);
-    return;
-  }
+// The other vCPUs' flushes by IPI (shootdown=ipi), after the section's
+// updates; the vCPUs that could not be signalled are flushed by Xen.
+void flush_multi_by_ipi(const CpuMask& cpus, const TlbFlushInfo& info) {
   // The targets walk the tables again as soon as they have flushed: the
   // section's updates must be in them first.
   (void)settle(queue().flush(), "mmu batch");
@@ -198,16 +191,6 @@ void target_flush(unsigned cmd, uint64_t va) {
 }
 void target_flush_one(VirtAddr va) { target_flush(MMUEXT_INVLPG_LOCAL, raw(va)); }
 void target_flush_all() { target_flush(MMUEXT_TLB_FLUSH_LOCAL, 0); }
-
-void flush_tlb_one(VirtAddr va) {
-  count_event(g_mmu_counters.tlb_flush_one);
-  tlb_op(MMUEXT_INVLPG_LOCAL, raw(va));
-}
-
-void flush_tlb_all() {
-  count_event(g_mmu_counters.tlb_flush_all);
-  tlb_op(MMUEXT_TLB_FLUSH_LOCAL, 0);
-}
 
 // Root -> user root pairs. Few roots live at once (processes plus the
 // root cache), so a small table searched linearly is enough.
@@ -252,6 +235,8 @@ void add_pair(RootPair* slot, Pfn root, Pfn user) {
 void drop_pair(const RootPair* pair) { __atomic_store_n(root_word(*pair), uint64_t{0}, __ATOMIC_RELEASE); }
 
 
+}  // namespace
+
 ErrorOr<void> load_root(Pfn root) {
   count_event(g_mmu_counters.root_loads);
   TRY(settle(queue().flush(), "mmu batch"));
@@ -269,25 +254,65 @@ ErrorOr<void> load_root(Pfn root) {
   return {};
 }
 
-}  // namespace
+void enter_lazy(OnRefusal on_refusal) {
+  count_event(g_mmu_counters.lazy_sections);
+  here().lazy = true;
+  here().on_refusal = on_refusal;
+}
+
+ErrorOr<void> leave_lazy() {
+  auto r = flush_lazy();
+  here().lazy = false;
+  here().on_refusal = OnRefusal::Fail;
+  return r;
+}
+
+void flush_tlb_one(VirtAddr va) {
+  count_event(g_mmu_counters.tlb_flush_one);
+  tlb_op(MMUEXT_INVLPG_LOCAL, raw(va));
+}
+
+void flush_tlb_all() {
+  count_event(g_mmu_counters.tlb_flush_all);
+  tlb_op(MMUEXT_TLB_FLUSH_LOCAL, 0);
+}
+
+void flush_tlb_multi(const CpuMask& cpus_in, const TlbFlushInfo& info) {
+  const CpuMask cpus = cpus_in.without(xcpu::this_cpu_id());
+  if (cpus.empty()) return;
+  if (g_shootdown == ShootdownMode::Hypercall)
+    flush_multi_by_hypercall(cpus, info);
+  else
+    flush_multi_by_ipi(cpus, info);
+}
+
+// PV guests run on Xen's own PAT (kXenPat, pvops/pte_attrs.h): both
+// directions use that layout.
+CacheAttr pte_attrs(Pte e) { return cache_attr_for(kXenPatMsr, e); }
+PteFlags make_pte_attrs(CacheAttr a) { return cache_flags_for(kXenPatMsr, a); }
 
 ErrorOr<void> flush_lazy() { return settle(queue().flush(), "mmu batch"); }
 
-void configure(const Config& config) {
-  g_config = config;
+void init_common(unsigned queue_capacity, Deferral deferral, ShootdownMode shootdown) {
   for (CpuMmuState& cpu : g_cpu_state) {
-    cpu.queue.init(xen::hypercall_sink(), config.queue_capacity);
+    cpu.queue.init(xen::hypercall_sink(), queue_capacity);
     cpu.lazy = false;
+    cpu.defer_in_lazy = deferral == Deferral::InLazySections;
   }
+  g_shootdown = shootdown;
+  init_tlb_shootdown({&target_flush_one, &target_flush_all});
 }
 
 xen::MmuQueue& queue() { return here().queue; }
-
-void set_shootdown_mode(ShootdownMode mode) {
-  g_shootdown = mode;
-  init_tlb_shootdown({&target_flush_one, &target_flush_all});
-}
 bool lazy() { return here().lazy; }
+
+ErrorOr<void> enable_writable_pagetables() {
+  if (long rc = xen::vm_assist(VMASST_CMD_enable, VMASST_TYPE_writable_pagetables); rc < 0)
+    return report_rc("vm_assist(writable_pagetables)", rc, VMASST_CMD_enable, VMASST_TYPE_writable_pagetables);
+  g_writable_pagetables = true;
+  return {};
+}
+bool writable_pagetables() { return g_writable_pagetables; }
 
 Errno report_rc(const char* op, long rc, uint64_t a, uint64_t b) {
   kprintf("pvk: xen: %s refused: rc %ld (0x%lx, 0x%lx)\n", op, rc, a, b);
@@ -317,7 +342,7 @@ ErrorOr<void> update_now(uint64_t ptr, uint64_t val) {
 
 ErrorOr<void> update_queued(uint64_t ptr, uint64_t val) {
   TRY(settle(queue().push_update(ptr, val), "mmu_update"));  // sends the queue when it is full
-  if (here().lazy && g_config.defer_in_lazy) return {};
+  if (deferring()) return {};
   return settle(queue().flush(), "mmu_update");
 }
 
@@ -425,20 +450,6 @@ ErrorOr<void> retire_table(Pfn pfn, Level level) {
   TRY(remap_accessor(pfn, pte_flags::KernelRw));
   count_event(g_mmu_counters.pt_pages_release);
   return {};
-}
-
-void install_common(MmuOps& ops) {
-  // PV guests run on Xen's own PAT (kXenPat, pvops/pte_attrs.h): both
-  // directions use that layout.
-  ops.pte_attrs = [](Pte e) { return cache_attr_for(kXenPatMsr, e); };
-  ops.make_pte_attrs = [](CacheAttr a) { return cache_flags_for(kXenPatMsr, a); };
-  ops.enter_lazy_mmu = &enter_lazy;
-  ops.flush_lazy_mmu = &flush_lazy;
-  ops.leave_lazy_mmu = &leave_lazy;
-  ops.flush_tlb_one = &flush_tlb_one;
-  ops.flush_tlb_all = &flush_tlb_all;
-  ops.flush_tlb_multi = &flush_tlb_multi;
-  ops.load_root = &load_root;
 }
 
 }  // namespace pvk::xen_pv

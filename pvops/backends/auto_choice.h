@@ -7,7 +7,7 @@
 // that devalidates the table, two alias remaps, an L2 store that validates
 // all 512 entries — plus a plain store per entry. So below some count the
 // queue wins and above it the unhook does: the threshold is that break-even,
-// measured at boot (calibrate_auto in pvops/unhook.cpp) or given by
+// measured at boot (calibrate_auto in pvops/backends/auto_calibration.cpp) or given by
 // auto_threshold=.
 #pragma once
 #include <stdint.h>

@@ -4,14 +4,11 @@
 // A store Xen refuses comes back as a page fault on the store itself, caught
 // through the exception table and reported like a refused hypercall.
 #include "base/arch/probe.h"
-#include "base/console/console.h"
-#include "base/console/record.h"
 #include "hypercalls/hypercall.h"
-#include "pvops/backends.h"
-#include "pvops/ops_builder.h"
-#include "pvops/xen_policy.h"
+#include "pvops/backends/registry.h"
+#include "pvops/backends/xen_ops.h"
 
-namespace pvk {
+namespace pvk::backends {
 namespace {
 
 struct TrappedL1Writer {
@@ -23,17 +20,16 @@ struct TrappedL1Writer {
   static ErrorOr<void> commit(Pte* slot, Pte v) { return store(slot, v); }
 };
 
+using Policy = xen_pv::XenPolicy<TrappedL1Writer>;
+static_assert(MmuPolicy<Policy>);
+
 }  // namespace
 
-ErrorOr<MmuOps> try_make_wrpt_ops(PteAccess access) {
-  using Policy = xen_pv::XenPolicy<TrappedL1Writer>;
-  static_assert(MmuPolicy<Policy>);
-  if (long rc = xen::vm_assist(VMASST_CMD_enable, VMASST_TYPE_writable_pagetables); rc < 0)
-    return xen_pv::report_rc("vm_assist(writable_pagetables)", rc, VMASST_CMD_enable, VMASST_TYPE_writable_pagetables);
-  xen_pv::configure({"wrpt", 1, /*defer_in_lazy=*/false});
-  MmuOps ops = make_mmu_ops<Policy>("wrpt", access);
-  xen_pv::install_common(ops);
-  return ops;
+ErrorOr<MmuOps, BackendRefusal> wrpt_ops(const BackendSetup& setup) {
+  if (auto r = xen_pv::enable_writable_pagetables(); r.is_error())
+    return BackendRefusal{"Xen refused writable page tables", r.error()};
+  xen_pv::init_common(1, xen_pv::Deferral::Immediate, setup.shootdown);
+  return xen_pv::xen_ops<Policy>(setup.pte);
 }
 
-}  // namespace pvk
+}  // namespace pvk::backends

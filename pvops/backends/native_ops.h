@@ -2,7 +2,7 @@
 // for TLB maintenance; lazy-MMU sections cost nothing — there is no queue.
 //
 // A header because two images use them: the pvops image points its table at
-// them (pvops/native.cpp), and the compiled-in native image
+// them (pvops/backends/native.cpp), and the compiled-in native image
 // (PVK_BUILTIN_NATIVE) calls them with no table at all — kBuiltinOps is a
 // compile-time constant, so every PVOP(verb) there is a direct call the
 // compiler may inline.

@@ -31,7 +31,7 @@
 // section opens (a fault) while tables are unhooked, and check_access()
 // panics for a range that is unhooked now.
 //
-// Env is the environment: the real one under Xen (pvops/unhook.cpp), a
+// Env is the environment: the real one under Xen (unhook_policy.h), a
 // logging one in the host tests. It provides
 //   bool lazy();                                    inside a lazy-MMU section?
 //   Pfn pfn_of(Pte); Pfn pfn_of_slot(const Pte*);   frames of an entry / a slot
@@ -44,7 +44,7 @@
 #include "base/console/console.h"
 #include "base/counters.h"
 #include "base/layout.h"
-#include "pvops/auto_choice.h"
+#include "pvops/backends/auto_choice.h"
 #include "pvops/pte.h"
 
 namespace pvk {
