@@ -6,7 +6,7 @@
 //  - single-entry verbs (set_pte, ptep_modify_prot_start/commit, ...), for
 //    paths that touch one entry (a fault);
 //  - range operations (map/protect/unmap/lookup), which are the shared walk
-//    (pvops/page_walk.h) instantiated with the backend's policy, so a hot loop
+//    (pvops/walk/range_ops.h) instantiated with the backend's policy, so a hot loop
 //    costs one indirect call per range, not per entry — except under
 //    pte=flags, where every flag read deliberately goes through pte_flags.
 #pragma once

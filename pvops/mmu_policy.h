@@ -1,6 +1,7 @@
-// What the shared page-table walk needs from a backend: the hooks of one
-// "policy", stated as a concept so each backend can static_assert that it
-// provides them (executable interface documentation).
+// What the shared page-table walk (pvops/walk/) needs from a backend: the
+// hooks of one "policy", stated as a concept so each backend can
+// static_assert that it provides them (executable interface documentation).
+// Inside the walk only the page cursor (pvops/walk/cursor.h) calls them.
 //
 // Visibility rule the walk relies on: a store at L2 or above is visible in
 // memory when store() returns (the walk reads upper levels back at once); an
@@ -34,13 +35,15 @@ concept MmuPolicy = requires(Pte* slot, Pte v, Level level, Pfn pfn, PteFlags fl
   // walk must read back what it wrote in the same section.
   { P::flush_queue() } -> std::same_as<ErrorOr<void>>;
   // Table-granular writers (mmu=unhook, mmu=auto; pvops/unhook_tables.h).
-  // With kTableHints the walk names each L1 table before it stores into it:
-  // begin_table(l2_slot, base, entries) — the L2 entry holding the table,
-  // the 2 MiB it covers, how many of its entries the operation will store —
-  // so the backend may take the whole table out of Xen's hands first. Such a
-  // backend may also hold an L2 entry "unhooked" (empty in memory) for a
-  // while; l2_entry(slot) is the entry as the walk must see it (the saved
-  // one), and the walk reads every L2 entry through it.
+  // With kTableHints the cursor names each L1 table where it enters it for
+  // stores (its one table-hint hook): begin_table(l2_slot, base, entries) —
+  // the L2 entry holding the table, the 2 MiB it covers, how many of its
+  // entries the operation will store — so the backend may take the whole
+  // table out of Xen's hands first; without it the count is never computed.
+  // Such a backend may also hold an L2 entry "unhooked" (empty in memory)
+  // for a while; l2_entry(slot) is the entry as the walk must see it (the
+  // saved one; the plain read for every other policy), and the walk reads
+  // every L2 entry through it.
   { P::kTableHints } -> std::convertible_to<bool>;
   { P::begin_table(slot, VirtAddr{}, 1u) } -> std::same_as<ErrorOr<void>>;
   { P::l2_entry(slot) } -> std::same_as<Pte>;

@@ -3,7 +3,7 @@
 // with the policy, once per pte= mode. A backend then fills in only what is
 // truly its own (lazy-MMU, TLB, root loading, cache attributes).
 #pragma once
-#include "pvops/page_walk.h"
+#include "pvops/walk/range_ops.h"
 #include "pvops/mmu_ops.h"
 
 namespace pvk {

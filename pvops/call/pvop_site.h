@@ -9,7 +9,7 @@
 // themselves (pvops/call/pvpatch.h); sites of those verbs carry padding so the
 // inline form fits.
 //
-// Kept apart from pvop.h because the shared walk (page_walk.h) needs the
+// Kept apart from pvop.h because the shared walk (pvops/walk/) needs the
 // flag-read site, and the compiled-in native image builds its verbs from
 // the walk.
 #pragma once

@@ -1,4 +1,4 @@
-// The shared page walk (pvops/page_walk.h) through the fake backend, in both
+// The shared page walk (pvops/walk/) through the fake backend, in both
 // pte= modes and with L1 stores immediate or deferred to the lazy flush.
 #include "host_compat.h"  // first: see there
 
