@@ -24,7 +24,8 @@ struct PlanCase {
 std::string dry_run(const std::vector<std::string>& args) {
   CLI::App app;
   const fs::path dir = fs::temp_directory_path();
-  Commands commands(app, dir, PVK_SOURCE_DIR);
+  const fs::path source(PVK_SOURCE_DIR);
+  Commands commands(app, dir, source);
   std::vector<std::string> words{"pvk-cli", "bench", "--dry-run"};
   words.insert(words.end(), args.begin(), args.end());
   std::vector<const char*> argv;
