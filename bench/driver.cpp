@@ -7,6 +7,9 @@
 // executable. One "@pvk {...}" record per (benchmark, parameter set), then
 // {"event":"bench_done",...}; exits 1 if any benchmark failed.
 #include "bench/bench.h"
+#include "bench/item_options.h"
+#include "bench/program_items.h"
+#include "bench/record_line.h"
 #include "base/lib/error_or.h"  // pvk::panic
 #include "base/lib/format.h"
 
@@ -14,211 +17,30 @@ namespace bench {
 namespace {
 
 // ---------------------------------------------------------------------------
-// The benchmarks.
+// The benchmarks (bench/benches.inc), in its order.
 
 const BenchDef kBenches[] = {
-    {"getpid", "seed000", run_getpid, {{"iters", "10000"}}, "iters=50"},
-    {"getppid", "seed000", run_getppid, {{"iters", "10000"}}, "iters=50"},
-    {"segv", "seed000", run_segv, {{"iters", "1000"}}, "iters=10"},
-    {"divzero", "seed000", run_divzero, {{"iters", "1000"}}, "iters=10"},
-    {"forkwait", "seed000", run_forkwait, {{"iters", "100"}}, "iters=3"},
-    {"lat_pipe", "seed000", run_lat_pipe, {{"iters", "1000"}}, "iters=10"},
-    {"ctx", "seed000", run_ctx, {{"procs", "2+8"}, {"working_set", "0+16384"}, {"iters", "200"}},
-     "procs=3:working_set=0+8192:iters=5"},
-    {"fault_zero_read", "seed001", run_fault_zero_read, {{"pages", "2048"}}, "pages=16"},
-    {"fault_zero_cow", "seed001", run_fault_zero_cow, {{"pages", "2048"}}, "pages=16"},
-    {"fault_write", "seed001", run_fault_write, {{"pages", "2048"}}, "pages=16"},
-    {"poke_full", "seed001", run_poke_full, {{"pages", "2048"}}, "pages=16"},
-    {"forkexec", "seed001", run_forkexec, {{"iters", "20"}}, "iters=2"},
-    {"memset_present", "seed001", run_memset_present, {{"pages", "2048"}}, "pages=16"},
-    {"mprotect", "seed002", run_mprotect, {{"pages", "1+64+4096+16384"}, {"loops", "0"}}, "pages=1+64:loops=3"},
-    {"cpa", "seed002", run_cpa, {{"pages", "1+64+512+4096"}}, "pages=1+8", true},
-    // procs: seed 002's half, optimal and maximal load (bench/seed002.cpp).
-    {"kernbench", "seed002", run_kernbench, {{"procs", "1+4+8"}, {"jobs", "8"}, {"pages", "512"}, {"source_kb", "32"}},
-     "procs=1+4:jobs=4:pages=16:source_kb=8"},
-    {"fork_dirty", "seed003", run_fork_dirty, {{"pages", "1280+12800"}, {"stride", "1"}}, "pages=64:stride=1+8"},
-    // Issue 15: threads in one address space (bench/smp.cpp). Suite smp, not
-    // in `all` (the default list of every configuration): tools/pvk bench
-    // adds them with --smp.
-    {"mprotect_threads", "smp", run_mprotect_threads, {{"pages", "1+256"}, {"threads", "0+1"}, {"loops", "0"}},
-     "pages=4:threads=0+1:loops=3"},
-    {"munmap_threads", "smp", run_munmap_threads, {{"pages", "1+256"}, {"threads", "0+1"}, {"loops", "0"}},
-     "pages=4:threads=0+1:loops=3"},
-    {"fork_threads", "smp", run_fork_threads, {{"pages", "64+1024"}, {"threads", "0+1"}}, "pages=16:threads=0+1"},
-    {"fault_threads", "smp", run_fault_threads, {{"pages", "64+1024"}, {"threads", "0+1"}}, "pages=16:threads=0+1"},
-    {"ctx_threads", "smp", run_ctx_threads, {{"threads", "0+1"}, {"iters", "500"}}, "threads=0+1+2:iters=5"},
-    // `pvk calibrate`'s events, each timed alone (bench/calibrate.cpp): suite
-    // calibrate, not in `all`; pvk only (SYS_pvk_probe).
-    {"calibrate", "calibrate", run_calibrate, {{"event", "0+1+2+3+4+5+6+7+8+9+10+11+12"}, {"count", "256"}},
-     "count=8", true},
+#define PVK_PARAM(key, defaults) {#key, defaults}
+#define PVK_BENCH(name, suite, needs, smoke, what, ...) {#name, #suite, run_##name, {__VA_ARGS__}, smoke, false},
+#define PVK_BENCH_PVK(name, suite, needs, smoke, what, ...) {#name, #suite, run_##name, {__VA_ARGS__}, smoke, true},
+#include "bench/benches.inc"
+#undef PVK_PARAM
 };
-constexpr unsigned kNumBenches = sizeof kBenches / sizeof kBenches[0];
 
-const char* const kSuites[] = {"all", "seed000", "seed001", "seed002", "seed003", "smp", "calibrate", "smoke"};
+// A suite: all, smoke, or the suite of some benchmark (seed000..seed003,
+// smp, calibrate).
+bool is_suite(const char* name) {
+  if (strcmp(name, "all") == 0 || strcmp(name, "smoke") == 0) return true;
+  for (const BenchDef& b : kBenches)
+    if (strcmp(b.suite, name) == 0) return true;
+  return false;
+}
 
 bool in_suite(const BenchDef& b, const char* suite) {
   // `all` is the seeds' benchmarks; the smp and calibrate suites are asked
   // for by name.
   if (strcmp(suite, "all") == 0) return strncmp(b.suite, "seed", 4) == 0;
   return strcmp(suite, "smoke") == 0 || strcmp(suite, b.suite) == 0;
-}
-
-// ---------------------------------------------------------------------------
-// Records: one flat JSON object per line, written with one write().
-
-class Line {
- public:
-  Line(const char* key, const char* value) {
-    add("@pvk {");
-    str(key, value);
-  }
-  ~Line() {
-    add("}\n");
-    if (overflow_) {
-      print("@pvk {\"event\":\"error\",\"what\":\"bench record too long\"}\n");
-      return;
-    }
-    write_all(1, buf_, len_);
-  }
-  Line& str(const char* k, const char* v) {
-    key(k);
-    add("\"");
-    for (; *v; ++v) {
-      char c = *v;
-      if (c == '"' || c == '\\') {
-        char e[3] = {'\\', c, 0};
-        add(e);
-      } else if (static_cast<unsigned char>(c) < 0x20) {
-        add("?");
-      } else {
-        char e[2] = {c, 0};
-        add(e);
-      }
-    }
-    add("\"");
-    return *this;
-  }
-  Line& u64(const char* k, uint64_t v) {
-    key(k);
-    char num[24];
-    pvk::format(num, sizeof num, "%lu", v);
-    add(num);
-    return *this;
-  }
-  Line& boolean(const char* k, bool v) {
-    key(k);
-    add(v ? "true" : "false");
-    return *this;
-  }
-
- private:
-  void key(const char* k) {
-    if (len_ && buf_[len_ - 1] != '{') add(",");
-    add("\"");
-    add(k);
-    add("\":");
-  }
-  void add(const char* s) {
-    const size_t n = strlen(s);
-    if (len_ + n > sizeof buf_) {
-      overflow_ = true;
-      return;
-    }
-    memcpy(buf_ + len_, s, n);
-    len_ += n;
-  }
-  char buf_[6144];  // fork_dirty: ~2.4 KB (3 phases x every counter)
-  size_t len_ = 0;
-  bool overflow_ = false;
-};
-
-// ---------------------------------------------------------------------------
-// Items and options.
-
-struct Option {
-  char key[32];
-  uint64_t values[16];
-  unsigned n = 0;
-  bool used = false;
-};
-
-struct Options {
-  Option opt[8];
-  unsigned n = 0;
-};
-
-unsigned g_records = 0, g_failed = 0;
-
-// A record for an item that could not even start.
-void item_error(const char* item, const char* what) {
-  printf("bench: %s: FAIL %s\n", item, what);
-  Line("bench", item).boolean("pass", false).str("error", what);
-  ++g_records;
-  ++g_failed;
-}
-
-// Parses "k=v1+v2:k2=v" (the part after the name) into opts; false + why.
-bool parse_options(const char* s, Options& opts, char* why, size_t why_cap) {
-  while (*s) {
-    if (opts.n == sizeof opts.opt / sizeof opts.opt[0]) {
-      pvk::format(why, why_cap, "too many options");
-      return false;
-    }
-    Option& o = opts.opt[opts.n];
-    o = Option{};
-    size_t k = 0;
-    while (*s && *s != '=' && *s != ':') {
-      if (k + 1 < sizeof o.key) o.key[k++] = *s;
-      ++s;
-    }
-    o.key[k] = 0;
-    if (*s != '=' || k == 0) {
-      pvk::format(why, why_cap, "option '%s' needs key=value", o.key);
-      return false;
-    }
-    ++s;
-    for (;;) {
-      char num[24];
-      size_t m = 0;
-      while (*s && *s != '+' && *s != ':') {
-        if (m + 1 < sizeof num) num[m++] = *s;
-        ++s;
-      }
-      num[m] = 0;
-      if (o.n == sizeof o.values / sizeof o.values[0] || !parse_u64(num, &o.values[o.n])) {
-        pvk::format(why, why_cap, "bad value '%s' for '%s'", num, o.key);
-        return false;
-      }
-      ++o.n;
-      if (*s != '+') break;
-      ++s;
-    }
-    for (unsigned i = 0; i < opts.n; ++i)
-      if (strcmp(opts.opt[i].key, o.key) == 0) {
-        pvk::format(why, why_cap, "option '%s' given twice", o.key);
-        return false;
-      }
-    ++opts.n;
-    if (*s == ':') ++s;
-  }
-  return true;
-}
-
-// Option `key` of opts (or nullptr); marks it used.
-Option* find_option(Options& opts, const char* key) {
-  for (unsigned i = 0; i < opts.n; ++i)
-    if (strcmp(opts.opt[i].key, key) == 0) {
-      opts.opt[i].used = true;
-      return &opts.opt[i];
-    }
-  return nullptr;
-}
-
-bool has_param(const BenchDef& b, const char* key) {
-  if (strcmp(key, "reps") == 0) return true;
-  for (const ParamDef& p : b.params)
-    if (p.key && strcmp(p.key, key) == 0) return true;
-  return false;
 }
 
 // ---------------------------------------------------------------------------
@@ -231,14 +53,6 @@ void print_ns(char* buf, size_t cap, uint64_t ns) {
     pvk::format(buf, cap, "%lu.%03lu us", ns / 1000, ns % 1000);
   else
     pvk::format(buf, cap, "%lu ns", ns);
-}
-
-// Reaps children a benchmark left behind; returns how many.
-unsigned reap_leftovers() {
-  unsigned n = 0;
-  int st;
-  while (wait4(-1, &st, WNOHANG) > 0) ++n;
-  return n;
 }
 
 void run_set(const BenchDef& b, const uint64_t* values, unsigned reps, bool reps_explicit) {
@@ -287,8 +101,7 @@ void run_set(const BenchDef& b, const uint64_t* values, unsigned reps, bool reps
     l.boolean("pass", !r.failed());
     if (r.failed()) l.str("error", r.error());
   }
-  ++g_records;
-  if (r.failed()) ++g_failed;
+  count_record(!r.failed());
 
   char med[32], lo[32], hi[32], per[32];
   print_ns(med, sizeof med, r.ns.median());
@@ -348,84 +161,6 @@ void run_bench(const BenchDef& b, Options& opts) {
   }
 }
 
-// ---------------------------------------------------------------------------
-// Programs as items: `hostile[:timeout=S:only=INDEX]` and
-// `sysfuzz[:seed=N:iters=N:children=N:parallel=N:regress=0|1:lifetimes=N:procs=N:threads=N]` fork and
-// execve the embedded program of that name with one key=value argument per
-// option; the item passes iff the program exits 0 and every frame it used
-// came back. Their own records (one per attack / per fuzzed child, and a
-// summary) come first; then {"bench":NAME,"args":..,"pass":..}.
-
-struct ProgramItem {
-  const char* name;
-  const char* keys[9];
-};
-const ProgramItem kProgramItems[] = {
-    {"hostile", {"timeout", "only"}},
-    {"sysfuzz", {"seed", "iters", "children", "parallel", "regress", "lifetimes", "procs", "threads"}},
-};
-
-void run_program_item(const ProgramItem& p, const char* item, const char* opts) {
-  // "k=v:k=v" -> argv {"NAME", "k=v", "k=v"}; each key must be one of p.keys.
-  static char store[512];
-  const char* argv[12] = {p.name};
-  unsigned argc = 1;
-  size_t n = 0;
-  while (*opts) {
-    if (argc + 1 >= sizeof argv / sizeof argv[0]) return item_error(item, "too many options");
-    char* arg = store + n;
-    while (*opts && *opts != ':' && n + 1 < sizeof store) store[n++] = *opts++;
-    store[n++] = 0;
-    if (*opts == ':') ++opts;
-    bool known = false;
-    for (const char* k : p.keys) {
-      if (!k) break;
-      const size_t kl = strlen(k);
-      known |= strncmp(arg, k, kl) == 0 && arg[kl] == '=';
-    }
-    uint64_t v;
-    const char* eq = arg;
-    while (*eq && *eq != '=') ++eq;
-    if (!known || !*eq || !parse_u64(eq + 1, &v)) {
-      char why[96];
-      pvk::format(why, sizeof why, "'%s' has no parameter '%s' (or its value is not a number)", p.name, arg);
-      return item_error(item, why);
-    }
-    argv[argc++] = arg;
-  }
-  argv[argc] = nullptr;
-  printf("bench: %s: running the %s program\n", item, p.name);
-  const Counters before = read_all_counters();
-  const uint64_t t0 = now_ns();
-  const int64_t pid = fork();
-  if (pid == 0) {
-    const char* envp[] = {nullptr};
-    const int64_t r = execve(p.name, argv, envp);
-    printf("bench: execve(%s) failed: %ld\n", p.name, r);
-    exit_group(127);
-  }
-  int status = 0;
-  const bool reaped = pid > 0 && wait4(pid, &status, 0) == pid;
-  const uint64_t ns = now_ns() - t0;
-  reap_leftovers();
-  const Counters after = read_all_counters();
-  const bool leak = g_have_counters && after.free_frames != before.free_frames;
-  const bool pass = reaped && WIFEXITED(status) && WEXITSTATUS(status) == 0 && !leak;
-  {
-    Line l("bench", p.name);
-    l.str("args", item).u64("ns", ns);
-    if (WIFEXITED(status)) l.u64("exit_code", static_cast<uint64_t>(WEXITSTATUS(status)));
-    if (WIFSIGNALED(status)) l.u64("signal", static_cast<uint64_t>(WTERMSIG(status)));
-    if (g_have_counters) l.u64("free_frames_before", before.free_frames).u64("free_frames_after", after.free_frames);
-    l.boolean("pass", pass);
-    if (!pass)
-      l.str("error", !reaped ? "fork/wait failed" : leak ? "frame leak" : "the program failed (see its records)");
-  }
-  ++g_records;
-  if (!pass) ++g_failed;
-  printf("bench: %s: %s\n", item, pass ? "pass" : "FAIL");
-}
-
 void run_item(const char* item) {
   char name[40];
   size_t k = 0;
@@ -436,16 +171,14 @@ void run_item(const char* item) {
   }
   name[k] = 0;
   if (*s == ':') ++s;
-  for (const ProgramItem& p : kProgramItems)
-    if (strcmp(p.name, name) == 0) return run_program_item(p, item, s);
+  if (run_program_item(name, item, s)) return;
   Options opts;
   char why[120];
   if (!parse_options(s, opts, why, sizeof why)) {
     item_error(item, why);
     return;
   }
-  bool suite = false;
-  for (const char* su : kSuites) suite |= strcmp(su, name) == 0;
+  const bool suite = is_suite(name);
   const BenchDef* single = nullptr;
   for (const BenchDef& b : kBenches)
     if (strcmp(b.name, name) == 0) single = &b;

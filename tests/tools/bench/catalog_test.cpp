@@ -1,42 +1,49 @@
-// The harness's benchmark table must match the driver's (bench/driver.cpp
-// kBenches): names, suites and parameter keys, in the driver's order.
+// The harness's catalogue: the benchmark list it shares with the driver
+// (bench/benches.inc), suites, counters and switches.
 #include "pvk/bench/catalog.hpp"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <fstream>
-#include <regex>
+#include <set>
 #include <sstream>
 
 namespace pvk::bench {
 namespace {
 
-TEST(Catalog, MatchesTheDriver) {
-  std::ifstream in(std::string(PVK_SOURCE_DIR) + "/bench/driver.cpp");
-  ASSERT_TRUE(in) << "bench/driver.cpp";
-  std::stringstream text;
-  text << in.rdbuf();
-  const std::string source = text.str();
-  // {"getpid", "seed000", run_getpid, {{"iters", "10000"}}, ...
-  const std::regex entry(R"re(\{"(\w+)", "(seed\d+|smp|calibrate)", run_\w+, \{((?:\{"\w+", "[^"]*"\},? ?)*)\})re");
-  const std::regex key(R"re(\{"(\w+)", ")re");
-  std::vector<std::string> driver_names;
-  for (auto it = std::sregex_iterator(source.begin(), source.end(), entry); it != std::sregex_iterator(); ++it) {
-    const std::string name = (*it)[1];
-    driver_names.push_back(name);
-    const BenchInfo* b = find_benchmark(name);
-    ASSERT_NE(b, nullptr) << name << " is in the driver but not in the harness's catalog";
-    EXPECT_EQ(b->suite, (*it)[2].str()) << name;
-    std::vector<std::string> keys;
-    const std::string params = (*it)[3];
-    for (auto k = std::sregex_iterator(params.begin(), params.end(), key); k != std::sregex_iterator(); ++k)
-      keys.push_back((*k)[1]);
-    EXPECT_EQ(std::vector<std::string>(b->params.begin(), b->params.end()), keys) << name;
+// The driver and this catalogue expand one list (bench/benches.inc): what
+// is left to check is that each entry is whole.
+TEST(Catalog, EveryEntryIsWhole) {
+  std::vector<std::string_view> names;
+  for (const auto& b : benchmarks()) {
+    names.push_back(b.name);
+    EXPECT_FALSE(b.what.empty()) << b.name;
+    EXPECT_FALSE(b.smoke.empty()) << b.name;
+    EXPECT_TRUE(is_suite(b.suite)) << b.name;
+    ASSERT_EQ(b.params.size(), b.defaults.size()) << b.name;
+    EXPECT_LE(b.params.size(), 4u) << b.name;  // the driver's kMaxParams
+    for (const auto& d : b.defaults) EXPECT_FALSE(d.empty()) << b.name;
+    // A memory need names parameters the benchmark takes.
+    if (!b.needs.param.empty()) {
+      EXPECT_NE(std::find(b.params.begin(), b.params.end(), b.needs.param), b.params.end()) << b.name;
+      EXPECT_GT(b.needs.bytes_per_unit, 0u) << b.name;
+    }
+    if (!b.needs.per.empty())
+      EXPECT_NE(std::find(b.params.begin(), b.params.end(), b.needs.per), b.params.end()) << b.name;
   }
-  std::vector<std::string> ours;
-  for (const auto& b : benchmarks()) ours.emplace_back(b.name);
-  EXPECT_EQ(ours, driver_names);
+  EXPECT_EQ(std::set<std::string_view>(names.begin(), names.end()).size(), names.size());
+  EXPECT_EQ(find_benchmark("mprotect")->defaults, (std::vector<std::string_view>{"1+64+4096+16384", "0"}));
+  EXPECT_EQ(find_benchmark("fork_dirty")->needs.param, "pages");
+  EXPECT_EQ(find_benchmark("fault_threads")->needs.per, "threads");
+  EXPECT_TRUE(find_benchmark("cpa")->pvk_only);
+  EXPECT_FALSE(find_benchmark("getpid")->pvk_only);
+  // The programs the driver runs as items, with their keys.
+  ASSERT_NE(find_program("hostile"), nullptr);
+  EXPECT_EQ(find_program("hostile")->keys, (std::vector<std::string_view>{"timeout", "only"}));
+  ASSERT_NE(find_program("sysfuzz"), nullptr);
+  EXPECT_EQ(find_program("sysfuzz")->keys.size(), 8u);
+  EXPECT_EQ(find_program("getpid"), nullptr);
 }
 
 TEST(Catalog, SuitesAndSwitches) {

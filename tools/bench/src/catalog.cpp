@@ -6,46 +6,46 @@
 
 namespace pvk::bench {
 
+namespace {
+
+// The keys of PVK_PROGRAM's variadic part, "seed, iters, ..." as the
+// preprocessor spells it.
+std::vector<std::string_view> split_keys(std::string_view list) {
+  std::vector<std::string_view> out;
+  while (!list.empty()) {
+    const size_t comma = list.find(',');
+    out.push_back(list.substr(0, comma));
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 1);
+    while (list.starts_with(' ')) list.remove_prefix(1);
+  }
+  return out;
+}
+
+BenchInfo bench_info(std::string_view name, std::string_view suite, MemoryNeed needs, std::string_view smoke,
+                     std::string_view what, bool pvk_only, std::initializer_list<std::pair<std::string_view, std::string_view>> params) {
+  BenchInfo b{name, suite, {}, what, pvk_only, {}, smoke, needs};
+  for (const auto& [key, defaults] : params) {
+    b.params.push_back(key);
+    b.defaults.push_back(defaults);
+  }
+  if (b.needs.per == "none") b.needs.per = {};
+  return b;
+}
+
+}  // namespace
+
 const std::vector<BenchInfo>& benchmarks() {
   static const std::vector<BenchInfo> table{
-      {"getpid", "seed000", {"iters"}, "getpid()"},
-      {"getppid", "seed000", {"iters"}, "getppid(), the null system call"},
-      {"segv", "seed000", {"iters"}, "store to a read-only page, SIGSEGV handler mprotects it writable"},
-      {"divzero", "seed000", {"iters"}, "divide by zero, SIGFPE handler longjmps out"},
-      {"forkwait", "seed000", {"iters"}, "fork + child exit + wait"},
-      {"lat_pipe", "seed000", {"iters"}, "one-byte round trip between two processes over pipes"},
-      {"ctx", "seed000", {"procs", "working_set", "iters"}, "token passed round a ring of processes (per hop)"},
-      {"fault_zero_read", "seed001", {"pages"}, "read fault on fresh anonymous memory (zero page)"},
-      {"fault_zero_cow", "seed001", {"pages"}, "write after a read fault (COW of the zero page)"},
-      {"fault_write", "seed001", {"pages"}, "write fault on fresh anonymous memory (allocate + clear)"},
-      {"poke_full", "seed001", {"pages"}, "write fault plus a memset of the whole new page (the seed's Poke_full)"},
-      {"forkexec", "seed001", {"iters"}, "fork + child execs a small program (kbworker, exits at once) + wait"},
-      {"memset_present", "seed001", {"pages"}, "memset of a present 4 KiB page"},
-      {"mprotect", "seed002", {"pages", "loops"}, "mprotect RW->RO->RW of N present dirty pages (per cycle)"},
-      {"cpa", "seed002", {"pages"}, "set_memory_wc then set_memory_wb over N kernel pages, timed in the kernel (per call; pvk only)",
-       true},
-      {"kernbench", "seed002", {"procs", "jobs", "pages", "source_kb"},
-       "compile-like jobs (exec, source read from a pipe, faults, mprotect, fork, exit) by procs concurrent workers: "
-       "procs=1/4/8 = the seed's half/optimal/maximal load (per job)"},
-      {"fork_dirty", "seed003", {"pages", "stride"},
-       "fork after dirtying N pages (every stride-th of them), parent side (exit: child exit + reap; rewrite: the "
-       "parent writes every dirtied page again; total: the three)"},
-      // Issue 15: threads of one address space, on other CPUs with --smp.
-      {"mprotect_threads", "smp", {"pages", "threads", "loops"},
-       "mprotect RW->RO->RW of N present pages while K threads keep reading them: the TLB shootdown per mprotect "
-       "(per cycle)"},
-      {"munmap_threads", "smp", {"pages", "threads", "loops"},
-       "mmap + write + munmap of N pages while K threads spin on other memory of the process (per cycle)"},
-      {"fork_threads", "smp", {"pages", "threads"},
-       "fork + child exit + wait of a process with N dirty pages and K more threads running"},
-      {"fault_threads", "smp", {"pages", "threads"},
-       "the main thread and K threads each write-fault their own N fresh pages at once (per fault of all 1+K): "
-       "page-fault scalability"},
-      {"ctx_threads", "smp", {"threads", "iters"},
-       "token passed round a ring of 1+K threads by futex wake/wait (per hop; threads=0: the same calls, no switch)"},
-      // `pvk calibrate` (calibration.hpp): each event the cost model prices, alone.
-      {"calibrate", "calibrate", {"event", "count"},
-       "one event of the cost model, timed alone (event=K: calibration_events()[K]; per event)", true},
+#define PVK_PARAM(key, defaults) std::pair<std::string_view, std::string_view>{#key, defaults}
+#define PVK_NEEDS(param, bytes, per) MemoryNeed{#param, bytes, #per}
+#define PVK_NEEDS_NOTHING MemoryNeed{}
+#define PVK_BENCH(name, suite, needs, smoke, what, ...) bench_info(#name, #suite, needs, smoke, what, false, {__VA_ARGS__}),
+#define PVK_BENCH_PVK(name, suite, needs, smoke, what, ...) bench_info(#name, #suite, needs, smoke, what, true, {__VA_ARGS__}),
+#include "bench/benches.inc"
+#undef PVK_PARAM
+#undef PVK_NEEDS
+#undef PVK_NEEDS_NOTHING
   };
   return table;
 }
@@ -57,8 +57,8 @@ const BenchInfo* find_benchmark(std::string_view name) {
 }
 
 bool is_suite(std::string_view name) {
-  return name == "all" || name == "smoke" || name == "seed000" || name == "seed001" || name == "seed002" ||
-         name == "seed003" || name == "smp" || name == "calibrate";
+  if (name == "all" || name == "smoke") return true;
+  return std::any_of(benchmarks().begin(), benchmarks().end(), [&](const BenchInfo& b) { return b.suite == name; });
 }
 
 std::vector<std::string_view> suite_members(std::string_view suite) {
@@ -69,6 +69,20 @@ std::vector<std::string_view> suite_members(std::string_view suite) {
   for (const auto& b : benchmarks())
     if ((suite == "all" && b.suite.starts_with("seed")) || suite == "smoke" || b.suite == suite) out.push_back(b.name);
   return out;
+}
+
+const std::vector<ProgramInfo>& program_items() {
+  static const std::vector<ProgramInfo> table{
+#define PVK_PROGRAM(name, ...) ProgramInfo{#name, split_keys(#__VA_ARGS__)},
+#include "bench/benches.inc"
+  };
+  return table;
+}
+
+const ProgramInfo* find_program(std::string_view name) {
+  for (const auto& p : program_items())
+    if (p.name == name) return &p;
+  return nullptr;
 }
 
 const std::vector<std::string_view>& counter_names() {

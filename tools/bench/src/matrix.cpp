@@ -1,6 +1,7 @@
 #include "pvk/bench/matrix.hpp"
 
 #include "pvk/bench/catalog.hpp"
+#include "pvk/bench/item_checks.hpp"
 #include "pvk/bench/ratio.hpp"
 #include "pvk/backends.hpp"
 
@@ -148,32 +149,6 @@ Config config_from_id(std::string_view id) {
   return make_config(words.at(0), std::move(switches));
 }
 
-const std::vector<PlatformSpec>& platform_specs() {
-  // Memory: the default list fits the runners' defaults (native 512M, Xen
-  // 1024 with a 256M dom0); fork_dirty 128000 pages and mprotect 128000
-  // need ~1.5 GB. Timeouts are per boot; measured on a 2-core host the
-  // default list takes ~6 s natively and 30-50 s under Xen.
-  static const std::vector<PlatformSpec> specs{
-      {"native", matrix_backends(Platform::native), {"", ""}, {"2G", ""}, 300s, 1.0, true,
-       {{{"mmu", default_backend(Platform::native)}}}},
-      // pvk-builtin.elf: the compiled-in native baseline, MMU verbs as
-      // direct native code with no pvops table (issue 11). Natively only.
-      {"native-builtin", {default_backend(Platform::native)}, {"", ""}, {"2G", ""}, 300s, 1.0, false},
-      // With several vCPUs: Xen's default backend with each way of reaching
-      // the other vCPUs' TLBs, processes on every vCPU (sched_cpus=all; by
-      // default only the boot vCPU runs them under Xen).
-      {"xen", matrix_backends(Platform::xen), {"", ""}, {"2560", "2000M"}, 1200s, 6.0, true,
-       {{{"mmu", default_backend(Platform::xen)}, {"sched_cpus", "all"}, {"shootdown", "hypercall"}},
-        {{"mmu", default_backend(Platform::xen)}, {"sched_cpus", "all"}, {"shootdown", "ipi"}}}},
-      // Linux side by side (`--linux`): Debian's kernel on the same machines
-      // (pvk/linux.hpp), no backends, no pvk switches. Linux boots in ~6 s
-      // natively and, with Xen, in ~12 s as dom0.
-      {"linux-native", {}, {"", ""}, {"2G", ""}, 300s, 1.5, true, {{}}},
-      {"linux-xen", {}, {"", ""}, {"2560", "2000M"}, 1200s, 5.0, true, {{}}},
-  };
-  return specs;
-}
-
 const PlatformSpec* find_platform(std::string_view name) {
   for (const auto& spec : platform_specs())
     if (spec.name == name) return &spec;
@@ -194,32 +169,6 @@ SetAxis parse_set(std::string_view text) {
       throw std::invalid_argument(fmt::format("--set '{}': blanks in a value", text));
   }
   return axis;
-}
-
-const std::vector<Variation>& variations() {
-  static const std::vector<Variation> table{
-      // Issue 14: Linus asked for fork/exit, fork/exec and a real workload
-      // with and without the zero page (seed 001); the same three for the
-      // root cache (seed 000), beside each seed's own benchmarks.
-      {"pgd_cache", "off", "",
-       "seed 000: the root (pgd) cache's before/after (seed 000's programs, forkexec, kernbench)",
-       {"getpid", "getppid", "segv", "divzero", "forkwait", "lat_pipe", "ctx", "forkexec", "kernbench"}},
-      {"zero_page", "off", "",
-       "seed 001: read faults without the zero page (seed 001's faults, forkwait, forkexec, kernbench)",
-       {"fault_zero_read", "fault_zero_cow", "fault_write", "poke_full", "memset_present", "forkexec", "forkwait",
-        "kernbench"}},
-      {"pte", "flags", "seed002", "seed 002: every PTE flag read through pvops"},
-      {"ptshare", "on", "", "issue 10: fork shares whole L1 tables, mprotect changes whole tables at the L2 entry",
-       {"fork_dirty", "mprotect"}, true},
-      // Issue 11: what boot-time call-site patching buys (pvpatch=on is the
-      // default), and seed 002's flags-vs-attrs question without it.
-      // Natively and under batched, the issue's two targets.
-      {"pvpatch", "off", "", "issue 11: pvops calls stay indirect calls through the table",
-       {"fork_dirty", "mprotect", "fault_write", "forkwait"}, false, {}, {"native", "batched"}},
-      {"pte", "flags", "", "issue 11: every PTE flag read through an unpatched pvops call", {"mprotect"}, false,
-       {{"pvpatch", "off"}}, {"native", "batched"}},
-  };
-  return table;
 }
 
 std::string kernbench_procs(unsigned smp) {
@@ -401,6 +350,18 @@ std::set<std::string> checked_set_keys(const MatrixOptions& options) {
   return set_keys;
 }
 
+// Whether a boot's items (its bench= value) need more memory than the
+// platform's standard machine holds; throws when even its large one holds
+// too little.
+bool sized_large(const PlatformSpec& spec, const std::string& bench) {
+  const double need = items_memory_mib(parse_items(bench));
+  if (need <= spec.standard.holds_mib) return false;
+  if (need > spec.large.holds_mib)
+    throw std::invalid_argument(fmt::format("benchmark items '{}' map {:.0f} MiB; the largest {} machine holds {} MiB",
+                                            bench, need, spec.name, spec.large.holds_mib));
+  return true;
+}
+
 enum class TargetSizes { No, Yes };
 
 // Adds a configuration (once) and its boots: every rep of every group's
@@ -425,6 +386,9 @@ void add_config(Plan& plan, std::set<std::string>& seen, const MatrixOptions& op
       std::vector<Item> items = group.items;
       if (rep == 1) items.insert(items.end(), group.once.begin(), group.once.end());
       for (const std::string& bench : pack_items(items)) {
+        // The machine the boot's items need: the large one for a large
+        // group, or for items the standard one cannot hold.
+        const bool large = group.large || sized_large(spec, bench);
         Boot boot;
         boot.config = index;
         boot.rep = rep;
@@ -432,10 +396,10 @@ void add_config(Plan& plan, std::set<std::string>& seen, const MatrixOptions& op
         boot.group = group.name;
         boot.bench = bench;
         boot.cmdline = config.cmdline().empty() ? "bench=" + bench : config.cmdline() + " bench=" + bench;
-        boot.machine = group.large ? spec.large : spec.standard;
+        boot.machine = large ? spec.large : spec.standard;
         boot.machine.cpus = cpus;
         boot.exclusive = cpus > 1 && options.wall_time;
-        boot.timeout = options.timeout.value_or(group.large ? 2 * spec.timeout : spec.timeout);
+        boot.timeout = options.timeout.value_or(large ? 2 * spec.timeout : spec.timeout);
         boot.weight = weight * group.weight;
         plan.boots.push_back(std::move(boot));
       }
@@ -541,6 +505,8 @@ void add_smp_configs(Plan& plan, std::set<std::string>& seen, const MatrixOption
 
 Plan build_plan(const MatrixOptions& options) {
   if (options.reps < 1) throw std::invalid_argument("--reps must be at least 1");
+  // --bench: what the driver would refuse is refused here, before any boot.
+  for (const auto& item : options.items) check_item(item);
   Plan plan;
   const std::vector<Group> groups = item_groups(options);
   const std::set<std::string> set_keys = checked_set_keys(options);

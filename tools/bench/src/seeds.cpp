@@ -1,5 +1,6 @@
 #include "pvk/bench/seeds.hpp"
 
+#include "pvk/bench/experiments.hpp"
 #include "pvk/bench/report.hpp"
 
 #include <fmt/format.h>
@@ -12,24 +13,6 @@ namespace pvk::bench {
 namespace {
 
 using Claim = SeedFigure::Claim;
-
-// Seed 000's elapsed seconds (csh `time`, five runs each, P4 2.4 GHz), before
-// and after the patch that caches PAE pmds with their pgds (after = cache on).
-// getpid and segv's "before" runs were cut off the seed's scrollback.
-struct Seed000Runs {
-  std::string_view bench;  // pvk's benchmark for the seed's program
-  std::vector<double> before, after;
-};
-const std::vector<Seed000Runs>& seed000_runs() {
-  static const std::vector<Seed000Runs> runs{
-      {"forkwait", {4.54, 4.50, 4.51, 4.50, 4.55}, {4.53, 4.51, 4.52, 4.48, 4.51}},
-      {"divzero", {8.07, 7.94, 7.95, 7.98, 7.95}, {8.04, 8.06, 8.03, 8.02, 8.02}},
-      {"lat_pipe", {16.98, 17.15, 17.00, 16.97, 16.86}, {16.40, 16.78, 16.42, 16.91, 16.85}},
-      // lmbench's Switch: pvk's ctx (a token round a ring of processes).
-      {"ctx", {11.97, 11.23, 11.22, 11.34, 11.45}, {11.91, 11.45, 11.34, 11.12, 11.34}},
-  };
-  return runs;
-}
 
 // Within this distance of 1 a ratio counts as "no difference" even when its
 // interval excludes 1 (the A/A goal of issue 14: 1.00 ± 0.02).
@@ -67,70 +50,8 @@ std::string us(double ns) { return fmt::format("{:.3f} µs", ns / 1e3); }
 
 }  // namespace
 
-const std::vector<SeedFigure>& seed_figures() {
-  static const std::vector<SeedFigure> table{
-      // Seed 000: caching PAE pmds with the pgds, lmbench-style programs.
-      {"000", "forkwait: pgd cache after÷before", "4.52 → 4.51 s, \"no difference\"", 0.998, Claim::no_difference,
-       "pgd_cache on÷off", "forkwait"},
-      {"000", "divzero: pgd cache after÷before", "7.98 → 8.03 s", 1.007, Claim::no_difference, "pgd_cache on÷off",
-       "divzero"},
-      {"000", "lat_pipe: pgd cache after÷before", "16.99 → 16.67 s, \"improved slightly.. but it could be noise\"",
-       0.981, Claim::no_difference, "pgd_cache on÷off", "lat_pipe"},
-      {"000", "Switch (pvk: ctx): pgd cache after÷before", "11.44 → 11.43 s", 0.999, Claim::no_difference,
-       "pgd_cache on÷off", "ctx"},
-      {"000", "getpid: pgd cache after÷before", "before cut off; \"of no significance\"", 0, Claim::no_difference,
-       "pgd_cache on÷off", "getpid"},
-      {"000", "segv: pgd cache after÷before", "before cut off; \"of no significance\"", 0, Claim::no_difference,
-       "pgd_cache on÷off", "segv"},
-      // Linus's list with seed 000's switch: not in seed 000, asked in 001.
-      {"000", "forkexec: pgd cache on÷off (not in the seed; Linus's list in seed 001)", "not measured", 0,
-       Claim::reference, "pgd_cache on÷off", "forkexec"},
-      {"000", "kernbench: pgd cache on÷off (not in the seed; each load)", "not measured", 0, Claim::reference,
-       "pgd_cache on÷off", "kernbench"},
-      // Seed 001: the zero page (Pentium-M cycles).
-      {"001", "COW of the zero page ÷ a fresh page's fault", "2,660 / 2,300 cycles = 1.16", 1.16, Claim::above_one,
-       "zero-page COW÷fresh fault", "fault_zero_cow"},
-      {"001", "fault path (nothing cleared) ÷ fault + clear",
-       "~900 / ~2,300 cycles = 0.39 (Linus: ~1,400 of it clearing)", 0.39, Claim::below_one,
-       "zero-page read÷fresh fault", "fault_zero_read"},
-      // The fault path vs clearing split and Poke_full: "### Seed 001" below
-      // (figures within one boot, not a ratio of configurations).
-      {"001", "fork/exit with zero_page on÷off (Linus asks for it)", "not measured in the thread", 0,
-       Claim::reference, "zero_page on÷off", "forkwait"},
-      {"001", "fork/exec with zero_page on÷off (Linus asks for it; pvk: forkexec)", "not measured in the thread", 0,
-       Claim::reference, "zero_page on÷off", "forkexec"},
-      {"001", "a real workload with zero_page on÷off (pvk: kernbench, each load)", "not measured in the thread", 0,
-       Claim::reference, "zero_page on÷off", "kernbench"},
-      // Seed 002: pte_flags through pvops vs pte_attrs, kernbench at the
-      // seed's three loads (bench/seed002.cpp: procs=1, 4, 8 on one vCPU).
-      {"002", "pte_flags÷pte_attrs, kernbench at maximal load (AMD A8-3850; pvk procs=8)", "up to 1.13 (13 % worse)",
-       1.13, Claim::above_one, "pte flags÷attrs", "kernbench", "procs=8"},
-      {"002", "pte_flags÷pte_attrs, kernbench at optimal load (pvk procs=4)", "no difference", 1.0,
-       Claim::no_difference, "pte flags÷attrs", "kernbench", "procs=4"},
-      {"002", "pte_flags÷pte_attrs, kernbench at half load (pvk procs=1)", "no difference", 1.0, Claim::no_difference,
-       "pte flags÷attrs", "kernbench", "procs=1"},
-      {"002", "pte_flags÷pte_attrs, kernbench (two Intel machines; pvk every load)", "no difference", 1.0,
-       Claim::no_difference, "pte flags÷attrs", "kernbench"},
-      {"002", "pte_flags÷pte_attrs in mprotect (the seed's worry)", "\"really expensive in inner loops\", not measured",
-       0, Claim::reference, "pte flags÷attrs", "mprotect", "pages=4096"},
-      // Seed 003: fork after dirtying pages, writable page tables vs emulation.
-      {"003", "fork after dirtying 1,280 pages: wtpt÷emulate (pvk: batched÷wrpt)", "813 / 3,279 µs = 0.248", 0.248,
-       Claim::below_one, "batched÷wrpt", "fork_dirty", "pages=1280"},
-      {"003", "fork after dirtying 128,000 pages: wtpt÷emulate (pvk: batched÷wrpt)", "37,552 / 283,879 µs = 0.132",
-       0.132, Claim::below_one, "batched÷wrpt", "fork_dirty", "pages=128000"},
-      {"003", "128,000 pages, whole tables (pvk: batched ptshare=on ÷ wrpt)", "37,552 / 283,879 µs = 0.132", 0.132,
-       Claim::below_one, "ptshare batched÷wrpt", "fork_dirty", "pages=128000"},
-      // The seed's own wtpt arm: unhook, plain stores, rehook (issue 12).
-      {"003", "fork after dirtying 1,280 pages: wtpt÷emulate (pvk: unhook÷wrpt, the seed's arm)",
-       "813 / 3,279 µs = 0.248", 0.248, Claim::below_one, "unhook÷wrpt", "fork_dirty", "pages=1280"},
-      {"003", "fork after dirtying 128,000 pages: wtpt÷emulate (pvk: unhook÷wrpt, the seed's arm)",
-       "37,552 / 283,879 µs = 0.132", 0.132, Claim::below_one, "unhook÷wrpt", "fork_dirty", "pages=128000"},
-  };
-  return table;
-}
-
 RatioStats seed000_stats(std::string_view bench) {
-  for (const auto& r : seed000_runs())
+  for (const auto& r : experiments().seed000_runs)
     if (r.bench == bench) return ratio_stats(r.after, r.before, false);
   return {};
 }
@@ -224,7 +145,7 @@ std::vector<FaultSplit> fault_splits(const Results& results) {
   return out;
 }
 
-FaultSplit seed001_split() { return {"seed 001 (Pentium-M)", 2300, 1400, 2719, 2660, 0}; }
+FaultSplit seed001_split() { return experiments().seed001_split; }
 
 std::string fault_split_verdict(const FaultSplit& s) {
   // Judged on the percentage as printed, so two rows showing the same share
@@ -305,7 +226,7 @@ std::string seeds_section(const Results& results, const std::vector<Ratio>& rati
                       n(s.path()), n(s.poke_full), n(s.cow),
                       s.cow > 0 && s.cow_clearing > 0 ? " (" + n(s.cow_clearing) + ")" : "", n(s.copying), verdict);
   };
-  split_line(seed001_split().config, seed001_split(), "Linus: ~900 fault path, ~1,400 clearing");
+  split_line(seed001_split().config, seed001_split(), experiments().seed001_verdict);
   const std::vector<FaultSplit> splits = fault_splits(results);
   for (const auto& s : splits) {
     const Config* c = results.find_config(s.config);
@@ -318,12 +239,19 @@ std::string seeds_section(const Results& results, const std::vector<Ratio>& rati
         "Least squares over every boot's fork_dirty time (parent side, every page dirtied) at each size, per "
         "configuration. Seed 003's lines through its two points (1,280 and 128,000 pages).\n\n";
   md += "| configuration | pages fitted | points | per page | fixed | R² |\n|---|---|---:|---:|---:|---:|\n";
-  auto seed_line = [&](const char* name, double t1, double t2) {
-    const LineFit f = fit_line({1280, 128000}, {t1 * 1e3, t2 * 1e3});
-    md += fmt::format("| seed 003 {} | 1280–128000 | 2 | {} | {:.3f} ms | — |\n", name, us(f.slope), f.intercept / 1e6);
-  };
-  seed_line("wtpt (writable page tables)", 813, 37552);
-  seed_line("emulate", 3279, 283879);
+  // Seed 003's lines (bench/experiments.json): the first is its wtpt arm,
+  // the second emulation.
+  std::vector<LineFit> seed_fits;
+  for (const auto& line : experiments().seed003_lines) {
+    std::vector<double> ns;
+    for (const double t : line.us) ns.push_back(t * 1e3);
+    const LineFit f = fit_line(line.pages, ns);
+    seed_fits.push_back(f);
+    md += fmt::format("| seed 003 {} | {:.0f}–{:.0f} | {} | {} | {:.3f} ms | — |\n", line.name,
+                      *std::min_element(line.pages.begin(), line.pages.end()),
+                      *std::max_element(line.pages.begin(), line.pages.end()), line.pages.size(), us(f.slope),
+                      f.intercept / 1e6);
+  }
   const std::vector<ForkFit> fits = fork_fits(results);
   for (const auto& f : fits) {
     const Config* c = results.find_config(f.config);
@@ -345,9 +273,9 @@ std::string seeds_section(const Results& results, const std::vector<Ratio>& rati
         per_page += fmt::format("{}{} ÷ {}: {:.3f}", per_page.empty() ? "" : "; ", c->label(), other.label(),
                                 f.fit.slope / g.fit.slope);
   }
-  if (!per_page.empty())
+  if (!per_page.empty() && seed_fits.size() >= 2 && seed_fits[1].slope > 0)
     md += fmt::format("\nPer-page cost, batched ÷ wrpt: {} (seed 003, wtpt ÷ emulate: {:.3f}).\n", per_page,
-                      (37552.0 - 813) / (283879.0 - 3279));
+                      seed_fits[0].slope / seed_fits[1].slope);
   return md;
 }
 

@@ -4,6 +4,7 @@
 // simply get no special treatment).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -11,23 +12,46 @@
 
 namespace pvk::bench {
 
-struct BenchInfo {
-  std::string_view name;
-  std::string_view suite;                // "seed000" ...
-  std::vector<std::string_view> params;  // keys, besides reps (which every benchmark takes)
-  std::string_view what;                 // one line for the summary
-  bool pvk_only = false;                 // needs a pvk system call: Linux boots leave it out
+// The memory one parameter set of a benchmark maps (bench/benches.inc,
+// PVK_NEEDS): bytes per unit of `param`'s value, times 1 + `per`'s value
+// ("" none). A benchmark with no param needs nothing a machine lacks.
+struct MemoryNeed {
+  std::string_view param;
+  uint64_t bytes_per_unit = 0;
+  std::string_view per;
 };
 
-// The driver's benchmarks (bench/driver.cpp kBenches), in its order.
+struct BenchInfo {
+  std::string_view name;
+  std::string_view suite;                  // "seed000" ...
+  std::vector<std::string_view> params;    // keys, besides reps (which every benchmark takes)
+  std::string_view what;                   // one line for the summary
+  bool pvk_only = false;                   // needs a pvk system call: Linux boots leave it out
+  std::vector<std::string_view> defaults;  // each param's default values ("1+64+4096"), as params
+  std::string_view smoke;                  // the smoke suite's options ("pages=16")
+  MemoryNeed needs;
+};
+
+// The driver's benchmarks (bench/benches.inc, which the driver's table is
+// built from too), in its order.
 const std::vector<BenchInfo>& benchmarks();
 const BenchInfo* find_benchmark(std::string_view name);
 
-// The driver's suites: all, seed000..seed003, smp (issue 15), calibrate (`pvk calibrate`), smoke.
+// The driver's suites: all, smoke, and each benchmark's (seed000..seed003,
+// smp, calibrate).
 bool is_suite(std::string_view name);
-// The members of a suite (smoke: every benchmark; all: every one but the
-// smp suite's).
+// The members of a suite (smoke: every benchmark; all: the seeds'
+// benchmarks, not the smp or calibrate suites').
 std::vector<std::string_view> suite_members(std::string_view suite);
+
+// The programs the driver runs as items (hostile, sysfuzz: PVK_PROGRAM in
+// bench/benches.inc) and the options each takes.
+struct ProgramInfo {
+  std::string_view name;
+  std::vector<std::string_view> keys;
+};
+const std::vector<ProgramInfo>& program_items();
+const ProgramInfo* find_program(std::string_view name);
 
 // The counters every pvk record carries (deltas over the median rep), in the
 // record's order.

@@ -49,15 +49,17 @@ struct Machine {
   std::string memory;       // QEMU -m ("" = the runner's default)
   std::string dom0_memory;  // Xen dom0_mem ("" = the runner's default)
   unsigned cpus = 1;        // QEMU -smp, dom0_max_vcpus (the configuration's kSmpKey)
+  unsigned holds_mib = 0;   // what benchmarks may map on it (items' needs: item_memory_mib)
 };
 
-// A platform the harness can boot. A later Linux platform (linux-native,
-// linux-xen) adds a row with no backends and a runner of its own.
+// A platform the harness can boot (bench/experiments.json, "platforms"). A
+// Linux platform (linux-native, linux-xen) has no backends and a runner of
+// its own.
 struct PlatformSpec {
   std::string name;
   std::vector<std::string> backends;  // values of mmu=, in table order
   Machine standard;                   // the default benchmark list
-  Machine large;                      // --full's big items (~1.5 GB)
+  Machine large;                      // --full's big items (~1.5 GB), and items that need more than standard holds
   std::chrono::seconds timeout;       // one boot of the default list
   double weight;                      // relative cost of a boot, for scheduling and the ETA
   bool variations = true;             // boots variations() (the compiled-in image has no pvops switches)
@@ -78,8 +80,8 @@ SetAxis parse_set(std::string_view text);  // throws std::invalid_argument
 
 // A one-switch departure from each base configuration that the default
 // matrix adds, with only the benchmarks it is about (the seeds' before/after
-// pairs, issue 10's ptshare=on). Declared in one table; --set of the same key
-// replaces it.
+// pairs, table sharing's ptshare=on). Declared in bench/experiments.json
+// ("variations"); --set of the same key replaces it.
 struct Variation {
   std::string key;
   std::string value;

@@ -1,6 +1,7 @@
 // Ratio tables: one configuration's per-op time over another's, for every
 // benchmark both ran. Which pairs are compared is declared in one table
-// (builtin_ratios) plus whatever --ratio NAME=NUM/DEN adds.
+// (builtin_ratios: bench/experiments.json, "ratios") plus whatever --ratio
+// NAME=NUM/DEN adds.
 //
 // A selector is key=value terms joined with ',' (a value may list
 // alternatives with '|'): "platform=xen,mmu=batched". Keys are "platform" and
@@ -54,7 +55,8 @@ struct RatioSpec {
   std::string vary{}, vary_base{};
 };
 
-// The ratios every summary shows (when the run has both sides).
+// The ratios every summary shows (when the run has both sides):
+// bench/experiments.json, "ratios".
 const std::vector<RatioSpec>& builtin_ratios();
 // "NAME=NUMERATOR/DENOMINATOR", e.g. "batch1÷32=batch=1/batch=32"; across
 // benchmarks each side ends in @BENCH, its selector possibly empty:
@@ -85,7 +87,7 @@ struct Target {
   // backend somewhere); the line says where.
   bool somewhere = false;
 };
-const std::vector<Target>& targets();
+const std::vector<Target>& targets();  // bench/experiments.json, "targets"
 
 struct Ratio {
   std::string spec;  // RatioSpec::name

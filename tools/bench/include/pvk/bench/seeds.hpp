@@ -30,7 +30,20 @@ struct SeedFigure {
   // ("" any); or, when `needs` is given, what pvk lacks to measure it.
   std::string ratio{}, bench{}, params{}, needs{};
 };
-const std::vector<SeedFigure>& seed_figures();
+const std::vector<SeedFigure>& seed_figures();  // bench/experiments.json
+
+// Seed 000's elapsed seconds for one of its programs, before and after its
+// patch (bench: pvk's benchmark for the program).
+struct Seed000Runs {
+  std::string bench;
+  std::vector<double> before, after;
+};
+
+// One of seed 003's lines: its points (dirty pages, µs per fork) in one mode.
+struct SeedLine {
+  std::string name;
+  std::vector<double> pages, us;
+};
 
 // Seed 000's figure for one benchmark: the mean after÷before of its five
 // `time` runs, with the same statistics as pvk's ratios (unpaired).
