@@ -241,13 +241,13 @@ class PageCursor {
   // stores() says how many entries follow (called only if the policy hears).
   template <typename Count>
   static ErrorOr<void> enter_l1(Pte* l2_slot, VirtAddr va, Count&& stores) {
-    return hint([&] { return l2_slot; }, va, stores);
+    return hint([l2_slot] { return l2_slot; }, va, stores);
   }
 
   // enter_l1 for the L1 table covering va, found from the root (only by a
   // policy that hears).
   static ErrorOr<void> announce(Pfn root, VirtAddr va, unsigned stores) {
-    return hint([&] { return hooked_l2_slot(root, va); }, va, [&] { return stores; });
+    return hint([root, va] { return hooked_l2_slot(root, va); }, va, [stores] { return stores; });
   }
 
   // Stores into one L1 table whose number is known only after a pass over

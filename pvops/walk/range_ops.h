@@ -95,7 +95,7 @@ class PageWalk {
         TRY(C::release_if_empty(root, v, l2, Level::L2, section));
         continue;
       }
-      TRY(C::enter_l1(l2_slot, v, [&] {
+      TRY(C::enter_l1(l2_slot, v, [l1, first, in_table] {
         unsigned stores = 0;
         for (unsigned idx = first; idx < first + in_table; ++idx) stores += !l1[idx].none();
         return stores;
@@ -192,7 +192,7 @@ class PageWalk {
           if (C::present(C::l2e(slot))) {
             TRY(S::make_private(slot, at, Gate::Keep, section));
             dst = C::l1_of(slot);
-            TRY(C::enter_l1(slot, at, [&] { return count - k; }));
+            TRY(C::enter_l1(slot, at, [count, k] { return count - k; }));
           } else {
             fresh = TRY(frames().try_alloc());
             dst = phys_to_virt<Pte>(fresh);
@@ -200,8 +200,11 @@ class PageWalk {
             fresh_slot = slot;
           }
         }
-        if (mode == ForkMode::CopyOnWrite && !C::has(e, pte_bit::Cow))
-          e = TRY(protects.add(first + k, cow_of(e), [&] { return write_protect_for_fork(&src[first + k], at, section); }));
+        if (mode == ForkMode::CopyOnWrite && !C::has(e, pte_bit::Cow)) {
+          Pte* leaf = &src[first + k];
+          e = TRY(protects.add(first + k, cow_of(e),
+                               [leaf, at, &section] { return write_protect_for_fork(leaf, at, section); }));
+        }
         frame_refs().inc(P::pfn_of(e));
         if (fresh_slot) {
           dst[first + k] = e;  // not a page table yet: a plain store
@@ -222,7 +225,7 @@ class PageWalk {
       }
       // After the child's table is published: a refused write-protect then
       // leaves a child whose teardown frees that table and its references.
-      return protects.flush(parent, va + i * kPageSize, [&](unsigned idx) -> ErrorOr<void> {
+      return protects.flush(parent, va + i * kPageSize, [src, first, va, i, &section](unsigned idx) -> ErrorOr<void> {
         TRY(write_protect_for_fork(&src[idx], va + (i + (idx - first)) * kPageSize, section));
         return {};
       });
@@ -308,7 +311,7 @@ class PageWalk {
         return {};
       TRY(S::make_private(l2_slot, v, Gate::PushDown, section));
       Pte* l1 = C::l1_of(l2_slot);
-      TRY(C::enter_l1(l2_slot, v, [&] {
+      TRY(C::enter_l1(l2_slot, v, [l1, first, count] {
         unsigned stores = 0;
         for (unsigned k = 0; k < count; ++k) stores += C::mapped(l1[first + k]);
         return stores;
