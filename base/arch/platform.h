@@ -18,7 +18,13 @@ struct Platform {
   const char* name;  // "native" or "xen": the value records carry as "platform"
   const char* role;  // "native", or under Xen "dom0" (initial domain) / "domU"
   void (*console_write)(const char* s, size_t n);
+  // Never returns; GCC takes [[noreturn]] on a function pointer, clang (the
+  // host fuzzers that include this header) does not.
+#if defined(__clang__)
+  void (*shutdown)(ExitStatus status);
+#else
   [[noreturn]] void (*shutdown)(ExitStatus status);
+#endif
   uint64_t (*fault_address)();  // CR2 natively, vcpu_info's cr2 under Xen
   bool (*handle_event)();       // Xen event upcall (true: a timer tick); null natively
   void (*kernel_space_ready)(); // after the kernel's own page tables are live; may be null

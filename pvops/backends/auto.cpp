@@ -14,9 +14,9 @@ namespace {
 // calibrated number of leaves (mm's own minimum still applies).
 template <PteAccess A>
 ErrorOr<bool> share_table(Pfn parent, Pfn child, VirtAddr va, unsigned min_leaves, LazyMmuSection& section) {
-  using Walk = PageWalk<unhook::Policy, A>;
+  using Share = walk::TableShare<unhook::Policy, A>;
   const unsigned at = unhook::Tables::thresholds().share_at;
-  const bool shared = TRY(Walk::share_table(parent, child, va, at > min_leaves ? at : min_leaves, section));
+  const bool shared = TRY(Share::share_table(parent, child, va, at > min_leaves ? at : min_leaves, section));
   if (shared) count_event(g_mmu_counters.auto_shared);
   return shared;
 }
