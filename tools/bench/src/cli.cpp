@@ -99,11 +99,11 @@ struct Commands::State {
   bool full = false, smoke = false, icount = false, no_variations = false, no_plots = false, dry_run = false;
   bool wall = false;  // --wall: time in wall time instead of the default virtual time
   bool with_linux = false;
-  bool aa = false;                  // issue 14: each base configuration twice, as two configurations
-  bool warmup = false;              // issue 14: a one-rep run of each item first, discarded
+  bool aa = false;                  // A/A: each base configuration twice, as two configurations
+  bool warmup = false;              // warm-up: a one-rep run of each item first, discarded
   std::string schedule = "paired";  // schedule.hpp
   std::string icount_spec = default_icount;
-  unsigned smp = 1;  // CPUs of every machine (issue 15): QEMU -smp, dom0_max_vcpus
+  unsigned smp = 1;  // CPUs of every machine (SMP): QEMU -smp, dom0_max_vcpus
   // Cost profiles to project the rows with (projection.hpp); "none": no model.
   std::vector<std::string> profiles{kDefaultProfile};
   CLI::Option* reps_option = nullptr;
@@ -121,7 +121,7 @@ struct Commands::State {
 
   // compare
   fs::path old_json, new_json, compare_out;
-  bool repeat = false;  // --repeat: issue 14's check that significant ratios repeat within 5 %
+  bool repeat = false;  // --repeat: the check that significant ratios repeat within 5 %
   std::string model;    // --model NAME: OLD (virtual time) projected with NAME against NEW (wall time)
 
   // figures
@@ -324,7 +324,7 @@ struct Commands::State {
     PlatformRunners runner;
     runner.add("native", qemu);
     runner.add("xen", qemu);
-    // The compiled-in native baseline (issue 11): its own image, natively.
+    // The compiled-in native baseline (pvops costs): its own image, natively.
     QemuRunnerOptions qb = q;
     qb.kernel = q.kernel.parent_path() / "pvk-builtin.elf";
     qb.boots_as = "native";
@@ -538,7 +538,7 @@ Commands::Commands(CLI::App& app, const fs::path& build_dir, const fs::path& sou
                 "(bench/profiles/NAME.json; paired: the one the two runs' own calibrate rows give) against NEW's "
                 "wall-time figures, per row and median |error|");
   c->add_flag("--repeat", s.repeat,
-              "issue 14's repeat check instead of the row table: every ratio of the summary that both runs print "
+              "the repeat check instead of the row table: every ratio of the summary that both runs print "
               "without ~ must agree within 5 % (|new/old - 1| <= 0.05); one line per disagreement, a count, the "
               "ratios not counted; exit status 1 if any differs");
 

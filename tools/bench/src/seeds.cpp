@@ -15,7 +15,7 @@ namespace {
 using Claim = SeedFigure::Claim;
 
 // Within this distance of 1 a ratio counts as "no difference" even when its
-// interval excludes 1 (the A/A goal of issue 14: 1.00 ± 0.02).
+// interval excludes 1 (the A/A goal: 1.00 ± 0.02).
 constexpr double kSame = 0.02;
 
 std::string p_text(double p) { return p < 0.001 ? "<0.001" : fmt::format("{:.3f}", p); }

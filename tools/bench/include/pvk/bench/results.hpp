@@ -52,7 +52,7 @@ struct BootRecord {
   // The machine's load around the boot (runner.hpp, HostLoad): the 1-minute
   // load average just before and just after, and the share of the host's CPU
   // time that was busy while it ran (every process, ours included); -1 when
-  // not measured (a file from before issue 14).
+  // not measured (an older file).
   double load_before = -1, load_after = -1, host_busy = -1;
 };
 
