@@ -1,6 +1,6 @@
 // The benchmark driver's framework: benchmark definitions, one parameter
 // set's run (reps, timings, counter deltas, extra fields, failure) and the
-// helpers the benchmarks share. See bench/README.md for the records.
+// helpers the benchmarks share. See docs/benchmarks.md for the records.
 #pragma once
 #include <stddef.h>
 #include <stdint.h>

@@ -131,7 +131,7 @@ struct Commands::State {
   State(const fs::path& b, const fs::path& s) : build_dir(b), source_dir(s) {}
 
   // Virtual time (-icount) is the default: on a shared host a boot's wall
-  // time moves by a factor of two (bench/README.md, "Noise"), while the
+  // time moves by a factor of two (docs/benchmarks.md, "Noise"), while the
   // guest's instruction count repeats exactly. --wall asks for wall time;
   // --smoke (a check that the pipeline works, not figures) uses it too
   // unless --icount is given.
@@ -468,10 +468,10 @@ Commands::Commands(CLI::App& app, const fs::path& build_dir, const fs::path& sou
   b->add_option("--icount-spec", s.icount_spec, "the -icount argument virtual time passes to QEMU")->capture_default_str();
   b->add_option("--smp", s.smp, "CPUs of every machine instead of the default matrix's own (one CPU, plus native and "
                 "Xen batched at 2, --full 4): QEMU -smp N, Xen dom0_max_vcpus=N; with N > 1 the default list runs "
-                "kernbench at N/2, N and 2N workers and adds the smp suite (bench/README.md) at threads=0, 1 and N-1. "
+                "kernbench at N/2, N and 2N workers and adds the smp suite (docs/benchmarks.md) at threads=0, 1 and N-1. "
                 "In virtual time its vCPUs run round-robin on one host thread (QEMU 10 keeps that fair), so its "
                 "figures repeat like any other's (the guest's clock is the sum of every vCPU's instructions: see "
-                "bench/README.md); with --wall it runs MTTCG, each boot alone")
+                "docs/benchmarks.md); with --wall it runs MTTCG, each boot alone")
       ->check(CLI::Range(1u, kMaxSmp))
       ->capture_default_str();
   s.reps_option = b->add_option("--reps", s.reps,
@@ -506,7 +506,7 @@ Commands::Commands(CLI::App& app, const fs::path& build_dir, const fs::path& sou
       ->capture_default_str();
   b->add_option("--profile", s.profiles,
                 "cost profiles (bench/profiles/NAME.json) to project every virtual-time row with, shown beside it as a "
-                "model (projected time: bench/README.md); none: no projection")
+                "model (projected time: docs/benchmarks.md); none: no projection")
       ->delimiter(',')
       ->capture_default_str();
   b->add_option("--ratio", s.ratios, "another ratio table, NAME=NUMERATOR/DENOMINATOR, e.g. 'b1÷32=batch=1/batch=32'");

@@ -751,7 +751,7 @@ std::string ratios_section(const Results& results, const std::vector<RatioSpec>&
       "Per-op median ÷ per-op median of two configurations that differ only in what the ratio is about (or, "
       "across benchmarks, of two benchmarks in one configuration), from {}. Below 1: the first is faster. In "
       "brackets the 95 % confidence interval of the ratio over the boots' own medians, then p, the probability "
-      "of so large a difference if there were none (t test on log times, {} by rep: see bench/README.md); `~`: "
+      "of so large a difference if there were none (t test on log times, {} by rep: see docs/benchmarks.md); `~`: "
       "the interval contains 1, no difference shown; noisy: the interval reaches beyond ±5 %; (1 boot): a side "
       "has one boot, no interval; exact: virtual time with one boot a side, which a rerun repeats exactly (no "
       "interval needed; `~ (1.00 exact)` only for identical figures).\n",

@@ -1,4 +1,4 @@
-// What the harness knows about the benchmark suite (bench/README.md) and the
+// What the harness knows about the benchmark suite (docs/benchmarks.md) and the
 // kernel's boot switches. Everything here is a small table; the harness works
 // with benchmarks, parameters, counters and switches it does not know (they
 // simply get no special treatment).

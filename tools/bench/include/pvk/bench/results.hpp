@@ -29,7 +29,7 @@ std::string params_text(const Params& params);
 std::vector<OJson> parse_records(const std::vector<std::string>& lines);
 
 // The benchmark's parameters in a {"bench":...} record: the fields between
-// "bench" and "unit" (bench/README.md, "Records"). A record without "unit"
+// "bench" and "unit" (docs/benchmarks.md, "Records"). A record without "unit"
 // falls back to every field that is not a known result field.
 Params record_params(const OJson& record);
 
