@@ -10,9 +10,12 @@ Tokens listed in not_repository_paths.txt (beside this script) are
 examples and other trees' paths, not checked. Prints each missing path with where it is cited; exits 1 if there are any.
 """
 import glob
+import io
 import os
 import re
 import sys
+import tempfile
+from contextlib import redirect_stdout
 
 TICKED = re.compile(r"`([^`\n]+)`")
 LINK = re.compile(r"\]\(([^)\s#]+)(?:#[^)]*)?\)")
@@ -59,8 +62,31 @@ def cited_paths(text, top, skip):
         yield token
 
 
+def self_test():
+    """The check does fail: a tree whose docs cite a missing file and link."""
+    with tempfile.TemporaryDirectory() as root:
+        os.makedirs(os.path.join(root, "docs"))
+        os.makedirs(os.path.join(root, "mm"))
+        open(os.path.join(root, "mm", "fault.cpp"), "w").close()
+        with open(os.path.join(root, "README.md"), "w") as f:
+            f.write("`mm/fault.cpp` `mm/{fault,gone}.cpp` `build/pvk.elf` [x](docs/none.md)\n")
+        open(os.path.join(root, "docs", "a.md"), "w").close()
+        out = io.StringIO()
+        with redirect_stdout(out):
+            rc = check(root)
+        text = out.getvalue()
+        ok = rc == 1 and "`mm/gone.cpp`" in text and "docs/none.md" in text and "mm/fault.cpp`" not in text
+        print(text + ("self-test passed" if ok else "self-test FAILED"))
+        return 0 if ok else 1
+
+
 def main():
-    root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".")
+    if len(sys.argv) > 1 and sys.argv[1] == "--self-test":
+        return self_test()
+    return check(os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "."))
+
+
+def check(root):
     top = set(os.listdir(root)) - {".git"}
     docs = ["README.md"] + sorted(
         os.path.relpath(p, root) for p in glob.glob(os.path.join(root, "docs", "**", "*.md"), recursive=True))
