@@ -1,5 +1,5 @@
 // The end of every boot: the done record, then a shutdown whose status the
-// host can see (DESIGN.md, console protocol).
+// host can see (docs/design.md, console protocol).
 #pragma once
 #include "base/arch/platform.h"
 

@@ -1,6 +1,6 @@
 // The kernel's virtual address layout, shared by C++ and assembly.
 //
-//   0x0000000000000000 .. 0x00007fffffffffff  user space (issue 4)
+//   0x0000000000000000 .. 0x00007fffffffffff  user space
 //   0xffff888000000000 ..                     physmap: all RAM, 4 KiB pages
 //   0xffffc90000000000 ..                     kernel scratch mappings (selftests, vmalloc-like)
 //   0xffffffff80000000 ..                     the kernel image (linked here, loaded at 1 MiB)

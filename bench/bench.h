@@ -1,6 +1,6 @@
 // The benchmark driver's framework: benchmark definitions, one parameter
 // set's run (reps, timings, counter deltas, extra fields, failure) and the
-// helpers the benchmarks share. See bench/README.md for the records.
+// helpers the benchmarks share. See docs/benchmarks.md for the records.
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
@@ -180,7 +180,7 @@ void run_mprotect(Run&);
 void run_cpa(Run&);
 void run_kernbench(Run&);
 void run_fork_dirty(Run&);
-// Issue 15 (bench/smp.cpp).
+// SMP: threads and shootdowns (bench/smp.cpp).
 void run_mprotect_threads(Run&);
 void run_munmap_threads(Run&);
 void run_fork_threads(Run&);

@@ -1,5 +1,5 @@
 // calibrate: each event the cost model prices (tools/bench's cost model,
-// bench/README.md "Projected time"), timed alone, for `pvk calibrate`.
+// docs/benchmarks.md "Projected time"), timed alone, for `pvk calibrate`.
 // One record per event (`event=K`, the index into kEvents below): per_op is
 // the ns of one event in this boot's timing mode, and the record's counter
 // fields are what `count` events moved, so the host can take out whatever

@@ -1,4 +1,4 @@
-// bench: the benchmark driver (bench/README.md).
+// bench: the benchmark driver (docs/benchmarks.md).
 //
 //   bench [ITEM...]     ITEM = NAME | SUITE, optionally followed by
 //                       :key=value (lists: v1+v2+v3)

@@ -1,6 +1,6 @@
 // The driver's records: one flat JSON object per line ("@pvk {...}"),
 // written with one write() so lines of concurrent writers never interleave
-// (bench/README.md, "Records").
+// (docs/benchmarks.md, "Records").
 #pragma once
 #include <stddef.h>
 #include <stdint.h>

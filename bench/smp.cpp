@@ -1,4 +1,4 @@
-// Issue 15's SMP benchmarks: what other CPUs running the same address space
+// The SMP benchmarks: what other CPUs running the same address space
 // cost a page-table operation (TLB shootdown), and how page faults and a
 // token pass scale across threads.
 //

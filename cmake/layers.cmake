@@ -1,4 +1,4 @@
-# The kernel's layers as libraries (ARCHITECTURE.md, "pvk's layers"): each
+# The kernel's layers as libraries (docs/architecture.md, "Layers"): each
 # layer folder declares its layer with pvk_layer(), which makes
 #
 #   pvk_layer_<name>          an OBJECT library of the freestanding kernel;

@@ -102,7 +102,7 @@ FaultOutcome AddressSpace::handle_fault_locked(VirtAddr va, Access access, Spare
       }
       fresh = f.value(), took = true, replaced = old, copied = true;
       // The zero page's copy is a cleared frame: a memset writes one page
-      // where a copy would also read the zero page's (issue 14, seed 001).
+      // where a copy would also read the zero page's (seed 001).
       if (old == g_zero_page)
         clear_user_page(fresh);
       else

@@ -1,7 +1,7 @@
 // Xen's side of SYS_pvk_probe (kernel/proc/probes.cpp): each function makes
 // one kind of hypervisor event happen `count` times with nothing else in
 // between, so `pvk calibrate` can time it alone. Here because only pvops/
-// speaks to Xen's MMU (ARCHITECTURE.md); Xen PV only — the caller checks
+// speaks to Xen's MMU (docs/architecture.md); Xen PV only — the caller checks
 // the platform first.
 #pragma once
 #include "base/lib/error_or.h"

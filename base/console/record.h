@@ -1,4 +1,4 @@
-// "@pvk {json}" records: one JSON object per console line (DESIGN.md,
+// "@pvk {json}" records: one JSON object per console line (docs/design.md,
 // console protocol). The host parses them with a real JSON library; this
 // writer only has to produce valid JSON for flat objects of strings,
 // integers and booleans, so it escapes strings and nothing more.

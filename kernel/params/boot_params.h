@@ -1,4 +1,4 @@
-// Boot parameters: parsed here and nowhere else (DESIGN.md lists them).
+// Boot parameters: parsed here and nowhere else (docs/boot-parameters.md lists them).
 // The parser is pure (no kernel services) so host tests exercise it; which
 // values the running platform can honour is decided at boot, not here.
 #pragma once

@@ -129,7 +129,7 @@ void send_signal(Process& p, int sig);
 // path, and every trap but page faults).
 void user_trap(TrapFrame& f, uint64_t fault_addr);
 
-// A user page fault tried without the kernel lock (issue 15): the common
+// A user page fault tried without the kernel lock: the common
 // outcome, a page mapped or a COW broken, needs only the address space's
 // lock. What it came to:
 //  - Done: handled; straight back to user mode;

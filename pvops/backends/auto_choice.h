@@ -46,7 +46,7 @@ inline unsigned threshold_from_costs(uint64_t queued_ns, uint64_t plain_ns, uint
 }
 
 // Sharing a table at fork costs two L2 stores now (each a validation-free
-// type reference, but a TLB flush: DESIGN.md measures 11-18 µs) and a copy
+// type reference, but a TLB flush: docs/design.md measures 11-18 µs) and a copy
 // of the table on its first write later; copying costs a queued entry per
 // leaf for the parent's write-protect. Share when the leaves' cost is above
 // the two L2 stores and one later copy-out (a hook: one table validation).

@@ -11,7 +11,7 @@
 // three verbs that are sharing alone (share_table, open_for_write, unshare);
 // range_ops.h composes them with the cursor's walk.
 //
-// The rules (ARCHITECTURE.md, "Table sharing"): an L2 entry without the write
+// The rules (docs/architecture.md, "Table sharing"): an L2 entry without the write
 // bit is a closed gate, nothing under it is writable; gates and shared
 // tables exist only in the user half; nothing is ever stored into a table
 // with more than one holder.

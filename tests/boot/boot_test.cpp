@@ -1,6 +1,6 @@
 // Boot tests: each test boots the real pvk.elf with a kernel command line
-// and checks the console contract (DESIGN.md, "Console protocol" and "Boot
-// parameters"). Every test is parameterised by platform: the same tests run
+// and checks the console contract (docs/design.md, "Console protocol", and
+// docs/boot-parameters.md). Every test is parameterised by platform: the same tests run
 // natively and under Xen (as dom0), one INSTANTIATE_TEST_SUITE_P each.
 #include "boot_support.hpp"
 
@@ -54,8 +54,7 @@ TEST_P(Boot, MmSelftestPasses) {
   })) << "no {\"event\":\"selftest\",\"name\":\"mm\",...,\"pass\":true} record" << transcript(r);
 }
 
-// pte=flags routes every PTE flag read through pvops (DESIGN.md, "Boot
-// parameters"); the mm selftest must pass in that mode too.
+// pte=flags routes every PTE flag read through pvops (docs/boot-parameters.md); the mm selftest must pass in that mode too.
 TEST_P(Boot, MmSelftestPassesWithPteFlags) {
   const RunResult r = boot("mmu=" + working_mmu() + " pte=flags selftest=mm");
   ASSERT_TRUE(r.pass) << transcript(r);

@@ -1,4 +1,4 @@
-// selftest=cpa (issue 11, item 3): a page mapped WC yields the platform's
+// selftest=cpa (memory types): a page mapped WC yields the platform's
 // WC bits — pvk's own PAT natively (slot 1, PWT), Xen's fixed PAT under PV
 // (slot 4, the PAT bit) — every logical type round-trips, and
 // set_memory_wc/wb are timed on 1..4096 pages with the counters that explain

@@ -1,6 +1,6 @@
 // MMU backend boot tests: every backend a platform offers, booted with the
 // mm and reject selftests, judged by the counters that explain each
-// strategy (DESIGN.md, the backend table and "Measuring"). One suite,
+// strategy (docs/design.md, the backend table and "Measuring"). One suite,
 // parameterised by (platform, backend); a strategy is a row of data, not a
 // copy of the test.
 #include "boot_support.hpp"
@@ -13,7 +13,7 @@ namespace {
 // selftest=mm maps, write-protects, re-enables and unmaps this many pages.
 constexpr uint64_t kPages = 4096;
 // Entries per flush of the batched queue when batch= is not given (Linux PV
-// uses multicalls of 32 too; DESIGN.md, "Reference figures").
+// uses multicalls of 32 too; docs/design.md, "Reference figures").
 constexpr uint64_t kDefaultBatch = 32;
 // Table pages allocated (and hooked up) on the way: one L1 per 512 PTEs and
 // a few upper levels. N/64 is generous slack for their hypercalls.

@@ -1,4 +1,4 @@
-// TLB shootdown boot tests (issue 15, part 4): selftest=shootdown at
+// TLB shootdown boot tests: selftest=shootdown at
 // --smp 2 natively and under Xen PV (batched, both shootdown= modes), and
 // the shootdown= switch's refusals.
 //

@@ -1,4 +1,4 @@
-// SMP boot tests (issue 15): with `--smp N` every CPU the machine has comes
+// SMP boot tests: with `--smp N` every CPU the machine has comes
 // online — natively through the MADT and INIT/SIPI, under Xen PV (dom0, and
 // a domU made by xl) through VCPUOP_initialise/VCPUOP_up — the boot record
 // says so, and processes run on every CPU: the sched record at shutdown
@@ -165,7 +165,7 @@ TEST_P(SmpXenAllCpus, ProctestRunsOnBothVcpus) {
   EXPECT_TRUE(ran_on_cpus(r, 2)) << transcript(r);
 }
 
-// Stale translations on the other CPU (issue 15's threaded tests,
+// Stale translations on the other CPU (the threaded tests,
 // tests/user/test_tlb.cpp), on both CPUs under every kind of shootdown:
 // threads keep storing (reading) on CPU 1 while the main thread mprotects,
 // forks and unmaps; after each call no store lands, the child's copy holds,

@@ -1,4 +1,4 @@
-// mmu=unhook and mmu=auto (issue 12) as the benchmarks see them: fork after
+// mmu=unhook and mmu=auto as the benchmarks see them: fork after
 // dirtying whole tables and mprotect of whole tables unhook and rehook L1
 // tables, a single entry goes as a queued update under auto, a sparse fork
 // (two densities) works; auto's calibration (or auto_threshold=) is reported

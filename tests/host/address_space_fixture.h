@@ -93,7 +93,7 @@ inline void PrintTo(const V& v, std::ostream* os) {
   *os << std::hex << "[0x" << v.start << ", 0x" << v.end << ") prot " << v.prot << " flags " << v.flags << std::dec;
 }
 
-// The ptshare counters (issue 10), wherever base/counters.inc puts them: in
+// The ptshare counters (table sharing), wherever base/counters.inc puts them: in
 // mm's g_mm_stats (PVK_MM_COUNTER) or the walk's g_mmu_counters
 // (PVK_MMU_COUNTER).
 struct PtCounters {

@@ -1,6 +1,6 @@
 // Address spaces (mm/address_space.{h,cpp}) over the fake MMU, by topic;
 // the fixture and how accesses are played: address_space_fixture.h.
-// ptshare=on (issue 10): fork shares whole L1 tables behind read-only L2
+// ptshare=on (table sharing): fork shares whole L1 tables behind read-only L2
 // entries ("closed gates"), the first write through one copies the table out
 // (or just opens the gate when its last sharer is left), any other leaf work
 // in a table behind a closed gate makes it private first, and mprotect of

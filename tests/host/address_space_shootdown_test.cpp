@@ -1,4 +1,4 @@
-// Address spaces and TLB shootdown (issue 15 part 4): switch_mm keeps each
+// Address spaces and TLB shootdown: switch_mm keeps each
 // space's CpuMask, and every mm operation that takes a translation away —
 // mprotect, munmap, fork's write-protect, a COW break, teardown — sends one
 // flush_tlb_multi per lazy-MMU section to the other CPUs of the mask, none

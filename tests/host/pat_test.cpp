@@ -1,4 +1,4 @@
-// Cache attributes (issue 11, item 3): the two PAT layouts pvk runs on
+// Cache attributes (memory types): the two PAT layouts pvk runs on
 // (pvops/pte_attrs.h), pte_attrs/make_pte_attrs both ways, pte_flags and
 // pte_attrs against the raw bits for every flag combination, and
 // set_memory_type (mm/cpa.h) through the shared walk on the fake MMU.
@@ -101,7 +101,7 @@ INSTANTIATE_TEST_SUITE_P(Layouts, PatRoundTrip, testing::ValuesIn(kLayouts),
                          [](const testing::TestParamInfo<Layout>& info) { return std::string(info.param.name); });
 
 TEST(PatLayout, WriteProtectIsNotUncached) {
-  // Before issue 11 WP decoded as Uncached; it is its own type now.
+  // Before memory types were real, WP decoded as Uncached; it is its own type now.
   EXPECT_EQ(cache_attr_for(kXenPatMsr, Pte{pte_bit::Pat | pte_bit::Pwt}), CacheAttr::WriteProtect);
   EXPECT_EQ(cache_attr_for(kNativePatMsr, Pte{pte_bit::Pat | pte_bit::Pwt}), CacheAttr::WriteProtect);
   // Xen's two reserved slots are programmed UC.

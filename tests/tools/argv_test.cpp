@@ -1,4 +1,4 @@
-// QEMU command lines for each platform: exactly what DESIGN.md and the run
+// QEMU command lines for each platform: exactly what docs/design.md and the run
 // contract require, with the kernel command line passed through intact.
 #include "pvk/platform.hpp"
 #include "pvk/xen.hpp"

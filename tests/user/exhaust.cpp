@@ -1,5 +1,5 @@
-// exhaust: running the machine out of processes and memory from user mode
-// (issue 13). The kernel must answer with errors or an OOM kill, keep
+// exhaust: running the machine out of processes and memory from user mode.
+// The kernel must answer with errors or an OOM kill, keep
 // running, and get every frame back once the processes are gone.
 //
 //   exhaust [rounds=N] [chunk_mib=M]

@@ -1,4 +1,4 @@
-// hostile: user programs that attack the kernel (issue 13), run by pvk as
+// hostile: user programs that attack the kernel, run by pvk as
 // init ("init=hostile") or through the bench driver ("bench=hostile").
 //
 //   hostile [timeout=SECONDS] [only=INDEX] [ATTACK...]
@@ -18,7 +18,7 @@
 // the exit status is 0 iff every attack passed.
 //
 // The attacks assert the correct behaviour; several fail on a kernel that
-// still has the holes of issue 13 (that is the point). The attacks able to
+// still has the holes the suite looks for (that is the point). The attacks able to
 // take the whole kernel down (compatibility mode, kill of init) run last so
 // the others are reported first.
 #include "base/console/record.h"

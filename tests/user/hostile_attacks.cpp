@@ -1,4 +1,4 @@
-// hostile's attacks (issue 13's classes), one function each; the table at
+// hostile's attacks (the suite's classes), one function each; the table at
 // the end gives the order. Each runs in its own attack process (hostile.cpp)
 // and forks victims with deadlines through run_victim().
 #include "base/layout.h"
@@ -952,7 +952,7 @@ void attack_shared_stack_push() {
 
 
 // ===========================================================================
-// Hostile %gs (issue 15): the kernel finds its per-CPU data through the GS
+// Hostile %gs (SMP): the kernel finds its per-CPU data through the GS
 // base, which user code changes by loading a selector into %gs (and, where
 // the CPU lets it, with wrgsbase). Each victim loads one, then enters the
 // kernel one way: a system call, demand-paging faults, a fatal #PF, #DE,

@@ -1,4 +1,4 @@
-// sysfuzz: the in-guest system call fuzzer (issue 13), run by pvk as init
+// sysfuzz: the in-guest system call fuzzer, run by pvk as init
 // ("init=sysfuzz", defaults) or through the bench driver
 // ("bench=sysfuzz:seed=1:iters=100000").
 //
@@ -60,7 +60,7 @@ struct RegressionSeed {
 };
 const RegressionSeed kRegressionSeeds[] = {
     {1, "baseline seed of the short boot tests"},
-    {0x5eed0013, "issue 13's seed: DF/AC/NT before every call"},
+    {0x5eed0013, "the security suite's seed: DF/AC/NT before every call"},
 };
 constexpr uint64_t kRegressIters = 1500, kRegressChildren = 3;
 
@@ -108,7 +108,7 @@ constexpr unsigned kWeight[] = {
 };
 static_assert(sizeof kNr / sizeof kNr[0] == sizeof kWeight / sizeof kWeight[0]);
 
-// The thread calls (issue 15): implemented, so a random number that names
+// The thread calls: implemented, so a random number that names
 // one must not expect ENOSYS. clone and futex are not fuzzed with random
 // arguments (a random FUTEX_WAIT sleeps for ever, a random thread runs
 // from a random stack); the others are.

@@ -1,5 +1,5 @@
 // fault_race: several threads fault the same pages, and their neighbours, of
-// one region at the same moment (issue 15: page faults run without the kernel
+// one region at the same moment (page faults run without the kernel
 // lock, serialised per address space). Whatever order the faults resolve in,
 // each page must end up with one frame that every thread's stores reached:
 //  - phase 1, fresh memory: each thread visits every page, some pages read

@@ -2,7 +2,7 @@
 // ptshare_read_into, ptshare_munmap: fork over private memory that fills
 // whole 2 MiB-aligned L1 tables, every page dirty before the fork, so that
 // with ptshare=on the fork shares those tables behind read-only L2 entries
-// (issue 10) and every later write, mprotect, munmap and kernel copy into
+// (table sharing) and every later write, mprotect, munmap and kernel copy into
 // them goes through a shared table. Each case checks the memory contents of
 // every process against its own model of what it wrote.
 //

@@ -1,5 +1,5 @@
 // sigkick_*: how long a thread that runs in user mode on another CPU, making
-// no system calls, goes on running after a signal was sent to it (issue 15).
+// no system calls, goes on running after a signal was sent to it.
 // Nothing in its own code enters the kernel, so unless the sender
 // interrupts its CPU (pvk's signal kick, kernel/proc/process.cpp; Linux's
 // kick_process) it notices the signal only at that CPU's next timer tick:

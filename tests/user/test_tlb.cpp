@@ -1,4 +1,4 @@
-// tlb_*: what a stale TLB entry on another CPU would let through (issue 15).
+// tlb_*: what a stale TLB entry on another CPU would let through.
 // Threads of one process run on other CPUs and keep using a region while
 // the main thread changes its mapping; once the call returns, no CPU may
 // still reach the old translation:

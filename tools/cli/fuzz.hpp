@@ -1,4 +1,4 @@
-// `pvk fuzz`: the long form of the fuzzing suites (README "Fuzzing").
+// `pvk fuzz`: the long form of the fuzzing suites (docs/reliability.md, "Fuzzing").
 //   host (default): builds the libFuzzer targets of tests/fuzz if needed and
 //     runs each for --seconds, or until --runs executions (default 10^6),
 //     printing executions per target; a crash is saved and fails the command.

@@ -3,7 +3,7 @@
 # shares nothing with a system libvirtd: its own mount namespace (the caller
 # runs this under `unshare -m`), fresh state directories, its socket at
 # DIR/libvirt-sock and the QEMU driver settings this kind of sandbox needs
-# (DESIGN.md): QEMU runs as root, no namespaces, no cgroups, no security
+# (docs/design.md): QEMU runs as root, no namespaces, no cgroups, no security
 # driver, and QEMU's output goes to plain files (no virtlogd). Ends with
 # SIGTERM; the namespace and its mounts go with it.
 # Connect with: qemu:///system?socket=DIR/libvirt-sock

@@ -15,7 +15,7 @@
 # (tools/pvk installs them). pvk.elf and its command line are not in here: the
 # runner appends a small cpio with them for each run (Linux unpacks
 # concatenated archives in order). Safe to run concurrently (flock).
-# Recipe and the facts behind each step: shared/xen-domu.md.
+# Recipe and the facts behind each step: docs/xen-host.md.
 set -euo pipefail
 
 cache="${1:?usage: mkdom0.sh CACHE_DIR [libvirt]}"

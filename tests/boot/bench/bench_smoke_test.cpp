@@ -62,7 +62,7 @@ TEST(BenchSmoke, NativeAndXen) {
     EXPECT_NE(summary.find("### " + std::string(b.name) + " "), std::string::npos) << b.name;
     EXPECT_NE(csv.find("\n" + std::string(b.name) + ","), std::string::npos) << b.name;
   }
-  // Issue 12's sparse fork: the smoke suite's fork_dirty at two densities
+  // The sparse fork: the smoke suite's fork_dirty at two densities
   // (64 pages, stride=1 and 8: 8 dirtied pages), on both platforms.
   for (const char* config : {"native mmu=native", "xen mmu=batched"})
     for (const double stride : {1.0, 8.0}) {
@@ -89,7 +89,7 @@ TEST(BenchSmoke, NativeAndXen) {
     }
   }
   EXPECT_NE(summary.find("### Xen÷native"), std::string::npos);
-  // Issue 14, seed 001: the kernel times its page clearing; a fresh page's
+  // Seed 001: the kernel times its page clearing; a fresh page's
   // write fault clears one page, Poke_full's too, the zero page's COW clears
   // (copies nothing).
   for (const char* config : {"native mmu=native", "native-builtin mmu=native", "xen mmu=batched"}) {

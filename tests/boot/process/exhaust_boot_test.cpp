@@ -1,4 +1,4 @@
-// Exhaustion boot tests (issue 13): tests/user/exhaust as init runs a fork
+// Exhaustion boot tests: tests/user/exhaust as init runs a fork
 // bomb and a memory hog to the end of the machine's frames, twice. The
 // kernel must refuse forks with EAGAIN/ENOMEM, end the hog with an OOM kill
 // (its oom_kill record) or ENOMEM, keep running, and get every frame back.

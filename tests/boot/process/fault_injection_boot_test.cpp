@@ -1,4 +1,4 @@
-// Fault injection boot tests (fail=, issue 13): proctest runs as init while
+// Fault injection boot tests (fail=): proctest runs as init while
 // the frame allocator and (under Xen) the hypervisor refuse allocations and
 // page-table updates on a seeded schedule. The
 // workload is expected to see ENOMEM (a test whose fork fails fails), so
@@ -62,7 +62,7 @@ std::string case_name(const ::testing::TestParamInfo<FaultCase>& p) {
 INSTANTIATE_TEST_SUITE_P(ProcessNative, FaultInjection,
                          ::testing::Values(FaultCase{Platform::native, "native", "frame_alloc:1/60", 1, {"frame_alloc"}},
                                            FaultCase{Platform::native, "native", "frame_alloc:1/20", 2, {"frame_alloc"}},
-                                           // Table copy-outs and gate openings (issue 10) without frames.
+                                           // Table copy-outs and gate openings (table sharing) without frames.
                                            FaultCase{Platform::native, "native", "frame_alloc:1/40", 5, {"frame_alloc"},
                                                      "init=proctest ptshare=on"}),
                          case_name);
@@ -77,10 +77,10 @@ INSTANTIATE_TEST_SUITE_P(
                       FaultCase{Platform::xen, "wrpt", "mmu_update:1/20,frame_alloc:1/60", 4,
                                 {"mmu_update", "frame_alloc"}},
                       // Refused L2 stores and table pins in copy-outs, gate
-                      // openings and whole-table mprotects (ptshare=on, issue 10).
+                      // openings and whole-table mprotects (ptshare=on).
                       FaultCase{Platform::xen, "batched", "mmu_update:1/60,mmuext_op:1/30,frame_alloc:1/100", 7,
                                 {"mmu_update", "mmuext_op", "frame_alloc"}, "init=proctest ptshare=on"},
-                      // Issue 12: refused L2 stores when a table is unhooked or
+                      // Unhook: refused L2 stores when a table is unhooked or
                       // rehooked, refused queued entries in auto's queued tables.
                       FaultCase{Platform::xen, "unhook", "mmu_update:1/40,mmuext_op:1/30,frame_alloc:1/100", 8,
                                 {"mmu_update", "frame_alloc"}},

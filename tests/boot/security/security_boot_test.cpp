@@ -1,4 +1,4 @@
-// Security boot tests (issue 13): the user-mode attack suite tests/user/hostile
+// Security boot tests: the user-mode attack suite tests/user/hostile
 // as init ("init=hostile") and the syscall fuzzer tests/user/sysfuzz through
 // the bench driver ("bench=sysfuzz:seed=..:iters=..:children=..:regress=1"),
 // natively and under Xen with every backend. The attacks' own checks are

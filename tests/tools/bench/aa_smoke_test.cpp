@@ -1,4 +1,4 @@
-// The A/A check end to end (issue 14): `pvk bench --aa` boots the real
+// The A/A check end to end: `pvk bench --aa` boots the real
 // kernel natively, the same configuration as two configurations, two rounds,
 // in QEMU's virtual time (-icount: the guest's clock counts instructions, so
 // nothing but the kernel's own work is timed). Every A/A ratio must come out

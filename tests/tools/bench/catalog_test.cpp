@@ -51,7 +51,7 @@ TEST(Catalog, SuitesAndSwitches) {
   EXPECT_TRUE(is_suite("seed003"));
   EXPECT_FALSE(is_suite("getpid"));
   EXPECT_EQ(suite_members("seed003"), std::vector<std::string_view>{"fork_dirty"});
-  // all: the seeds' benchmarks; the smp suite only by name (issue 15).
+  // all: the seeds' benchmarks; the smp suite only by name (SMP).
   EXPECT_TRUE(is_suite("smp"));
   const auto smp = suite_members("smp");
   EXPECT_EQ(smp, (std::vector<std::string_view>{"mprotect_threads", "munmap_threads", "fork_threads", "fault_threads",
@@ -85,7 +85,7 @@ TEST(Catalog, ForkDirtyShowsItsPhases) {
   for (const auto& e : extra_columns("fork_dirty")) fields.push_back(e.field);
   for (const char* f : {"exit_median", "rewrite_median", "total_median"})
     EXPECT_NE(std::find(fields.begin(), fields.end(), f), fields.end()) << f;
-  // Issue 12: the density parameter, in the driver's order.
+  // The sparse fork: the density parameter, in the driver's order.
   EXPECT_EQ(find_benchmark("fork_dirty")->params, (std::vector<std::string_view>{"pages", "stride"}));
 }
 

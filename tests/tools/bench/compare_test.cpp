@@ -60,7 +60,7 @@ TEST(Compare, SlowerAndThroughJson) {
   EXPECT_DOUBLE_EQ(c.lines[1].ratio, 9000.0 / 8000);
 }
 
-// Issue 12: fork_dirty's stride=1 is what a record without stride (an older
+// The sparse fork: fork_dirty's stride=1 is what a record without stride (an older
 // run) measured; other strides are rows of their own.
 TEST(Compare, ForkDirtyWithoutStrideIsStrideOne) {
   Results old_run = run("xen mmu=batched", 1000, 8000, false);
@@ -119,7 +119,7 @@ TEST(Compare, IntervalPValueAndTilde) {
   EXPECT_NE(md.find("| 1.20 | +20.1 % | 1.19–1.21 | <0.001 | ▲ slower |"), std::string::npos) << md;
 }
 
-// Issue 14: a wall-time run against an -icount run, target by target.
+// Virtual time: a wall-time run against an -icount run, target by target.
 TEST(Compare, TargetsInWallAndVirtualTime) {
   auto run = [](long batched, long wrpt, bool icount) {
     Results r;

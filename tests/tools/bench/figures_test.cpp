@@ -1,4 +1,4 @@
-// pvk figures (issue 14, item 6): README's figures block from one run's
+// pvk figures: README's figures block from one run's
 // results.json, everything outside the block untouched.
 #include "pvk/bench/figures.hpp"
 
@@ -114,7 +114,7 @@ TEST(Figures, BlockHasProvenanceThenTargetsAndSeeds) {
   ASSERT_NE(seeds, std::string::npos) << block;
   EXPECT_LT(provenance, targets);
   EXPECT_LT(targets, seeds);
-  // The run's figure for issue 10's goal: batched ÷ wrpt at 128,000 pages.
+  // The run's figure for table sharing's goal: batched ÷ wrpt at 128,000 pages.
   EXPECT_NE(block.find("| fork after dirtying 128,000 pages under Xen: batched ≤ 0.10 × wrpt | 0.050"), std::string::npos)
       << block;
   // Nothing at the README's own heading levels.

@@ -1,5 +1,5 @@
 // Records and configurations for the harness tests: console lines in the
-// driver's format (bench/README.md, "Records").
+// driver's format (docs/benchmarks.md, "Records").
 #pragma once
 
 #include "pvk/bench/results.hpp"

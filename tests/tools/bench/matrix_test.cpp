@@ -13,10 +13,10 @@
 namespace pvk::bench {
 namespace {
 
-// Issue 12's sparse fork series, in the first boot of each configuration
+// The sparse fork series, in the first boot of each configuration
 // that runs fork_dirty.
 const std::string kDensity = "fork_dirty:pages=12800:stride=2+10+100+512";
-// The seed variations' benchmarks (issue 14: forkwait, forkexec and kernbench
+// The seed variations' benchmarks (forkwait, forkexec and kernbench
 // beside each seed's own).
 const std::string kPgdCacheOff = "getpid,getppid,segv,divzero,forkwait,lat_pipe,ctx,forkexec,kernbench";
 const std::string kZeroPageOff =
@@ -61,20 +61,20 @@ TEST(Matrix, DefaultIsEveryBackendPlusTheSeedVariations) {
       "xen mmu=direct zero_page=off", "xen mmu=direct pte=flags",       "xen mmu=direct ptshare=on",
       "xen mmu=wrpt",                "xen mmu=wrpt pgd_cache=off",      "xen mmu=wrpt zero_page=off",
       "xen mmu=wrpt pte=flags",      "xen mmu=wrpt ptshare=on",
-      // Issue 11, natively and under batched: unpatched pvops calls, and
+      // pvops costs, natively and under batched: unpatched pvops calls, and
       // seed 002's flag reads through them.
       "native mmu=native pvpatch=off", "native mmu=native pte=flags pvpatch=off", "xen mmu=batched pvpatch=off",
       "xen mmu=batched pte=flags pvpatch=off",
-      // Issue 12: unhook and auto, with fork and mprotect only.
+      // Unhook and auto, with fork and mprotect only.
       "xen mmu=unhook", "xen mmu=auto",
-      // Issue 15: two CPUs, natively and under batched with each shootdown.
+      // SMP: two CPUs, natively and under batched with each shootdown.
       "native mmu=native smp=2", "xen mmu=batched sched_cpus=all shootdown=hypercall smp=2",
       "xen mmu=batched sched_cpus=all shootdown=ipi smp=2",
   };
   EXPECT_EQ(ids(plan), expected);
   // One boot per configuration, plus the 128,000-page sizes of the targets
   // once on each configuration they compare with another of this run:
-  // issue 10's batched ptshare=on and wrpt (ptshare=off), issue 12's auto
+  // table sharing's batched ptshare=on and wrpt (ptshare=off), unhook-and-auto's auto
   // against batched, wrpt and unhook; fork_dirty. (The others compare with
   // Linux: --linux.) The two-CPU configurations: one boot each (no
   // MatrixOptions::smp_reps here).
@@ -106,7 +106,7 @@ TEST(Matrix, DefaultIsEveryBackendPlusTheSeedVariations) {
   for (const Boot* b : boots_of(plan, "xen mmu=wrpt")) wrpt[b->group] = b->cmdline;
   EXPECT_EQ(wrpt["all"], "mmu=wrpt bench=all," + kDensity);
   EXPECT_EQ(wrpt["128000"], "mmu=wrpt bench=fork_dirty:pages=128000:reps=1");
-  // Issue 14: the seed 000/001 variations also run forkwait, forkexec and
+  // The seed 000/001 variations also run forkwait, forkexec and
   // kernbench.
   EXPECT_EQ(boots_of(plan, "xen mmu=wrpt pgd_cache=off")[0]->cmdline, "mmu=wrpt pgd_cache=off bench=" + kPgdCacheOff);
   EXPECT_EQ(boots_of(plan, "native mmu=native zero_page=off")[0]->bench, kZeroPageOff);
@@ -159,7 +159,7 @@ TEST(Matrix, PtshareOnIsAVariationOfForkAndMprotectOnEveryBackend) {
   EXPECT_EQ(plan.boots.size(), 92u);
 }
 
-// Issue 12: the sparse fork series rides in the first boot of every
+// The sparse fork series rides in the first boot of every
 // configuration that runs fork_dirty (no boot of its own), once whatever
 // --reps; not with the seed variations that do not run fork_dirty, not with
 // --bench or --smoke.
@@ -218,7 +218,7 @@ TEST(Matrix, TableItemsFollowTheTargets) {
   EXPECT_EQ(text("native mmu=native ptshare=on"), "fork_dirty:pages=128000:reps=1");
   EXPECT_EQ(text("linux-xen"), "fork_dirty:pages=128000:reps=1,mprotect:pages=128000:reps=1");
   EXPECT_EQ(text("linux-native"), "fork_dirty:pages=128000:reps=1");
-  // Issue 12: auto against the best of batched, wrpt and unhook.
+  // Auto against the best of batched, wrpt and unhook.
   EXPECT_EQ(text("xen mmu=auto"), "fork_dirty:pages=128000:reps=1");
   EXPECT_EQ(text("xen mmu=unhook"), "fork_dirty:pages=128000:reps=1");
   EXPECT_EQ(text("xen mmu=batched"), "fork_dirty:pages=128000:reps=1");
@@ -296,7 +296,7 @@ TEST(Matrix, NoVariationsNoTableSizes) {
   EXPECT_EQ(sized, (std::set<std::string>{"xen mmu=auto", "xen mmu=batched", "xen mmu=unhook", "xen mmu=wrpt"}));
 }
 
-// Issue 12: unhook and auto boot with every benchmark when --mmu names them,
+// Unhook and auto boot with every benchmark when --mmu names them,
 // and not at all with --smoke or a --bench list that has none of theirs.
 TEST(Matrix, UnhookAndAutoAreFocusedUnlessNamed) {
   MatrixOptions o;
@@ -413,7 +413,7 @@ TEST(Matrix, ItemsLongerThanOneBootAreSplit) {
   for (const auto& b : plan.boots) EXPECT_LE(b.bench.size(), max_bench_chars);
 }
 
-// Issue 15: with --smp N the default list runs kernbench at N/2, N and 2N
+// SMP: with --smp N the default list runs kernbench at N/2, N and 2N
 // workers and adds the smp suite at threads 0, 1 and N-1; at N = 1 it is
 // the one-vCPU list, unchanged.
 TEST(Matrix, SmpDefaultListHasKernbenchLoadsAndTheThreadBenchmarks) {
@@ -482,7 +482,7 @@ TEST(Matrix, SmpDefaultListHasKernbenchLoadsAndTheThreadBenchmarks) {
   }
 }
 
-// Issue 15: without --smp the default matrix boots, besides its one-CPU
+// SMP: without --smp the default matrix boots, besides its one-CPU
 // configurations, each platform's smp_switches on two CPUs (--full: and
 // four) with kernbench at that machine's loads and the smp suite (in wall
 // time each boot alone); not with --bench, --smoke or

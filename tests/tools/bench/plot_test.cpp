@@ -92,7 +92,7 @@ TEST(Plots, ForkDirtyTotals) {
   fs::remove_all(dir);
 }
 
-// Issue 12: ms per fork against density (100 / stride) at one span, a line
+// The sparse fork: ms per fork against density (100 / stride) at one span, a line
 // per configuration; the curves against pages keep to stride=1.
 TEST(Plots, ForkDirtyAgainstDensity) {
   Results r;

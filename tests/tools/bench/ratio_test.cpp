@@ -118,7 +118,7 @@ TEST(Ratios, PairsDifferOnlyInWhatTheRatioIsAbout) {
   EXPECT_EQ(count(ratios, "zero_page on÷off"), 0u);
 }
 
-// Issue 10: ptshare=on against off on each backend, the fork+exit+rewrite
+// Table sharing: ptshare=on against off on each backend, the fork+exit+rewrite
 // totals, and the cross pairs of its targets.
 Results ptshare_results() {
   Results r;
@@ -220,7 +220,7 @@ TEST(Ratios, OnlySameBenchmarkAndParameters) {
   EXPECT_TRUE(compute_ratios(r, builtin_ratios()).empty());
 }
 
-// Issue 15: threads=K over threads=0 of the same benchmark, other parameters
+// SMP: threads=K over threads=0 of the same benchmark, other parameters
 // and configuration; never across configurations, never at K = 0 over itself.
 TEST(Ratios, ThreadsOverNoThreadsWithinOneConfiguration) {
   Results r;
@@ -260,7 +260,7 @@ TEST(Ratios, ThreadsOverNoThreadsWithinOneConfiguration) {
   EXPECT_EQ(spec->vary, "threads");
 }
 
-// Issue 15: the machines with several CPUs — shootdown through Xen over
+// SMP: the machines with several CPUs — shootdown through Xen over
 // IPIs on the same vCPUs, each against Linux PV on as many; and in a
 // virtual-time run their ratios are not exact (their boots ran in wall
 // time), while the one-CPU configurations' still are.

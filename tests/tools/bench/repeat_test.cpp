@@ -1,4 +1,4 @@
-// pvk compare --repeat (issue 14's done-criterion): every ratio both runs
+// pvk compare --repeat (the repeatability criterion): every ratio both runs
 // print without `~` agrees within 5 %; `~` in either run is not counted.
 #include "pvk/bench/compare.hpp"
 

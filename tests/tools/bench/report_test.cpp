@@ -151,7 +151,7 @@ TEST(Summary, TargetsAndForkBreakEven) {
 namespace pvk::bench {
 namespace {
 
-// Issue 10: the ptshare targets (one per backend for the totals) and the
+// Table sharing: the ptshare targets (one per backend for the totals) and the
 // per-phase counters per 128,000 pages.
 TEST(Summary, PtshareTargetsAndCounters) {
   Results r;
@@ -215,7 +215,7 @@ TEST(Summary, PtshareTargetsAndCounters) {
 namespace pvk::bench {
 namespace {
 
-// Issue 12, sparse fork: fork_dirty at one span (12,800 pages) and falling
+// The sparse fork: fork_dirty at one span (12,800 pages) and falling
 // density (stride=1..512), plus the dense sizes; the break-even against
 // pages ignores the sparse rows, the one against density is per span.
 Results sparse_fork_results() {
@@ -242,7 +242,7 @@ Results sparse_fork_results() {
   add("xen mmu=batched", 1280, 1, 1);
   add("xen mmu=wrpt", 1280, 1, 4);
   add("xen mmu=batched ptshare=on", 1280, 1, 0.5);
-  // direct only dense, and one record from before issue 12 (no stride).
+  // direct only dense, and one record from before the sparse fork (no stride).
   add("xen mmu=direct", 1280, 1, 0.5, false);
   add("xen mmu=direct", 12800, 1, 20);
   // A target's size, dense and sparse: the target reads the dense rows.
@@ -373,7 +373,7 @@ TEST(Summary, SparseForkDensityTablesAndBreakEven) {
 namespace pvk::bench {
 namespace {
 
-// Issue 12: auto against the best fixed backend at every size and density
+// Auto against the best fixed backend at every size and density
 // (named), and auto better than each fixed backend somewhere.
 TEST(Summary, AutoAgainstTheBestFixedBackend) {
   Results r;

@@ -134,7 +134,7 @@ TEST(Execute, CancelledBootsAreNotRun) {
   }
 }
 
-// Issue 15: a boot whose machine has several CPUs runs alone (wall time:
+// SMP: a boot whose machine has several CPUs runs alone (wall time:
 // its vCPUs must not wait for host CPUs another QEMU holds), after the
 // others; the one-CPU boots still run side by side.
 class AloneRunner : public FakeRunner {

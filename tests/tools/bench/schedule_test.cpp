@@ -178,7 +178,7 @@ TEST(HostLoad, SummaryStatesTheLoad) {
   EXPECT_NE(md.find("- host load average 3.2–5.5 around the boots, host CPU 95 % busy during them; paired schedule"),
             std::string::npos)
       << md;
-  // Files from before issue 14 have no load: no line.
+  // Files from before the host-load reading have no load: no line.
   r.boots = {BootRecord{}};
   EXPECT_EQ(summary_markdown(r, {}, {}).find("host load"), std::string::npos);
 }

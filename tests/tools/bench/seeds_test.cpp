@@ -136,7 +136,7 @@ TEST(Seeds, VerdictsAndNotMeasured) {
   has("wall time");
   has("| 001 | COW of the zero page ÷ a fresh page's fault | 2,660 / 2,300 cycles = 1.16 | native pages=2048: **1.16** [");
   has("partly shown in 1 of 2 (pvk 1.00–1.16 vs the seed's 1.16); 1 without a difference");
-  // Issue 14 measured what the seeds' rows lacked: none says "needs" now.
+  // The seed figures measured what the seeds' rows lacked: none says "needs" now.
   EXPECT_EQ(md.find("not measured (needs"), std::string::npos) << md;
   has("| 001 | fork/exec with zero_page on÷off (Linus asks for it; pvk: forkexec) | not measured in the thread | — | "
       "not in this run |");
@@ -278,7 +278,7 @@ TEST(ForkFit, PerPageAndFixedCostPerConfiguration) {
 namespace pvk::bench {
 namespace {
 
-// Issue 14: a target with several boots a side is met or missed only when
+// Intervals: a target with several boots a side is met or missed only when
 // its whole interval lies on one side of the goal.
 TEST(TargetsWithIntervals, MetMissedOrUnclear) {
   using testing::bench_line;

@@ -99,11 +99,11 @@ struct Commands::State {
   bool full = false, smoke = false, icount = false, no_variations = false, no_plots = false, dry_run = false;
   bool wall = false;  // --wall: time in wall time instead of the default virtual time
   bool with_linux = false;
-  bool aa = false;                  // issue 14: each base configuration twice, as two configurations
-  bool warmup = false;              // issue 14: a one-rep run of each item first, discarded
+  bool aa = false;                  // A/A: each base configuration twice, as two configurations
+  bool warmup = false;              // warm-up: a one-rep run of each item first, discarded
   std::string schedule = "paired";  // schedule.hpp
   std::string icount_spec = default_icount;
-  unsigned smp = 1;  // CPUs of every machine (issue 15): QEMU -smp, dom0_max_vcpus
+  unsigned smp = 1;  // CPUs of every machine (SMP): QEMU -smp, dom0_max_vcpus
   // Cost profiles to project the rows with (projection.hpp); "none": no model.
   std::vector<std::string> profiles{kDefaultProfile};
   CLI::Option* reps_option = nullptr;
@@ -121,7 +121,7 @@ struct Commands::State {
 
   // compare
   fs::path old_json, new_json, compare_out;
-  bool repeat = false;  // --repeat: issue 14's check that significant ratios repeat within 5 %
+  bool repeat = false;  // --repeat: the check that significant ratios repeat within 5 %
   std::string model;    // --model NAME: OLD (virtual time) projected with NAME against NEW (wall time)
 
   // figures
@@ -131,7 +131,7 @@ struct Commands::State {
   State(const fs::path& b, const fs::path& s) : build_dir(b), source_dir(s) {}
 
   // Virtual time (-icount) is the default: on a shared host a boot's wall
-  // time moves by a factor of two (bench/README.md, "Noise"), while the
+  // time moves by a factor of two (docs/benchmarks.md, "Noise"), while the
   // guest's instruction count repeats exactly. --wall asks for wall time;
   // --smoke (a check that the pipeline works, not figures) uses it too
   // unless --icount is given.
@@ -324,7 +324,7 @@ struct Commands::State {
     PlatformRunners runner;
     runner.add("native", qemu);
     runner.add("xen", qemu);
-    // The compiled-in native baseline (issue 11): its own image, natively.
+    // The compiled-in native baseline (pvops costs): its own image, natively.
     QemuRunnerOptions qb = q;
     qb.kernel = q.kernel.parent_path() / "pvk-builtin.elf";
     qb.boots_as = "native";
@@ -468,10 +468,10 @@ Commands::Commands(CLI::App& app, const fs::path& build_dir, const fs::path& sou
   b->add_option("--icount-spec", s.icount_spec, "the -icount argument virtual time passes to QEMU")->capture_default_str();
   b->add_option("--smp", s.smp, "CPUs of every machine instead of the default matrix's own (one CPU, plus native and "
                 "Xen batched at 2, --full 4): QEMU -smp N, Xen dom0_max_vcpus=N; with N > 1 the default list runs "
-                "kernbench at N/2, N and 2N workers and adds the smp suite (bench/README.md) at threads=0, 1 and N-1. "
+                "kernbench at N/2, N and 2N workers and adds the smp suite (docs/benchmarks.md) at threads=0, 1 and N-1. "
                 "In virtual time its vCPUs run round-robin on one host thread (QEMU 10 keeps that fair), so its "
                 "figures repeat like any other's (the guest's clock is the sum of every vCPU's instructions: see "
-                "bench/README.md); with --wall it runs MTTCG, each boot alone")
+                "docs/benchmarks.md); with --wall it runs MTTCG, each boot alone")
       ->check(CLI::Range(1u, kMaxSmp))
       ->capture_default_str();
   s.reps_option = b->add_option("--reps", s.reps,
@@ -506,7 +506,7 @@ Commands::Commands(CLI::App& app, const fs::path& build_dir, const fs::path& sou
       ->capture_default_str();
   b->add_option("--profile", s.profiles,
                 "cost profiles (bench/profiles/NAME.json) to project every virtual-time row with, shown beside it as a "
-                "model (projected time: bench/README.md); none: no projection")
+                "model (projected time: docs/benchmarks.md); none: no projection")
       ->delimiter(',')
       ->capture_default_str();
   b->add_option("--ratio", s.ratios, "another ratio table, NAME=NUMERATOR/DENOMINATOR, e.g. 'b1÷32=batch=1/batch=32'");
@@ -538,7 +538,7 @@ Commands::Commands(CLI::App& app, const fs::path& build_dir, const fs::path& sou
                 "(bench/profiles/NAME.json; paired: the one the two runs' own calibrate rows give) against NEW's "
                 "wall-time figures, per row and median |error|");
   c->add_flag("--repeat", s.repeat,
-              "issue 14's repeat check instead of the row table: every ratio of the summary that both runs print "
+              "the repeat check instead of the row table: every ratio of the summary that both runs print "
               "without ~ must agree within 5 % (|new/old - 1| <= 0.05); one line per disagreement, a count, the "
               "ratios not counted; exit status 1 if any differs");
 

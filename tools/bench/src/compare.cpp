@@ -28,7 +28,7 @@ std::string normal_id(const Results& results, const std::string& id) {
 }
 
 // The parameters that make two rows the same: fork_dirty's stride=1 is
-// what a record from before issue 12 (no stride) measured.
+// what a record from before the sparse fork (no stride) measured.
 std::string params_key(const std::string& bench, const Params& params) {
   Params kept;
   for (const auto& p : params)

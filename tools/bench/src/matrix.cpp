@@ -313,7 +313,7 @@ std::vector<Group> item_groups(const MatrixOptions& options) {
 }
 
 // Backends a platform boots with only the benchmarks they are about unless
-// --mmu names them (their rows' role is Focused): issue 12's unhook and auto
+// --mmu names them (their rows' role is Focused): unhook and auto
 // change how fork, exit and mprotect reach page tables, nothing else, so the
 // default matrix boots them with fork_dirty (its density series and 128,000
 // pages included) and mprotect, without variations; `--mmu unhook,auto`
@@ -476,7 +476,7 @@ std::vector<Group> variation_groups(const std::vector<Group>& groups, const Vari
   return narrowed;
 }
 
-// Issue 15: the default matrix also boots each platform's smp_switches on
+// SMP: the default matrix also boots each platform's smp_switches on
 // 2 CPUs (--full: and 4) with smp_matrix_items(), unless --smp gave every
 // machine its CPUs, --bench its own list, --smoke the smoke list, --set its
 // own cross product, or --mmu left the configuration's backend out. No

@@ -37,7 +37,7 @@ Written write_outputs(const Results& results, const std::vector<RatioSpec>& spec
     OJson params = OJson::object();
     for (const auto& [k, v] : r.params) params[k] = v;
     const RatioStats& s = r.stats;
-    // low/high: the reps' spread (as before issue 14); interval: the 95 % one over the boots.
+    // low/high: the reps' spread (as before the boot intervals); interval: the 95 % one over the boots.
     OJson j{{"ratio", r.spec}, {"bench", r.bench}, {"params", params}, {"numerator", r.numerator},
             {"denominator", r.denominator}, {"pair", r.pair}, {"value", r.value}, {"low", r.low},
             {"high", r.high}, {"pass", r.pass}, {"time", r.deterministic ? "virtual time (-icount)" : "wall time"}, {"method", s.method},

@@ -157,7 +157,7 @@ void curve_plot(const Results& results, Script& script, PlotFiles& files, const 
                ylabel);
 }
 
-// Issue 12: fork_dirty's ms per fork (or, with `field`, that field) against
+// The sparse fork: fork_dirty's ms per fork (or, with `field`, that field) against
 // density (percent of each L1 table's entries dirtied, 100 / stride), one
 // line per configuration and span measured at two strides or more (sparser
 // to the left).

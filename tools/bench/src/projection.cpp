@@ -136,7 +136,7 @@ std::string projection_section(const Results& results, const std::vector<CostPro
   std::string md =
       "\n## Projected time (a model, not a measurement)\n\n"
       "Virtual time charges every instruction 1 ns, a privilege transition, a TLB operation or an IPI included, "
-      "and a rep string one instruction per byte. The model re-prices them (bench/README.md, \"Projected time\"): "
+      "and a rep string one instruction per byte. The model re-prices them (docs/benchmarks.md, \"Projected time\"): "
       "projected = factor × (virtual ns − the instructions of the events below) + Σ events × their cost, with the "
       "events counted by the kernel (base/counters.inc). The `model:` columns of the benchmark tables are this "
       "figure; here the profiles, then every ratio of the run in virtual time beside the model's.\n";

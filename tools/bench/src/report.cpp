@@ -73,7 +73,7 @@ const Ratio* base_ratio(const std::vector<Ratio>& ratios, const std::string& spe
 
 std::string target_verdict(const Target& t, double value) { return value <= t.at_most ? "met" : "missed"; }
 
-// With an interval over the boots (issue 14): met or missed only when the
+// With an interval over the boots (figures that hold): met or missed only when the
 // whole interval lies on one side of the goal.
 std::string target_measured(const Ratio& r) {
   if (!r.stats.estimated) return format_ratio(r.value);
@@ -81,7 +81,7 @@ std::string target_measured(const Ratio& r) {
   return fmt::format("{} [{}, {}]", format_ratio(r.shown()), format_ratio(r.stats.low), format_ratio(r.stats.high));
 }
 // One boot a side in wall time is one sample of a noisy host: said beside
-// the verdict (issue 12's density rows run once per configuration).
+// the verdict (the sparse fork's density rows run once per configuration).
 std::string one_sample_note(const Ratio& r) {
   return !r.stats.estimated && !r.deterministic ? " (1 boot in wall time: no interval)" : "";
 }
@@ -95,7 +95,7 @@ std::string target_verdict(const Target& t, const Ratio& r) {
 }  // namespace
 
 std::string targets_section(const std::vector<Ratio>& ratios) {
-  std::string md = "\n## Targets\n\nThe goals of issues 5, 10, 11 and 12, from this run's ratios (base configurations; a goal "
+  std::string md = "\n## Targets\n\nThe goals of the benchmark harness, table sharing, pvops costs and unhook-and-auto, from this run's ratios (base configurations; a goal "
                    "per backend where it says so). With several boots a side, the 95 % interval: met or missed when "
                    "all of it lies on one side of the goal; in virtual time one boot a side is exact. A goal counts "
                    "when it holds in virtual time (the default run) and in wall time (`--wall`; README.md: `pvk "
@@ -109,7 +109,7 @@ std::string targets_section(const std::vector<Ratio>& ratios) {
 namespace {
 
 // Whether a row is fork_dirty at full density (stride=1, or no stride: a
-// record from before issue 12).
+// record from before the sparse fork).
 bool dense(const Row& r) { return fork_stride(r) == 1; }
 
 std::string percent(double share) {
@@ -119,7 +119,7 @@ std::string percent(double share) {
   return fmt::format("{:.2g} %", p);
 }
 
-// Issue 12: the break-even lines, against pages and against density.
+// Unhook and auto: the break-even lines, against pages and against density.
 std::string fork_break_even(const Results& results) {
   std::string pages_md, density_md;
   auto label = [&](const std::string& id) {
@@ -158,7 +158,7 @@ std::string fork_break_even(const Results& results) {
   return out;
 }
 
-// Issue 12: ms per fork (and fork + exit + rewrite) against density, one
+// The sparse fork: ms per fork (and fork + exit + rewrite) against density, one
 // table per span with more than one stride; a column per configuration.
 std::string fork_density_tables(const Results& results) {
   std::map<double, std::set<double>> strides;  // span -> strides
@@ -180,7 +180,7 @@ std::string fork_density_tables(const Results& results) {
       return nullptr;
     };
     for (const bool total : {false, true}) {
-      md += fmt::format("\n**fork_dirty at {:.0f} pages against density: {}** (medians; sparse fork, issue 12)\n\n",
+      md += fmt::format("\n**fork_dirty at {:.0f} pages against density: {}** (medians; sparse fork)\n\n",
                         pages, total ? "fork + child exit + parent rewrite" : "per fork (parent side)");
       std::vector<std::string> head{"stride", "density", "dirtied pages"};
       std::string rule = "|---:|---:|---:|";
@@ -234,7 +234,7 @@ std::string format_ratio(double value) {
   return fmt::format("{:.3f}", value);
 }
 
-// The targets are about every page dirtied, not issue 12's sparse forks
+// The targets are about every page dirtied, not the sparse forks
 // (unless a target says every density).
 bool has_params(const Params& params, std::string_view wanted, bool any_density) {
   const std::string have = " " + params_text(params) + " ";
@@ -470,7 +470,7 @@ std::string header_section(const Results& results) {
   if (!run_str("command").empty()) md += fmt::format("- command: `{}`\n", run_str("command"));
   md += fmt::format("- {} configurations, {} boots; QEMU TCG{}\n", results.configs.size(), results.boots.size(),
                     run_str("icount").empty() ? "" : fmt::format(", -icount {} (deterministic virtual time)", run_str("icount")));
-  // The host's load around the boots (issue 14): how much noise to expect.
+  // The host's load around the boots how much noise to expect.
   double load_lo = INFINITY, load_hi = -INFINITY, busy_sum = 0;
   int busy_n = 0;
   for (const auto& b : results.boots) {
@@ -608,7 +608,7 @@ std::string benchmarks_section(const Results& results) {
   return md;
 }
 
-// Issue 10's figures: every configuration that has a partner differing only
+// Table sharing's figures: every configuration that has a partner differing only
 // in ptshare, off then on, at the largest size measured (128,000 pages in
 // the default matrix), with the counters that say where the work went, per
 // 128,000 pages. fork_dirty by phase (fork, child exit, parent rewrite,
@@ -682,7 +682,7 @@ std::string ptshare_section(const Results& results) {
     counters.emplace_back(c);
 
   std::string md = "\n## Table sharing (ptshare)\n\n"
-                   "Each backend with `ptshare=off` and `=on` (issue 10). Counters per 128,000 pages (scaled when the "
+                   "Each backend with `ptshare=off` and `=on` (table sharing). Counters per 128,000 pages (scaled when the "
                    "size differs) from the median rep of each phase; on÷off: the phase's time over the same "
                    "configuration with ptshare=off. L2 entry stores are among pte_writes (and l2_writes, where the "
                    "kernel counts them); l2_protects counts whole tables mprotected at their L2 entry, pt_gate_opens "
@@ -751,7 +751,7 @@ std::string ratios_section(const Results& results, const std::vector<RatioSpec>&
       "Per-op median ÷ per-op median of two configurations that differ only in what the ratio is about (or, "
       "across benchmarks, of two benchmarks in one configuration), from {}. Below 1: the first is faster. In "
       "brackets the 95 % confidence interval of the ratio over the boots' own medians, then p, the probability "
-      "of so large a difference if there were none (t test on log times, {} by rep: see bench/README.md); `~`: "
+      "of so large a difference if there were none (t test on log times, {} by rep: see docs/benchmarks.md); `~`: "
       "the interval contains 1, no difference shown; noisy: the interval reaches beyond ±5 %; (1 boot): a side "
       "has one boot, no interval; exact: virtual time with one boot a side, which a rerun repeats exactly (no "
       "interval needed; `~ (1.00 exact)` only for identical figures).\n",
@@ -768,7 +768,7 @@ std::string ratios_section(const Results& results, const std::vector<RatioSpec>&
     const std::string across = spec.numerator_bench.empty()
                                    ? ""
                                    : fmt::format(" ({} over {})", spec.numerator_bench, spec.denominator_bench);
-    if (!spec.vary.empty())  // across a parameter, within each configuration (issue 15)
+    if (!spec.vary.empty())  // across a parameter, within each configuration (the SMP ratios)
       md += fmt::format("\n### {} — {}\n\n{}: `{}≠{}` over `{}={}`, the other parameters equal.\n\n", spec.name,
                         mode, spec.about, spec.vary, spec.vary_base, spec.vary, spec.vary_base);
     else

@@ -15,7 +15,7 @@ namespace {
 using Claim = SeedFigure::Claim;
 
 // Within this distance of 1 a ratio counts as "no difference" even when its
-// interval excludes 1 (the A/A goal of issue 14: 1.00 ± 0.02).
+// interval excludes 1 (the A/A goal: 1.00 ± 0.02).
 constexpr double kSame = 0.02;
 
 std::string p_text(double p) { return p < 0.001 ? "<0.001" : fmt::format("{:.3f}", p); }
@@ -197,7 +197,7 @@ std::vector<ForkFit> fork_fits(const Results& results) {
 std::string seeds_section(const Results& results, const std::vector<Ratio>& ratios) {
   std::string md = fmt::format(
       "\n## Seeds\n\n"
-      "Every experiment of seeds 000–003 (`../shared/seeds/`): the seed's figure, pvk's corresponding figure from "
+      "Every experiment of seeds 000–003 (`docs/seeds.md`): the seed's figure, pvk's corresponding figure from "
       "this run ({}, one cell line per configuration pair; the ratio's interval and p as in Ratios) and a verdict. "
       "\"No difference\": the interval holds 1 and is narrower than ±5 %, or the ratio is within ±{:.0f} %; \"too "
       "noisy to tell\": the interval holds 1 but is wider (or a side has one boot). The seeds ran on real "

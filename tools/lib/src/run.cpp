@@ -281,7 +281,7 @@ RunResult run_kernel(const RunOptions& options, const ConsoleEcho& echo) {
     if (options.platform == Platform::native) return run_libvirt_native(options, echo, timeout);
     if (options.platform != Platform::xen_domu)
       throw std::runtime_error(fmt::format("--via libvirt runs the native and xen-domu platforms (got {}); on a Xen "
-                                           "host use tools/libvirt/pvk-xen.xml (README)",
+                                           "host use tools/libvirt/pvk-xen.xml (docs/xen-host.md)",
                                            platform_name(options.platform)));
   }
   switch (options.platform) {

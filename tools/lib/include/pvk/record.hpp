@@ -1,5 +1,5 @@
 // Console protocol: a line "@pvk " + one JSON object is a machine-readable
-// record; every other line is human text (DESIGN.md, "Console protocol").
+// record; every other line is human text (docs/design.md, "Console protocol").
 // pvk writes a line a user program starts with "@pvk" as "@pvk-user": such
 // records (benchmark results, test reports) are data, never the kernel's
 // word — the parser marks them "origin":"user" and no verdict trusts them.

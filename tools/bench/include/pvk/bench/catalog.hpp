@@ -1,4 +1,4 @@
-// What the harness knows about the benchmark suite (bench/README.md) and the
+// What the harness knows about the benchmark suite (docs/benchmarks.md) and the
 // kernel's boot switches. Everything here is a small table; the harness works
 // with benchmarks, parameters, counters and switches it does not know (they
 // simply get no special treatment).
@@ -78,7 +78,7 @@ std::vector<ExtraColumn> extra_columns(std::string_view bench);
 // kernel never sees it (the twin's boots carry the original's command line).
 inline constexpr std::string_view kTwinKey = "twin";
 
-// The machine's CPUs (issue 15): QEMU -smp N, Xen's dom0_max_vcpus, a
+// The machine's CPUs (SMP): QEMU -smp N, Xen's dom0_max_vcpus, a
 // domU's vcpus. A configuration key like a switch, so that selectors and
 // tables tell "native smp=2" from "native"; the kernel never sees it (it
 // counts the CPUs it finds).

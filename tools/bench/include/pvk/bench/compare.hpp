@@ -29,7 +29,7 @@ struct CompareLine {
 };
 
 // A target (ratio.hpp) as each run judges it: with a wall-time run and an
-// -icount run this is issue 14's check that a goal holds in both modes.
+// -icount run this is the check that a goal holds in both modes.
 struct TargetPair {
   std::string goal;
   std::string old_measured, old_verdict;
@@ -54,7 +54,7 @@ Results load_results(const std::filesystem::path& path);
 
 std::string compare_markdown(const Comparison& comparison, const std::string& old_name, const std::string& new_name);
 
-// `pvk compare OLD NEW --repeat`: issue 14's done-criterion, that every
+// `pvk compare OLD NEW --repeat`: the repeatability criterion, that every
 // ratio a summary prints without `~` repeats within 5 % in a second run.
 // Each ratio of the two runs (the same spec, benchmark(s), parameters and
 // configurations, matched as above) counts when both runs print it without

@@ -1,4 +1,4 @@
-// The events of the cost model (bench/README.md, "Projected time"): the
+// The events of the cost model (docs/benchmarks.md, "Projected time"): the
 // privilege transitions, TLB operations, IPIs and rep-string bytes that
 // virtual time (QEMU -icount shift=0) prices at one instruction each, while
 // on hardware (and in TCG's wall time) they cost far more. Each event is

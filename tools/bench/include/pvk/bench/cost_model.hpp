@@ -1,4 +1,4 @@
-// The cost model's arithmetic (bench/README.md, "Projected time"):
+// The cost model's arithmetic (docs/benchmarks.md, "Projected time"):
 //
 //   projected = factor × (I − Σ_e n_e·v_e) + Σ_e n_e·c_e
 //

@@ -1,4 +1,4 @@
-// `pvk figures RESULTS.json [--readme README.md]` (issue 14, item 6): the
+// `pvk figures RESULTS.json [--readme README.md]`: the
 // README's figures, regenerated from one run. The block between the two
 // marker comments of README.md's "## Figures" section is replaced by what
 // one run's results.json says: its provenance first (date, the exact

@@ -1,4 +1,4 @@
-// The host's load, read around every boot (issue 14): TCG timings stretch
+// The host's load, read around every boot: TCG timings stretch
 // with what else runs on the host's CPUs, so results.json keeps, per boot,
 // the 1-minute load average before and after and the share of CPU time the
 // host spent busy while the boot ran.

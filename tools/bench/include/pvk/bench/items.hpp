@@ -1,4 +1,4 @@
-// Benchmark items, as bench= takes them (bench/README.md, "Items"):
+// Benchmark items, as bench= takes them (docs/benchmarks.md, "Items"):
 // NAME[:key=value[:key=value]], values may be lists v1+v2+v3, items joined
 // with ','. The kernel takes at most 255 characters and 32 items per boot.
 #pragma once

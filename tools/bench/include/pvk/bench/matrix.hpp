@@ -63,7 +63,7 @@ struct PlatformSpec {
   std::chrono::seconds timeout;       // one boot of the default list
   double weight;                      // relative cost of a boot, for scheduling and the ETA
   bool variations = true;             // boots variations() (the compiled-in image has no pvops switches)
-  // Issue 15: the configurations the default matrix also boots on machines
+  // SMP: the configurations the default matrix also boots on machines
   // with several CPUs (smp_matrix_items() on 2 CPUs; --full adds 4),
   // without their smp= key.
   std::vector<Switches> smp_switches{};
@@ -96,14 +96,14 @@ const std::vector<Variation>& variations();
 
 // Benchmark lists. The default is representative and fits the 5-minute
 // budget on two cores; --full adds the large fork and mprotect sizes.
-// With smp = N > 1 CPUs (issue 15), the seeds' suites with kernbench at
+// With smp = N > 1 CPUs (SMP), the seeds' suites with kernbench at
 // N/2 (at least 1), N and 2N workers instead of its one-vCPU loads
 // (kernbench_procs), plus the smp suite (smp_items).
 std::vector<Item> default_items(unsigned smp = 1);
 // kernbench's loads on N CPUs: "1+4+8" (the driver's default) for N = 1,
 // else max(1, N/2), N and 2N (capped at 20, the driver's limit), each once.
 std::string kernbench_procs(unsigned smp);
-// Issue 15's thread benchmarks for N CPUs: the smp suite at threads=0, 1
+// The thread benchmarks for N CPUs: the smp suite at threads=0, 1
 // and N-1 (when larger), each at its default small and larger page counts,
 // 3 reps.
 Item smp_items(unsigned smp);
@@ -112,7 +112,7 @@ Item smp_items(unsigned smp);
 // and the smp suite.
 std::vector<Item> smp_matrix_items(unsigned smp);
 std::vector<Item> large_items();
-// Issue 12's sparse fork: fork_dirty over one span (12,800 pages) at falling
+// The sparse fork: fork_dirty over one span (12,800 pages) at falling
 // densities, stride=2+10+100+512 (50 %, 10 %, 1 %, one entry per L1 table;
 // the default list's fork_dirty at that span is stride=1, 100 %), 5 reps.
 // The default matrix adds it to the first boot of every configuration that
@@ -136,7 +136,7 @@ struct MatrixOptions {
   bool wall_time = false;
 };
 
-// The sizes the targets (ratio.hpp, Target::in_default_matrix: issue 10's
+// The sizes the targets (ratio.hpp, Target::in_default_matrix: table sharing's
 // 128,000-page fork_dirty and mprotect) need from this configuration: their
 // benchmark at their parameters, one rep, for each target whose ratio has
 // this configuration on one side as a base configuration (no switch besides

@@ -1,7 +1,7 @@
 // Plots of a run, drawn by gnuplot from a generated script: fork time vs
 // dirty pages (log-log), fork + child exit + parent rewrite vs dirty pages
 // (fork_dirty_total), fork time and the totals vs density at one span
-// (issue 12's sparse fork: fork_dirty_density, fork_dirty_density_total),
+// (the sparse fork: fork_dirty_density, fork_dirty_density_total),
 // mprotect cost vs pages (log-log), fault costs and the lmbench-style
 // microbenchmarks (bars). Each as SVG and PNG.
 #pragma once

@@ -39,16 +39,16 @@ struct RatioSpec {
   // from the fields with _min / _max in place of _median. Rows without the
   // field do not pair.
   std::string field{};
-  // Across benchmarks (issue 14): this benchmark's rows over the other's, the
+  // Across benchmarks: this benchmark's rows over the other's, the
   // same parameters, e.g. fault_zero_cow over fault_write. With both
   // selectors empty (Selector{} matches everything) the two rows come from
   // one configuration. "" = one benchmark over itself.
   std::string numerator_bench{}, denominator_bench{};
-  // Against the best of several (issue 12's "auto ÷ the best fixed
+  // Against the best of several (unhook and auto: "auto ÷ the best fixed
   // backend"): of the rows the denominator matches for one numerator row,
   // only the fastest (lowest per-op figure) pairs, and the pair names it.
   bool best_denominator = false;
-  // Across one parameter (issue 15's "threads=K ÷ threads=0"): within each
+  // Across one parameter (SMP: "threads=K ÷ threads=0"): within each
   // configuration (both selectors must match it), a benchmark's rows whose
   // `vary` parameter is not `vary_base` over its row with `vary_base` and
   // every other parameter the same. "" = rows pair only at equal parameters.
@@ -63,7 +63,7 @@ const std::vector<RatioSpec>& builtin_ratios();
 // "cow÷fresh=@fault_zero_cow/@fault_write" (within each configuration).
 RatioSpec parse_ratio(std::string_view text);
 
-// A goal stated as a ratio (issues 5 and 10): the ratio `ratio` of
+// A goal stated as a ratio (the harness's first targets, table sharing): the ratio `ratio` of
 // `bench` with parameters including `params` (base configurations, no other
 // switch) must be at most `at_most`; with `relative_to`, the ratio divided by
 // that ratio of the same benchmark. With `each_pair`, every pair (and
@@ -80,10 +80,10 @@ struct Target {
   std::string relative_to{};
   bool each_pair = false;
   bool in_default_matrix = false;
-  // Also issue 12's sparse forks (fork_dirty stride=k): every density measured.
+  // Also the sparse forks (fork_dirty stride=k): every density measured.
   bool sparse_too = false;
   // The goal holds somewhere: of all pairs and parameters the ratio has, the
-  // lowest must be at most `at_most` (issue 12: auto better than each fixed
+  // lowest must be at most `at_most` (auto better than each fixed
   // backend somewhere); the line says where.
   bool somewhere = false;
 };

@@ -46,12 +46,12 @@ std::vector<TargetLine> evaluate_targets(const std::vector<Ratio>& ratios);
 std::string targets_section(const std::vector<Ratio>& ratios);
 
 // fork_dirty's parameters: `pages` (the span) and `stride` (every stride-th
-// page dirtied; 1 when the record has none, as before issue 12).
+// page dirtied; 1 when the record has none, as before the sparse fork).
 double fork_pages(const Row& row);
 double fork_stride(const Row& row);
 
 // Where two configurations' fork_dirty per-fork times (per-op medians) cross:
-// against the dirty page count (stride=1 rows) or, issue 12's sparse fork,
+// against the dirty page count (stride=1 rows) or, the sparse fork,
 // against density (1/stride, the share of each L1 table's entries that are
 // dirty) at one span of `pages`. Pairs: configurations that differ only in
 // the backend (mmu=, or the platform) or only in ptshare=, every other

@@ -29,7 +29,7 @@ std::string params_text(const Params& params);
 std::vector<OJson> parse_records(const std::vector<std::string>& lines);
 
 // The benchmark's parameters in a {"bench":...} record: the fields between
-// "bench" and "unit" (bench/README.md, "Records"). A record without "unit"
+// "bench" and "unit" (docs/benchmarks.md, "Records"). A record without "unit"
 // falls back to every field that is not a known result field.
 Params record_params(const OJson& record);
 
@@ -52,7 +52,7 @@ struct BootRecord {
   // The machine's load around the boot (runner.hpp, HostLoad): the 1-minute
   // load average just before and just after, and the share of the host's CPU
   // time that was busy while it ran (every process, ours included); -1 when
-  // not measured (a file from before issue 14).
+  // not measured (an older file).
   double load_before = -1, load_after = -1, host_busy = -1;
 };
 

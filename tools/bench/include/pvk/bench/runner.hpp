@@ -43,7 +43,7 @@ BootOutcome outcome_of(RunResult&& result);
 // round-robin in one host thread, where a CPU's turn comes at QEMU's
 // granularity and another CPU's IPI waits for it — measured at -smp 2, the
 // second CPU never took the scheduler's IPI and not one shootdown crossed
-// (bench/README.md, "SMP in wall time").
+// (docs/benchmarks.md, "Timing on QEMU").
 RunOptions boot_run_options(const RunMachine& machine, const Boot& boot);
 
 // Boots one configuration with one boot's command line. The platform seam:

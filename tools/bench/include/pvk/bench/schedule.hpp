@@ -1,4 +1,4 @@
-// The order a plan's boots run in, and the A/A experiment (issue 14).
+// The order a plan's boots run in, and the A/A experiment.
 //
 // TCG timings move with whatever else the host runs. The harness pairs the
 // two sides of every ratio in time: all configurations' first boots run

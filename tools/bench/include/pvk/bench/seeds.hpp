@@ -1,5 +1,5 @@
-// Each seed's own figures beside pvk's (issue 14): for every experiment of
-// seeds 000-003 (../shared/seeds/), what the seed measured, pvk's
+// Each seed's own figures beside pvk's: for every experiment of
+// seeds 000-003 (docs/seeds.md), what the seed measured, pvk's
 // corresponding figure from this run (a declared ratio, builtin_ratios()),
 // and a one-line verdict. Also seed 003's cost model: a least-squares line
 // ms per fork = fixed + per page × pages for each configuration.

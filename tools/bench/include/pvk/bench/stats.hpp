@@ -18,8 +18,8 @@
 namespace pvk::bench {
 
 inline constexpr double kConfidence = 0.95;
-// An interval wider than ±5 % around the ratio: the figure is noisy (issue 14:
-// a printed ratio must repeat within 5 % between runs).
+// An interval wider than ±5 % around the ratio: the figure is noisy
+// (a printed ratio must repeat within 5 % between runs).
 inline constexpr double kNoisyHalfWidth = 0.05;
 
 // What the times are: wall time moves with the host's load, so one boot is
