@@ -50,7 +50,9 @@ TEST(Experiments, ABadFileIsRefusedInOneLineNamingTheField) {
       {[](Json& j) { j["targets"][3]["at_most"] = "0.8"; }, "targets[3].at_most: expected a number"},
       {[](Json& j) { j["targets"][0].erase("ratio"); }, "targets[0].ratio: missing"},
       {[](Json& j) { j["targets"][0]["ratio"] = "nosuch"; }, "targets[0].ratio: no ratio named 'nosuch'"},
-      {[](Json& j) { j["platforms"][2]["backends"] = "batched"; }, "platforms[2].backends: expected an array of strings"},
+      // A platform's backends come from the registry; the file only says which of them.
+      {[](Json& j) { j["platforms"][2]["backends"] = "batched"; }, "platforms[2].backends: expected matrix, default or none"},
+      {[](Json& j) { j["platforms"][2]["backends_of"] = "arm"; }, "platforms[2].backends_of: expected native or xen"},
       {[](Json& j) { j["platforms"][0]["standard"].erase("holds_mib"); }, "platforms[0].standard.holds_mib: missing"},
       {[](Json& j) { j["platforms"][0]["timeout"] = 300; }, "platforms[0].timeout: unknown field"},
       {[](Json& j) { j["platforms"][1]["name"] = "native"; }, "platforms[1].name: a second platform of that name"},
