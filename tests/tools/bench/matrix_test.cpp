@@ -125,6 +125,20 @@ TEST(Matrix, DefaultIsEveryBackendPlusTheSeedVariations) {
   EXPECT_EQ(plan.boots.front().group, "128000");
 }
 
+// --one-cpu: the default matrix without its two-CPU configurations, and
+// nothing else left out.
+TEST(Matrix, OneCpuLeavesOutOnlyTheSmpConfigurations) {
+  const Plan all = build_plan(MatrixOptions{});
+  MatrixOptions o;
+  o.with_smp = false;
+  const Plan one = build_plan(o);
+  std::set<std::string> expected;
+  for (const auto& id : ids(all))
+    if (id.find("smp=") == std::string::npos) expected.insert(id);
+  EXPECT_LT(expected.size(), ids(all).size());
+  EXPECT_EQ(ids(one), expected);
+}
+
 TEST(Matrix, PtshareOnIsAVariationOfForkAndMprotectOnEveryBackend) {
   MatrixOptions o;
   o.reps = 3;

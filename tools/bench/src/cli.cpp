@@ -96,7 +96,7 @@ struct Commands::State {
   std::vector<std::string> sets;
   std::vector<std::string> ratios;
   std::string items;
-  bool full = false, smoke = false, icount = false, no_variations = false, no_plots = false, dry_run = false;
+  bool full = false, smoke = false, icount = false, no_variations = false, one_cpu = false, no_plots = false, dry_run = false;
   bool wall = false;  // --wall: time in wall time instead of the default virtual time
   bool with_linux = false;
   bool aa = false;                  // A/A: each base configuration twice, as two configurations
@@ -156,6 +156,7 @@ struct Commands::State {
     for (const auto& s : sets) c += " --set " + s;
     if (!items.empty()) c += " --bench " + items;
     if (no_variations) c += " --no-variations";
+    if (one_cpu) c += " --one-cpu";
     if (aa) c += " --aa";
     if (warmup) c += " --warmup";
     if (schedule != "paired") c += " --schedule " + schedule;
@@ -192,6 +193,7 @@ struct Commands::State {
     m.full = full;
     m.smoke = smoke;
     m.with_variations = !no_variations;
+    m.with_smp = !one_cpu;
     m.reps = effective_reps();
     m.smp = smp;
     m.wall_time = !virtual_time();
@@ -493,6 +495,9 @@ Commands::Commands(CLI::App& app, const fs::path& build_dir, const fs::path& sou
                 "benchmark items instead of the default list, as bench= takes them: NAME[:key=v[+v...]],...");
   b->add_flag("--no-variations", s.no_variations,
               "only the base configurations (no pgd_cache=off / zero_page=off / pte=flags / ptshare=on boots)");
+  b->add_flag("--one-cpu", s.one_cpu,
+              "only one-CPU machines: leave out the default matrix's two-CPU configurations (e.g. on a QEMU "
+              "older than 10, which cannot time several CPUs in virtual time)");
   b->add_flag("--aa", s.aa,
               "A/A check: boot every base configuration twice, as two configurations (twin=1, twin=2; the kernel "
               "sees the same command line); the A/A ratio must be 1.00 within its interval");

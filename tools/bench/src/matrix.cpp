@@ -479,10 +479,10 @@ std::vector<Group> variation_groups(const std::vector<Group>& groups, const Vari
 // SMP: the default matrix also boots each platform's smp_switches on
 // 2 CPUs (--full: and 4) with smp_matrix_items(), unless --smp gave every
 // machine its CPUs, --bench its own list, --smoke the smoke list, --set its
-// own cross product, or --mmu left the configuration's backend out. No
+// own cross product, --one-cpu asked for none, or --mmu left the configuration's backend out. No
 // variations, no targets' sizes: the one-CPU configurations have those.
 void add_smp_configs(Plan& plan, std::set<std::string>& seen, const MatrixOptions& options) {
-  if (options.smp > 1 || !options.items.empty() || options.smoke || !options.sets.empty()) return;
+  if (!options.with_smp || options.smp > 1 || !options.items.empty() || options.smoke || !options.sets.empty()) return;
   std::vector<unsigned> counts{2};
   if (options.full) counts.push_back(4);
   for (const auto& name : options.platforms) {

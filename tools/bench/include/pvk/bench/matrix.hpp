@@ -127,6 +127,7 @@ struct MatrixOptions {
   bool full = false;
   bool smoke = false;  // the smoke suite, first backend of each platform, no variations
   bool with_variations = true;
+  bool with_smp = true;  // false (--one-cpu): no configurations with several CPUs
   int reps = 1;  // boots per configuration
   std::optional<std::chrono::seconds> timeout;
   unsigned smp = 1;  // CPUs of every machine (--smp): the default list's SMP items
