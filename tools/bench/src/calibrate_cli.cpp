@@ -4,16 +4,15 @@
 #include "pvk/bench/cost_model.hpp"
 #include "pvk/bench/cost_profile.hpp"
 #include "pvk/bench/matrix.hpp"
+#include "pvk/bench/provenance.hpp"
 #include "pvk/bench/runner.hpp"
 #include "pvk/backends.hpp"
-#include "pvk/process.hpp"
 #include "pvk/xen.hpp"
 
 #include <fmt/format.h>
 
 #include <atomic>
 #include <csignal>
-#include <ctime>
 #include <fstream>
 #include <thread>
 
@@ -24,33 +23,6 @@ namespace fs = std::filesystem;
 
 std::atomic<bool> g_cancel{false};
 void on_signal(int) { g_cancel = true; }
-
-// The first line a command prints, "" if it fails.
-std::string first_line(const std::vector<std::string>& argv) {
-  ProcessOptions options;
-  options.argv = argv;
-  options.timeout = std::chrono::seconds{10};
-  std::string first;
-  try {
-    const ProcessResult r = run_process(options, [&](std::string_view line) {
-      if (first.empty()) first = line;
-      return LineAction::keep_going;
-    });
-    if (r.exit_code != 0) return "";
-  } catch (const std::exception&) {
-    return "";
-  }
-  return first;
-}
-
-std::string utc(const char* pattern) {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[40];
-  std::strftime(buf, sizeof buf, pattern, &tm);
-  return buf;
-}
 
 }  // namespace
 
@@ -136,7 +108,7 @@ struct CalibrateCommand::State {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, nullptr);
     sigaction(SIGTERM, &sa, nullptr);
-    const fs::path dir = runs_dir.empty() ? build_dir / "calibrate" / utc("%Y%m%d-%H%M%S") : runs_dir;
+    const fs::path dir = runs_dir.empty() ? build_dir / "calibrate" / utc_time("%Y%m%d-%H%M%S") : runs_dir;
     fs::create_directories(dir);
     fmt::print(stderr, "pvk calibrate: {} on {}, {} (boots' logs in {})\n", profile_name(), fmt::join(platforms, ", "),
                icount ? "virtual time" : "wall time, instructions from a virtual-time twin", dir.string());
@@ -159,13 +131,13 @@ struct CalibrateCommand::State {
     const std::string qemu = first_line({"qemu-system-x86_64", "--version"});
     // Short, per number; the machine and the run are in "machine".
     const std::string source =
-        fmt::format("pvk calibrate {}, {}", utc("%Y-%m-%d"), icount ? "virtual time" : "TCG wall time");
+        fmt::format("pvk calibrate {}, {}", utc_time("%Y-%m-%d"), icount ? "virtual time" : "TCG wall time");
     CostProfile p = derive_costs(input.timings, input.missing, profile_name(), source);
     p.description = icount ? "QEMU -icount virtual time: every event at its own instructions (projecting a virtual-time "
                              "run with it gives the run back)"
                            : "QEMU TCG on this machine, wall time (pvk calibrate)";
     nlohmann::ordered_json j = profile_to_json(p);
-    j["machine"] = {{"date", utc("%Y-%m-%d %H:%M UTC")}, {"qemu", qemu}, {"host_cpus", std::thread::hardware_concurrency()},
+    j["machine"] = {{"date", utc_time("%Y-%m-%d %H:%M UTC")}, {"qemu", qemu}, {"host_cpus", std::thread::hardware_concurrency()},
                     {"mode", icount ? "virtual time, -icount " + icount_spec
                                     : "TCG wall time; instructions per event from -icount " + icount_spec},
                     {"platforms", platforms}, {"smp", smp}, {"count", count}, {"runs", dir.string()},

@@ -7,11 +7,10 @@
 #include "pvk/bench/model_check.hpp"
 #include "pvk/bench/output.hpp"
 #include "pvk/bench/projection.hpp"
+#include "pvk/bench/provenance.hpp"
 #include "pvk/bench/ratio.hpp"
 #include "pvk/bench/runner.hpp"
 #include "pvk/bench/schedule.hpp"
-#include "pvk/bench/text_file.hpp"
-#include "pvk/process.hpp"
 #include "pvk/xen.hpp"
 
 #include <fmt/format.h>
@@ -20,7 +19,6 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
-#include <ctime>
 #include <fstream>
 #include <optional>
 #include <thread>
@@ -29,7 +27,6 @@ namespace pvk::bench {
 namespace {
 
 namespace fs = std::filesystem;
-
 std::atomic<bool> g_cancel{false};
 void on_signal(int) { g_cancel = true; }
 
@@ -37,50 +34,6 @@ void on_signal(int) { g_cancel = true; }
 // (shift=0) and no sleeping while idle (sleep=off: virtual time jumps to the
 // next timer), so the same run gives the same guest timings (QEMU docs).
 constexpr const char* default_icount = "shift=0,sleep=off";
-
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
-  return buf;
-}
-
-std::string stamp_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
-  return buf;
-}
-
-// First output line of a command, "" if it fails.
-std::string first_line(const std::vector<std::string>& argv) {
-  ProcessOptions options;
-  options.argv = argv;
-  options.timeout = std::chrono::seconds{10};
-  std::vector<std::string> lines;
-  try {
-    const ProcessResult r = run_process(options, [&](std::string_view line) {
-      lines.emplace_back(line);
-      return LineAction::keep_going;
-    });
-    if (r.exit_code != 0) return "";
-  } catch (const std::exception&) {
-    return "";
-  }
-  return lines.empty() ? "" : lines.front();
-}
-
-std::string commit_of(const fs::path& source) {
-  const std::string rev = first_line({"git", "-C", source.string(), "rev-parse", "--short=12", "HEAD"});
-  if (rev.empty()) return "";
-  const std::string dirty = first_line({"git", "-C", source.string(), "status", "--porcelain", "--untracked-files=no"});
-  return dirty.empty() ? rev : rev + "-dirty";
-}
-
 }  // namespace
 
 struct Commands::State {
@@ -260,7 +213,7 @@ struct Commands::State {
   OJson run_record(const std::string& started, const std::string& commit, double wall,
                    const QemuRunnerOptions& q) const {
     return {{"started", started},
-            {"finished", utc_now()},
+            {"finished", utc_time("%Y-%m-%d %H:%M:%S UTC")},
             {"wall_s", wall},
             {"jobs", jobs},
             {"reps", effective_reps()},
@@ -319,7 +272,7 @@ struct Commands::State {
       return 0;
     }
 
-    const fs::path out_dir = out.empty() ? build_dir / "bench-results" / stamp_now() : out;
+    const fs::path out_dir = out.empty() ? build_dir / "bench-results" / utc_time("%Y%m%d-%H%M%S") : out;
     fs::create_directories(out_dir);
     const QemuRunnerOptions q = qemu_options();
     QemuRunner qemu(q);
@@ -339,7 +292,7 @@ struct Commands::State {
     fmt::print(stderr, "pvk bench: {} configurations, {} boots, {} at a time{} -> {}\n", plan.configs.size(),
                plan.boots.size(), std::min<size_t>(jobs, plan.boots.size()), ", " + timing_text(plan),
                out_dir.string());
-    const std::string started = utc_now();
+    const std::string started = utc_time("%Y-%m-%d %H:%M:%S UTC");
     // The source the kernel was built from: read now, not when the run ends
     // (a commit made meanwhile is not what was measured).
     const std::string commit = commit_of(source_dir);
@@ -414,39 +367,8 @@ struct Commands::State {
 
   // figures: README.md's block between the figures markers, from one run.
   int run_figures() {
-    Results results = load_results(figures_results);
-    if (!results.records.empty()) aggregate(results);  // as --from does: the summary's own rows
-    // The run by its own name (not `latest`, which moves), from the source tree's root when inside it.
-    std::string name = figures_results.string();
-    std::error_code ec;
-    const fs::path real = fs::canonical(figures_results, ec);
-    if (!ec) {
-      const fs::path relative = real.lexically_relative(fs::weakly_canonical(source_dir, ec));
-      name = !ec && !relative.empty() && *relative.begin() != ".." ? relative.string() : real.string();
-    }
-    const std::string block = figures_block(results, name);
-    if (figures_print) {
-      fmt::print("{}", block);
-      return 0;
-    }
     const fs::path readme = figures_readme.empty() ? source_dir / "README.md" : figures_readme;
-    const auto text = read_text_file(readme);
-    if (!text) throw std::runtime_error(fmt::format("cannot read {}", readme.string()));
-    std::string updated;
-    try {
-      updated = replace_figures_block(*text, block);
-    } catch (const std::runtime_error& e) {
-      throw std::runtime_error(fmt::format("{}: {}", readme.string(), e.what()));
-    }
-    // Written beside it and renamed over it: an interrupted run leaves the old README.
-    const fs::path temp = fs::path(readme.string() + ".figures-tmp");
-    {
-      std::ofstream out(temp, std::ios::binary);
-      out << updated;
-      if (!out.flush()) throw std::runtime_error(fmt::format("cannot write {}", temp.string()));
-    }
-    fs::rename(temp, readme);
-    fmt::print(stderr, "pvk figures: rewrote the figures block of {} from {}\n", readme.string(), name);
+    rewrite_figures(figures_results, figures_print ? fs::path{} : readme, source_dir);
     return 0;
   }
 };

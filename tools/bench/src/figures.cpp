@@ -1,11 +1,15 @@
 #include "pvk/bench/figures.hpp"
 
+#include "pvk/bench/compare.hpp"
 #include "pvk/bench/report.hpp"
 #include "pvk/bench/seeds.hpp"
+#include "pvk/bench/text_file.hpp"
 
 #include <fmt/format.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <set>
 #include <stdexcept>
 #include <vector>
@@ -134,5 +138,43 @@ std::string replace_figures_block(const std::string& readme, const std::string& 
   out += readme.substr(ends[0].first);
   return out;
 }
+
+void rewrite_figures(const std::filesystem::path& figures_results, const std::filesystem::path& readme,
+                   const std::filesystem::path& source_dir) {
+  namespace fs = std::filesystem;
+  Results results = load_results(figures_results);
+  if (!results.records.empty()) aggregate(results);  // as --from does: the summary's own rows
+  // The run by its own name (not `latest`, which moves), from the source tree's root when inside it.
+  std::string name = figures_results.string();
+  std::error_code ec;
+  const fs::path real = fs::canonical(figures_results, ec);
+  if (!ec) {
+    const fs::path relative = real.lexically_relative(fs::weakly_canonical(source_dir, ec));
+    name = !ec && !relative.empty() && *relative.begin() != ".." ? relative.string() : real.string();
+  }
+  const std::string block = figures_block(results, name);
+  if (readme.empty()) {
+    fmt::print("{}", block);
+    return;
+  }
+  const auto text = read_text_file(readme);
+  if (!text) throw std::runtime_error(fmt::format("cannot read {}", readme.string()));
+  std::string updated;
+  try {
+    updated = replace_figures_block(*text, block);
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(fmt::format("{}: {}", readme.string(), e.what()));
+  }
+  // Written beside it and renamed over it: an interrupted run leaves the old README.
+  const fs::path temp = fs::path(readme.string() + ".figures-tmp");
+  {
+    std::ofstream out(temp, std::ios::binary);
+    out << updated;
+    if (!out.flush()) throw std::runtime_error(fmt::format("cannot write {}", temp.string()));
+  }
+  fs::rename(temp, readme);
+  fmt::print(stderr, "pvk figures: rewrote the figures block of {} from {}\n", readme.string(), name);
+}
+
 
 }  // namespace pvk::bench

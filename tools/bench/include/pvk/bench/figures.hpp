@@ -10,6 +10,7 @@
 #include "pvk/bench/ratio.hpp"
 #include "pvk/bench/results.hpp"
 
+#include <filesystem>
 #include <string>
 #include <string_view>
 
@@ -31,5 +32,12 @@ std::string figures_block(const Results& results, const std::string& results_nam
 // std::runtime_error (one line) when the markers are missing, repeated or
 // out of order.
 std::string replace_figures_block(const std::string& readme, const std::string& block);
+
+// `pvk figures`: the block from the run at `results` (a results.json, or
+// its directory), printed when `readme` is empty, else written over the
+// block of `readme` (beside it first, then renamed: an interrupted run
+// leaves the old file). Throws std::runtime_error naming the file.
+void rewrite_figures(const std::filesystem::path& results, const std::filesystem::path& readme,
+                     const std::filesystem::path& source_dir);
 
 }  // namespace pvk::bench

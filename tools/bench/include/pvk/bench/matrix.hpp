@@ -45,6 +45,9 @@ Config make_config(std::string platform, Switches switches);
 // Parses Config::id() back.
 Config config_from_id(std::string_view id);
 
+// The fields of a text between each `sep`, empty ones kept (ids, --set values).
+std::vector<std::string> split_fields(std::string_view text, char sep);
+
 struct Machine {
   std::string memory;       // QEMU -m ("" = the runner's default)
   std::string dom0_memory;  // Xen dom0_mem ("" = the runner's default)
