@@ -103,12 +103,16 @@ stop_watchdog() {
 }
 
 # Each console line goes out tagged as soon as it is read (builtins only);
-# the last record is kept to judge the run.
+# the last record is kept to judge the run, and the lines shown are counted
+# (in a file: emit_console runs in a pipeline's subshell).
 cr="$(printf '\r')"
 emit_console() {
+  lines=$(cat "$dir/shown-lines" 2>/dev/null || echo 0)
   while IFS= read -r line || [ -n "$line" ]; do
     line="${line%"$cr"}"
     printf '[pvk] %s\n' "$line"
+    lines=$((lines + 1))
+    printf '%s\n' "$lines" >"$dir/shown-lines"
     case "$line" in "@pvk "*) printf '%s\n' "$line" >"$dir/last-record" ;; esac
   done
 }
@@ -129,9 +133,19 @@ run_xl() {
     echo 'on_crash = "destroy"'
   } >"$dir/pvk.cfg"
   say "xl create $name: kernel=$kernel memory=${memory}M extra=\"$cmdline\""
+  log="/var/log/xen/console/guest-$name.log"
+  rm -f "$log"
   start_watchdog
   "$xl" create -F -c "$dir/pvk.cfg" 2>"$dir/tool.log" </dev/null | emit_console
   stop_watchdog
+  # xl's console client reads the guest's pty, and when the domain is torn
+  # down while the client lags (a loaded host) the pty's unread output is
+  # lost. xenconsoled's log of the guest (--log=guest) has every line the
+  # guest put in its ring: read from it what the stream did not show.
+  if [ -f "$log" ] && ! grep -qs '"event" *: *"done"' "$dir/last-record"; then
+    shown=$(cat "$dir/shown-lines" 2>/dev/null || echo 0)
+    sed -n "$((shown + 1)),\$p" "$log" | emit_console
+  fi
 
   code="$(sed -n 's/.*has shut down, reason code \([0-9][0-9]*\).*/\1/p' "$dir/tool.log" | tail -n1)"
   case "$code" in
