@@ -22,7 +22,7 @@ std::vector<std::string> native_argv(const QemuConfig& config) {
       "-kernel", config.kernel.string(),
       "-append", config.params,
   };
-  if (!config.icount.empty()) argv.insert(argv.end(), {"-icount", config.icount});
+  append_clock_args(argv, config);
   if (config.gdb) argv.insert(argv.end(), {"-s", "-S"});
   return argv;
 }

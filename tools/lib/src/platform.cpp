@@ -46,6 +46,16 @@ std::string qemu_accel(const QemuConfig& config) {
   return config.icount.empty() ? "tcg,thread=multi" : "tcg,thread=single";
 }
 
+void append_clock_args(std::vector<std::string>& argv, const QemuConfig& config) {
+  if (config.icount.empty()) return;
+  // In virtual time the RTC must tick with the guest's instructions too:
+  // by default it follows the host's clock, and Xen reads the CMOS clock at
+  // boot by spinning until the RTC's update-in-progress edge, so how many
+  // instructions it spins (and so the phase of every later timer, and which
+  // vCPU wins each race) depended on the host's speed.
+  argv.insert(argv.end(), {"-icount", config.icount, "-rtc", "clock=vm"});
+}
+
 std::vector<std::string> qemu_argv(Platform platform, const QemuConfig& config) {
   return platform == Platform::xen ? xen_argv(config) : native_argv(config);
 }

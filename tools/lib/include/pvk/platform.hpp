@@ -51,6 +51,9 @@ struct QemuConfig {
 // round robin that deterministic virtual time needs.
 std::string qemu_accel(const QemuConfig& config);
 
+// -icount and the clocks that must follow it (nothing in wall time).
+void append_clock_args(std::vector<std::string>& argv, const QemuConfig& config);
+
 std::vector<std::string> native_argv(const QemuConfig& config);
 // QEMU's CPU model under Xen (the xen platform, Linux as dom0, the nested
 // domU host): no SMAP (a PV dom0 crashes inside Xen's bounce-frame code
