@@ -98,6 +98,7 @@ QemuConfig qemu_config(const RunOptions& options) {
   qemu.dom0_memory = options.dom0_memory;
   qemu.icount = options.icount;
   qemu.smp = options.smp;
+  qemu.initrd = options.initrd;
   return qemu;
 }
 
@@ -277,6 +278,15 @@ RunResult run_kernel(const RunOptions& options, const ConsoleEcho& echo) {
     throw std::runtime_error(fmt::format("kernel image {} not found (build target pvk_kernel)",
                                          options.kernel.string()));
   const std::chrono::seconds timeout = options.timeout.value_or(default_timeout(options.platform));
+  // The root filesystem reaches the kernel as a module of QEMU's boot; the
+  // other ways of making a machine do not pass one yet.
+  if (!options.initrd.empty()) {
+    if (options.via == Via::libvirt || (options.platform != Platform::native && options.platform != Platform::xen))
+      throw std::runtime_error(fmt::format("--rootfs/--initrd are for the native and xen platforms with --via qemu (got {})",
+                                           platform_name(options.platform)));
+    if (!fs::is_regular_file(options.initrd))
+      throw std::runtime_error(fmt::format("initrd {} not found", options.initrd.string()));
+  }
   if (options.via == Via::libvirt) {
     if (options.platform == Platform::native) return run_libvirt_native(options, echo, timeout);
     if (options.platform != Platform::xen_domu)
