@@ -100,7 +100,7 @@ void init() {
   for (Inode& n : g_inodes) n = Inode{};
   for (Dirent& d : g_dirents) d = Dirent{};
   g_next_ino = 1;
-  g_root = alloc_inode(S_IFDIR | 0755);
+  g_root = alloc_inode(kDir | 0755);
   g_root->nlink = 2;
   g_root->parent = g_root;
 }

@@ -27,8 +27,8 @@ inline constexpr unsigned kIndexFrames = 16;   // of 512 data frames each: 32 Mi
 inline constexpr uint64_t kMaxFileSize = uint64_t{kIndexFrames} * 512 * kPageSize;
 
 // st_mode's type bits (Linux's).
-inline constexpr uint32_t S_IFMT = 0170000, S_IFDIR = 0040000, S_IFREG = 0100000, S_IFLNK = 0120000,
-                          S_IFCHR = 0020000;
+inline constexpr uint32_t kTypeMask = 0170000, kDir = 0040000, kRegular = 0100000, kSymlink = 0120000,
+                          kCharDev = 0020000;
 
 enum class Device : uint8_t { None, Null, Zero, Console };
 
@@ -50,10 +50,10 @@ struct Inode {
   Dirent* children = nullptr;  // directories: their names, oldest first
   uint64_t frames = 0;         // data and index frames held
 
-  uint32_t type() const { return mode & S_IFMT; }
-  bool is_dir() const { return type() == S_IFDIR; }
-  bool is_reg() const { return type() == S_IFREG; }
-  bool is_symlink() const { return type() == S_IFLNK; }
+  uint32_t type() const { return mode & kTypeMask; }
+  bool is_dir() const { return type() == kDir; }
+  bool is_reg() const { return type() == kRegular; }
+  bool is_symlink() const { return type() == kSymlink; }
 };
 
 struct Dirent {

@@ -76,11 +76,11 @@ bool unpack_archive(const uint8_t* bytes, uint64_t len, char* why, size_t cap) {
     if (e.name_len >= kPathMax) return refuse(why, cap, index, e.name, e.name_len, "name longer than PATH_MAX");
     if (!cpio_normalize(e.name, e.name_len, path, sizeof path, plen))
       return refuse(why, cap, index, e.name, e.name_len, "name leaves the root ('..')");
-    const uint32_t type = e.mode & S_IFMT;
-    if (type != S_IFDIR && type != S_IFREG && type != S_IFLNK && type != S_IFCHR)
+    const uint32_t type = e.mode & kTypeMask;
+    if (type != kDir && type != kRegular && type != kSymlink && type != kCharDev)
       return refuse(why, cap, index, e.name, e.name_len, "not a directory, regular file, symlink or character device");
     if (plen == 0) {  // the root itself ("."): only its attributes
-      if (type != S_IFDIR) return refuse(why, cap, index, e.name, e.name_len, "the root must be a directory");
+      if (type != kDir) return refuse(why, cap, index, e.name, e.name_len, "the root must be a directory");
       Inode* r = root();
       r->mode = e.mode, r->uid = e.uid, r->gid = e.gid, r->mtime = r->ctime = r->atime = static_cast<int64_t>(e.mtime);
       continue;
@@ -89,10 +89,10 @@ bool unpack_archive(const uint8_t* bytes, uint64_t len, char* why, size_t cap) {
     size_t last_len;
     Inode* dir = parent_of(path, plen, last, last_len);
     if (!dir) return refuse(why, cap, index, e.name, e.name_len, "parent directory missing from the archive");
-    if (type == S_IFLNK && (e.size == 0 || e.size >= kPageSize))
+    if (type == kSymlink && (e.size == 0 || e.size >= kPageSize))
       return refuse(why, cap, index, e.name, e.name_len, "symlink target empty or longer than 4095 bytes");
     Inode* n = lookup(dir, last, last_len);
-    if (n && !(n->is_dir() && type == S_IFDIR)) {
+    if (n && !(n->is_dir() && type == kDir)) {
       // A later entry of the same name replaces the earlier (as Linux's initramfs).
       auto r = n->is_dir() ? rmdir(dir, last, last_len) : unlink(dir, last, last_len);
       if (r.is_error()) return refuse(why, cap, index, e.name, e.name_len, "replaces a directory that is not empty");
@@ -104,12 +104,12 @@ bool unpack_archive(const uint8_t* bytes, uint64_t len, char* why, size_t cap) {
       n = made.value();
     }
     n->mode = e.mode, n->uid = e.uid, n->gid = e.gid;
-    if (type == S_IFCHR) {
+    if (type == kCharDev) {
       // The devices pvk has, by number; any other reads and writes as ENXIO-like EIO.
       n->rdev = (e.rdev_major & 0xfff) << 8 | (e.rdev_minor & 0xff);
       n->device = device_of(n->rdev);
     }
-    if ((type == S_IFREG || type == S_IFLNK) && e.size) {
+    if ((type == kRegular || type == kSymlink) && e.size) {
       auto w = write_bytes(n, 0, e.data, e.size);
       if (w.is_error()) return refuse(why, cap, index, e.name, e.name_len, errno_text(w.error()));
       if (w.value() != e.size) return refuse(why, cap, index, e.name, e.name_len, errno_text(Errno::ENOSPC));
@@ -131,7 +131,7 @@ bool add_standard_nodes(char* why, size_t cap) {
       {"null", Device::Null, (1u << 8) | 3}, {"zero", Device::Zero, (1u << 8) | 5}, {"console", Device::Console, (5u << 8) | 1}};
   Inode* dev = lookup(root(), "dev", 3);
   if (!dev) {
-    auto made = create(root(), "dev", 3, S_IFDIR | 0755);
+    auto made = create(root(), "dev", 3, kDir | 0755);
     if (made.is_error()) return format(why, cap, "rootfs: cannot make /dev (%s)", errno_name(made.error())), false;
     dev = made.value();
   }
@@ -140,14 +140,14 @@ bool add_standard_nodes(char* why, size_t cap) {
     const size_t len = strlen(d.name);
     Inode* n = lookup(dev, d.name, len);
     if (!n) {
-      auto made = create(dev, d.name, len, S_IFCHR | 0666);
+      auto made = create(dev, d.name, len, kCharDev | 0666);
       if (made.is_error()) return format(why, cap, "rootfs: cannot make /dev/%s", d.name), false;
       n = made.value();
     }
-    if ((n->mode & S_IFMT) == S_IFCHR) n->device = d.device, n->rdev = d.rdev;
+    if ((n->mode & kTypeMask) == kCharDev) n->device = d.device, n->rdev = d.rdev;
   }
   if (!lookup(root(), "tmp", 3)) {
-    auto made = create(root(), "tmp", 3, S_IFDIR | 01777);
+    auto made = create(root(), "tmp", 3, kDir | 01777);
     if (made.is_error()) return format(why, cap, "rootfs: cannot make /tmp (%s)", errno_name(made.error())), false;
   }
   return true;

@@ -90,10 +90,10 @@ int64_t sys_fstat(const SyscallArgs& a) {
 
 uint8_t dirent_type(const fs::Inode* n) {
   switch (n->type()) {
-    case fs::S_IFDIR: return abi::DT_DIR;
-    case fs::S_IFREG: return abi::DT_REG;
-    case fs::S_IFLNK: return abi::DT_LNK;
-    case fs::S_IFCHR: return abi::DT_CHR;
+    case fs::kDir: return abi::DT_DIR;
+    case fs::kRegular: return abi::DT_REG;
+    case fs::kSymlink: return abi::DT_LNK;
+    case fs::kCharDev: return abi::DT_CHR;
     default: return 0;
   }
 }

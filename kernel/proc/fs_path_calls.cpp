@@ -78,7 +78,7 @@ ErrorOr<fs::Inode*> open_target(uint64_t dirfd, uint64_t user_path, uint64_t fla
     return fs::resolve(p.dir, p.last, p.last_len, true);  // the link, followed from where it is
   }
   if (!p.last_len || p.trailing_slash) return Errno::EISDIR;
-  return fs::create(p.dir, p.last, p.last_len, fs::S_IFREG | (mode & 07777));
+  return fs::create(p.dir, p.last, p.last_len, fs::kRegular | (mode & 07777));
 }
 
 int64_t sys_openat(uint64_t dirfd, uint64_t user_path, uint64_t flags, uint64_t mode) {
@@ -163,7 +163,7 @@ int64_t mkdir_at(uint64_t dirfd, uint64_t user_path, uint64_t mode) {
   if (p.is_error()) return result(p.error());
   const fs::ParentPath& pp = p.value();
   if (!pp.last_len || pp.node) return result(Errno::EEXIST);
-  auto made = fs::create(pp.dir, pp.last, pp.last_len, fs::S_IFDIR | (static_cast<uint32_t>(mode) & 07777));
+  auto made = fs::create(pp.dir, pp.last, pp.last_len, fs::kDir | (static_cast<uint32_t>(mode) & 07777));
   return made.is_error() ? result(made.error()) : 0;
 }
 

@@ -1,12 +1,15 @@
 // The root filesystem's archive reader and unpacker (kernel/fs/cpio_reader,
 // kernel/fs/unpack), over archives made by the host packer
 // (tools/lib's cpio_append) and by hand where they must be wrong.
+#include "host_compat.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "fake_mmu.h"
 #include "kernel/fs/cpio_reader.h"
+#include "base/frames/frame_allocator.h"
 #include "kernel/fs/path.h"
 #include "kernel/fs/ramfs.h"
 #include "kernel/fs/unpack.h"

@@ -1,12 +1,15 @@
 // The root filesystem's tree and data (kernel/fs/ramfs, kernel/fs/path)
 // over the host's fake RAM: Linux's semantics and errno values, and every
 // frame back when files shrink, are removed, or a write runs out of frames.
+#include "host_compat.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
 #include "fake_mmu.h"
+#include "base/frames/frame_allocator.h"
 #include "kernel/fs/path.h"
 #include "kernel/fs/ramfs.h"
 
@@ -30,7 +33,7 @@ class Ramfs : public testing::Test {
 };
 
 TEST_F(Ramfs, WriteReadTruncateAndFramesComeBack) {
-  Inode* f = mk(root(), "f", S_IFREG | 0644);
+  Inode* f = mk(root(), "f", kRegular | 0644);
   std::string data(10000, 'a');
   EXPECT_EQ(write_bytes(f, 0, data.data(), data.size()).value(), 10000u);
   EXPECT_EQ(f->frames, 4u);
@@ -49,7 +52,7 @@ TEST_F(Ramfs, WriteReadTruncateAndFramesComeBack) {
 }
 
 TEST_F(Ramfs, AnOpenFileOutlivesItsName) {
-  Inode* f = mk(root(), "f", S_IFREG | 0644);
+  Inode* f = mk(root(), "f", kRegular | 0644);
   write_bytes(f, 0, "data", 4);
   inode_get(f);  // an open File
   must(unlink(root(), "f", 1), "unlink");
@@ -62,7 +65,7 @@ TEST_F(Ramfs, AnOpenFileOutlivesItsName) {
 }
 
 TEST_F(Ramfs, WriteOutOfFramesIsENOSPCAndLeavesNoFrame) {
-  Inode* f = mk(root(), "f", S_IFREG | 0644);
+  Inode* f = mk(root(), "f", kRegular | 0644);
   std::vector<Pfn> hoard;
   while (frames().free_count()) hoard.push_back(frames().must_alloc());
   EXPECT_EQ(write_bytes(f, 0, "x", 1).error(), Errno::ENOSPC);
@@ -76,9 +79,9 @@ TEST_F(Ramfs, WriteOutOfFramesIsENOSPCAndLeavesNoFrame) {
 }
 
 TEST_F(Ramfs, DirectoryErrnosAsLinux) {
-  Inode* d = mk(root(), "d", S_IFDIR | 0755);
-  mk(d, "f", S_IFREG | 0644);
-  EXPECT_EQ(create(root(), "d", 1, S_IFDIR).error(), Errno::EEXIST);
+  Inode* d = mk(root(), "d", kDir | 0755);
+  mk(d, "f", kRegular | 0644);
+  EXPECT_EQ(create(root(), "d", 1, kDir).error(), Errno::EEXIST);
   EXPECT_EQ(rmdir(root(), "d", 1).error(), Errno::ENOTEMPTY);
   EXPECT_EQ(unlink(root(), "d", 1).error(), Errno::EISDIR);
   EXPECT_EQ(rmdir(d, "f", 1).error(), Errno::ENOTDIR);
@@ -95,15 +98,15 @@ TEST_F(Ramfs, DirectoryErrnosAsLinux) {
 }
 
 TEST_F(Ramfs, RenameReplacesAndMovesDirectories) {
-  Inode* a = mk(root(), "a", S_IFREG | 0644);
-  Inode* b = mk(root(), "b", S_IFREG | 0644);
+  Inode* a = mk(root(), "a", kRegular | 0644);
+  Inode* b = mk(root(), "b", kRegular | 0644);
   write_bytes(b, 0, "b", 1);
   must(rename(root(), "a", 1, root(), "b", 1), "rename over");
   EXPECT_EQ(at("/b").value(), a);
   EXPECT_EQ(at("/a").error(), Errno::ENOENT);
   EXPECT_EQ(frames().free_count(), baseline_) << "the replaced file's frames are freed";
-  Inode* d1 = mk(root(), "d1", S_IFDIR | 0755);
-  Inode* d2 = mk(root(), "d2", S_IFDIR | 0755);
+  Inode* d1 = mk(root(), "d1", kDir | 0755);
+  Inode* d2 = mk(root(), "d2", kDir | 0755);
   EXPECT_EQ(rename(root(), "b", 1, root(), "d1", 2).error(), Errno::EISDIR);
   EXPECT_EQ(rename(root(), "d1", 2, root(), "b", 1).error(), Errno::ENOTDIR);
   must(rename(root(), "d1", 2, d2, "inner", 5), "move a directory");
@@ -113,17 +116,17 @@ TEST_F(Ramfs, RenameReplacesAndMovesDirectories) {
 }
 
 TEST_F(Ramfs, SymlinksAreFollowedUpToForty) {
-  Inode* f = mk(root(), "f", S_IFREG | 0644);
-  Inode* l = mk(root(), "l0", S_IFLNK | 0777);
+  Inode* f = mk(root(), "f", kRegular | 0644);
+  Inode* l = mk(root(), "l0", kSymlink | 0777);
   write_bytes(l, 0, "f", 1);
   for (int i = 1; i <= 40; ++i) {
     const std::string name = "l" + std::to_string(i), to = "l" + std::to_string(i - 1);
-    write_bytes(mk(root(), name.c_str(), S_IFLNK | 0777), 0, to.data(), to.size());
+    write_bytes(mk(root(), name.c_str(), kSymlink | 0777), 0, to.data(), to.size());
   }
   EXPECT_EQ(at("/l39").value(), f) << "40 links followed";
   EXPECT_EQ(at("/l40").error(), Errno::ELOOP) << "41 links";
   EXPECT_EQ(at("/l0", false).value(), l) << "the last component not followed";
-  Inode* loop = mk(root(), "loop", S_IFLNK | 0777);
+  Inode* loop = mk(root(), "loop", kSymlink | 0777);
   write_bytes(loop, 0, "loop", 4);
   EXPECT_EQ(at("/loop").error(), Errno::ELOOP);
   EXPECT_EQ(at("/loop/x").error(), Errno::ELOOP);
@@ -133,7 +136,7 @@ TEST_F(Ramfs, NodesRunOutAsENOSPC) {
   Errno last = Errno::Ok;
   for (int i = 0; i < 5000 && last == Errno::Ok; ++i) {
     const std::string name = "n" + std::to_string(i);
-    auto r = create(root(), name.c_str(), name.size(), S_IFREG | 0644);
+    auto r = create(root(), name.c_str(), name.size(), kRegular | 0644);
     if (r.is_error()) last = r.error();
   }
   EXPECT_EQ(last, Errno::ENOSPC);

@@ -96,10 +96,19 @@ void list_directory() {
   while ((n = getdents64(fd, buf, sizeof buf)) > 0) {
     for (int64_t at = 0; at < n;) {
       const auto* d = reinterpret_cast<const Dirent64*>(buf + at);
-      if (!strcmp(d->d_name, ".")) seen |= 1, CHECK_EQ(d->d_type, DT_DIR);
+      if (!strcmp(d->d_name, ".")) {
+        seen |= 1;
+        CHECK_EQ(d->d_type, DT_DIR);
+      }
       if (!strcmp(d->d_name, "..")) seen |= 2;
-      if (!strcmp(d->d_name, "hello.txt")) seen |= 4, CHECK_EQ(d->d_type, DT_REG);
-      if (!strcmp(d->d_name, "link")) seen |= 8, CHECK_EQ(d->d_type, DT_LNK);
+      if (!strcmp(d->d_name, "hello.txt")) {
+        seen |= 4;
+        CHECK_EQ(d->d_type, DT_REG);
+      }
+      if (!strcmp(d->d_name, "link")) {
+        seen |= 8;
+        CHECK_EQ(d->d_type, DT_LNK);
+      }
       if (!strcmp(d->d_name, "secret")) seen |= 16;
       ++total;
       at += d->d_reclen;
