@@ -67,7 +67,7 @@ void pack_tree(std::string& out, const fs::path& root, const fs::path& dir) {
     struct stat st {};
     if (lstat(child.c_str(), &st) != 0) throw std::runtime_error(fmt::format("rootfs: cannot stat {}", child.string()));
     CpioEntry e;
-    e.name = fs::relative(child, root).generic_string();
+    e.name = child.lexically_relative(root).generic_string();  // lexical: a symlink is not followed
     e.mode = st.st_mode;
     e.uid = st.st_uid;
     e.gid = st.st_gid;
