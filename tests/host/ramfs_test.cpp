@@ -53,7 +53,7 @@ TEST_F(Ramfs, WriteReadTruncateAndFramesComeBack) {
 
 TEST_F(Ramfs, AnOpenFileOutlivesItsName) {
   Inode* f = mk(root(), "f", kRegular | 0644);
-  write_bytes(f, 0, "data", 4);
+  ASSERT_FALSE(write_bytes(f, 0, "data", 4).is_error());
   inode_get(f);  // an open File
   must(unlink(root(), "f", 1), "unlink");
   EXPECT_EQ(f->nlink, 0u);
@@ -100,7 +100,7 @@ TEST_F(Ramfs, DirectoryErrnosAsLinux) {
 TEST_F(Ramfs, RenameReplacesAndMovesDirectories) {
   Inode* a = mk(root(), "a", kRegular | 0644);
   Inode* b = mk(root(), "b", kRegular | 0644);
-  write_bytes(b, 0, "b", 1);
+  ASSERT_FALSE(write_bytes(b, 0, "b", 1).is_error());
   must(rename(root(), "a", 1, root(), "b", 1), "rename over");
   EXPECT_EQ(at("/b").value(), a);
   EXPECT_EQ(at("/a").error(), Errno::ENOENT);
@@ -118,16 +118,16 @@ TEST_F(Ramfs, RenameReplacesAndMovesDirectories) {
 TEST_F(Ramfs, SymlinksAreFollowedUpToForty) {
   Inode* f = mk(root(), "f", kRegular | 0644);
   Inode* l = mk(root(), "l0", kSymlink | 0777);
-  write_bytes(l, 0, "f", 1);
+  ASSERT_FALSE(write_bytes(l, 0, "f", 1).is_error());
   for (int i = 1; i <= 40; ++i) {
     const std::string name = "l" + std::to_string(i), to = "l" + std::to_string(i - 1);
-    write_bytes(mk(root(), name.c_str(), kSymlink | 0777), 0, to.data(), to.size());
+    ASSERT_FALSE(write_bytes(mk(root(), name.c_str(), kSymlink | 0777), 0, to.data(), to.size()).is_error());
   }
   EXPECT_EQ(at("/l39").value(), f) << "40 links followed";
   EXPECT_EQ(at("/l40").error(), Errno::ELOOP) << "41 links";
   EXPECT_EQ(at("/l0", false).value(), l) << "the last component not followed";
   Inode* loop = mk(root(), "loop", kSymlink | 0777);
-  write_bytes(loop, 0, "loop", 4);
+  ASSERT_FALSE(write_bytes(loop, 0, "loop", 4).is_error());
   EXPECT_EQ(at("/loop").error(), Errno::ELOOP);
   EXPECT_EQ(at("/loop/x").error(), Errno::ELOOP);
 }
