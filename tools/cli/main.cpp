@@ -225,8 +225,8 @@ int main(int argc, char** argv) {
   run->add_flag("--gdb", run_args.gdb, "start paused with a gdb stub on :1234");
   run->add_option("--rootfs", run_args.rootfs,
                   "pack this host directory as a newc cpio archive and boot with it as the root filesystem "
-                  "(docs/rootfs.md; native and xen)");
-  run->add_option("--initrd", run_args.initrd, "boot with this newc cpio archive as the root filesystem (native and xen)");
+                  "(docs/rootfs.md; native, xen and xl)");
+  run->add_option("--initrd", run_args.initrd, "boot with this newc cpio archive as the root filesystem (native, xen and xl)");
   run->add_option("--kernel", run_args.kernel, "kernel image (default <build>/guest/pvk.elf)");
   run->add_option("--xen", run_args.xen_gz, "gzipped Xen image")->capture_default_str();
   run->add_flag("-q,--quiet", run_args.quiet, "do not echo the console");

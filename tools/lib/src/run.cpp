@@ -165,7 +165,8 @@ fs::path driver_path(const RunOptions& options) {
 RunResult run_xl(const RunOptions& options, const ConsoleEcho& echo, std::chrono::seconds timeout) {
   const std::chrono::seconds domain = domain_timeout(timeout, std::chrono::seconds{20});
   ProcessOptions process;
-  process.argv = xl_driver_argv(driver_path(options), options.kernel, options.params, domain, options.smp);
+  process.argv =
+      xl_driver_argv(driver_path(options), options.kernel, options.params, domain, options.smp, options.initrd);
   process.timeout = timeout;
   process.cancel = options.cancel;
   process.kill_grace = std::chrono::seconds{10};  // the driver destroys the domain on SIGTERM
@@ -281,8 +282,9 @@ RunResult run_kernel(const RunOptions& options, const ConsoleEcho& echo) {
   // The root filesystem reaches the kernel as a module of QEMU's boot; the
   // other ways of making a machine do not pass one yet.
   if (!options.initrd.empty()) {
-    if (options.via == Via::libvirt || (options.platform != Platform::native && options.platform != Platform::xen))
-      throw std::runtime_error(fmt::format("--rootfs/--initrd are for the native and xen platforms with --via qemu (got {})",
+    if (options.via == Via::libvirt ||
+        (options.platform != Platform::native && options.platform != Platform::xen && options.platform != Platform::xl))
+      throw std::runtime_error(fmt::format("--rootfs/--initrd are for the native, xen and xl platforms with --via qemu (got {})",
                                            platform_name(options.platform)));
     if (!fs::is_regular_file(options.initrd))
       throw std::runtime_error(fmt::format("initrd {} not found", options.initrd.string()));
