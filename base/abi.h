@@ -43,6 +43,38 @@ enum Syscall : uint64_t {
   SYS_clock_nanosleep = 230,  // (clockid, flags, const Timespec* req, Timespec* rem)
   SYS_exit_group = 231,
   SYS_tgkill = 234,
+  // Files (the root filesystem, docs/rootfs.md).
+  SYS_open = 2,
+  SYS_stat = 4,
+  SYS_fstat = 5,
+  SYS_lstat = 6,
+  SYS_lseek = 8,
+  SYS_ioctl = 16,
+  SYS_pread64 = 17,
+  SYS_pwrite64 = 18,
+  SYS_access = 21,
+  SYS_dup = 32,
+  SYS_fcntl = 72,
+  SYS_truncate = 76,
+  SYS_ftruncate = 77,
+  SYS_getcwd = 79,
+  SYS_chdir = 80,
+  SYS_fchdir = 81,
+  SYS_rename = 82,
+  SYS_mkdir = 83,
+  SYS_rmdir = 84,
+  SYS_unlink = 87,
+  SYS_readlink = 89,
+  SYS_getdents64 = 217,
+  SYS_openat = 257,
+  SYS_mkdirat = 258,
+  SYS_newfstatat = 262,
+  SYS_unlinkat = 263,
+  SYS_renameat = 264,
+  SYS_readlinkat = 267,
+  SYS_faccessat = 269,
+  SYS_dup3 = 292,
+  SYS_pipe2 = 293,
   // pvk's own.
   SYS_pvk_counters = 500,  // (PvkCounters* out) -> 0
   SYS_pvk_shutdown = 501,  // (int status) -> only init (pid 1) may call it
@@ -85,6 +117,57 @@ enum Errno : int64_t {
   EPERM = 1, ENOENT = 2, ESRCH = 3, EINTR = 4, EIO = 5, E2BIG = 7, ENOEXEC = 8, EBADF = 9, ECHILD = 10,
   EAGAIN = 11, ENOMEM = 12, EFAULT = 14, EBUSY = 16, EEXIST = 17, EINVAL = 22, EMFILE = 24, EPIPE = 32,
   ENOSYS = 38, EOPNOTSUPP = 95, ETIMEDOUT = 110,
+  EACCES = 13, EXDEV = 18, ENOTDIR = 20, EISDIR = 21, ENOTTY = 25, EFBIG = 27, ENOSPC = 28, ESPIPE = 29, ERANGE = 34, ENAMETOOLONG = 36, ENOTEMPTY = 39, ELOOP = 40,
+};
+
+// open flags, *at flags, lseek, fcntl and ioctl requests (Linux x86-64's).
+inline constexpr uint64_t O_RDONLY = 0, O_WRONLY = 1, O_RDWR = 2, O_ACCMODE = 3, O_CREAT = 0100, O_EXCL = 0200,
+                          O_NOCTTY = 0400, O_TRUNC = 01000, O_APPEND = 02000, O_NONBLOCK = 04000,
+                          O_LARGEFILE = 0100000, O_DIRECTORY = 0200000, O_NOFOLLOW = 0400000,
+                          O_CLOEXEC = 02000000;
+inline constexpr int64_t AT_FDCWD = -100;
+inline constexpr uint64_t AT_SYMLINK_NOFOLLOW = 0x100, AT_REMOVEDIR = 0x200, AT_EACCESS = 0x200,
+                          AT_EMPTY_PATH = 0x1000;
+inline constexpr uint64_t F_OK = 0, X_OK = 1, W_OK = 2, R_OK = 4;
+inline constexpr uint64_t SEEK_SET = 0, SEEK_CUR = 1, SEEK_END = 2;
+inline constexpr uint64_t F_DUPFD = 0, F_GETFD = 1, F_SETFD = 2, F_GETFL = 3, F_SETFL = 4, F_DUPFD_CLOEXEC = 1030;
+inline constexpr uint64_t FD_CLOEXEC = 1;
+inline constexpr uint64_t TCGETS = 0x5401, TCSETS = 0x5402, TCSETSW = 0x5403, TCSETSF = 0x5404,
+                          TIOCGWINSZ = 0x5413, TIOCSWINSZ = 0x5414;
+inline constexpr uint32_t S_IFMT = 0170000, S_IFDIR = 0040000, S_IFREG = 0100000, S_IFLNK = 0120000,
+                          S_IFCHR = 0020000, S_IFIFO = 0010000;
+inline constexpr uint8_t DT_FIFO = 1, DT_CHR = 2, DT_DIR = 4, DT_REG = 8, DT_LNK = 10;
+
+// struct stat as Linux x86-64 lays it out (144 bytes).
+struct Stat {
+  uint64_t st_dev, st_ino, st_nlink;
+  uint32_t st_mode, st_uid, st_gid;
+  int32_t pad0;
+  uint64_t st_rdev;
+  int64_t st_size, st_blksize, st_blocks;
+  int64_t st_atime, st_atime_nsec, st_mtime, st_mtime_nsec, st_ctime, st_ctime_nsec;
+  int64_t unused[3];
+};
+static_assert(sizeof(Stat) == 144, "Linux x86-64 struct stat");
+
+// getdents64's record: d_reclen bytes, 8-aligned, the name NUL-terminated.
+struct Dirent64 {
+  uint64_t d_ino;
+  int64_t d_off;
+  uint16_t d_reclen;
+  uint8_t d_type;
+  char d_name[];
+};
+
+// TCGETS's struct termios (the kernel's, 36 bytes) and TIOCGWINSZ's winsize.
+struct Termios {
+  uint32_t c_iflag, c_oflag, c_cflag, c_lflag;
+  uint8_t c_line;
+  uint8_t c_cc[19];
+};
+static_assert(sizeof(Termios) == 36, "Linux's kernel termios");
+struct Winsize {
+  uint16_t ws_row, ws_col, ws_xpixel, ws_ypixel;
 };
 
 // clone flags (Linux's). The low byte (CSIGNAL) is the signal a fork-like

@@ -38,6 +38,13 @@ struct BootInfo {
   MemRange boot_tables = {};
   bool release_boot_root = false;
   Pfn boot_root{};
+
+  // The root filesystem archive the loader placed in RAM (a PVH module
+  // natively, dom0's ramdisk under Xen): its pseudo-physical byte address
+  // and length; 0 bytes when there is none. Its frames are also reserved
+  // until the kernel has unpacked it and given them back (kernel/fs/).
+  uint64_t initrd_paddr = 0;
+  uint64_t initrd_bytes = 0;
 };
 
 }  // namespace pvk

@@ -251,5 +251,16 @@ extern "C" [[noreturn]] void native_boot_entry(uint32_t start_info_paddr) {
   const uint64_t image_end = reinterpret_cast<uint64_t>(__kernel_end) - PVK_KERNEL_VMA;
   g_boot_info.reserved[g_boot_info.reserved_ranges++] = {
       Pfn{PVK_KERNEL_LOAD >> kPageShift}, (align_up(image_end, kPageSize) - PVK_KERNEL_LOAD) >> kPageShift};
+  // The root filesystem archive, QEMU's -initrd: the first module.
+  if (si.nr_modules && si.modlist_paddr) {
+    const auto& mod = *reinterpret_cast<const hvm_modlist_entry*>(PVK_PHYSMAP_BASE + si.modlist_paddr);
+    if (mod.size) {
+      g_boot_info.initrd_paddr = mod.paddr;
+      g_boot_info.initrd_bytes = mod.size;
+      const uint64_t first = mod.paddr >> kPageShift;
+      g_boot_info.reserved[g_boot_info.reserved_ranges++] = {
+          Pfn{first}, (align_up(mod.paddr + mod.size, kPageSize) >> kPageShift) - first};
+    }
+  }
   kernel_main(g_native_platform, g_boot_info);
 }

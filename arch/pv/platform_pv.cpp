@@ -402,6 +402,17 @@ extern "C" [[noreturn]] void xen_boot_entry(start_info_t* si, uint64_t entry_rsp
     end = max(end, raw(g_si.console_pfn) + 1);
     end = max(end, raw(xen::mfn_to_pfn(Mfn{si->store_mfn})) + 1);
   }
+  // dom0's ramdisk (the root filesystem archive): the builder put it right
+  // after the image, so the range above already keeps its frames; say it
+  // again in case a builder places it elsewhere.
+  if (si->mod_len) {
+    const uint64_t first = (si->flags & SIF_MOD_START_PFN) ? si->mod_start : raw(boot_pfn(si->mod_start));
+    const uint64_t offset = (si->flags & SIF_MOD_START_PFN) ? 0 : si->mod_start & (kPageSize - 1);
+    g_boot_info.initrd_paddr = (first << kPageShift) + offset;
+    g_boot_info.initrd_bytes = si->mod_len;
+    g_boot_info.reserved[g_boot_info.reserved_ranges++] = {
+        Pfn{first}, (align_up(offset + si->mod_len, kPageSize) >> kPageShift)};
+  }
   const uint64_t image_first = PVK_KERNEL_LOAD >> kPageShift;
   g_boot_info.reserved[g_boot_info.reserved_ranges++] = {Pfn{image_first}, end - image_first};
   g_boot_info.boot_tables = {pt, si->nr_pt_frames};

@@ -25,6 +25,18 @@ const char* errno_name(Errno e) {
     case Errno::ENOSYS: return "ENOSYS";
     case Errno::EOPNOTSUPP: return "EOPNOTSUPP";
     case Errno::ETIMEDOUT: return "ETIMEDOUT";
+    case Errno::EACCES: return "EACCES";
+    case Errno::EXDEV: return "EXDEV";
+    case Errno::ENOTDIR: return "ENOTDIR";
+    case Errno::EISDIR: return "EISDIR";
+    case Errno::ENOTTY: return "ENOTTY";
+    case Errno::EFBIG: return "EFBIG";
+    case Errno::ENOSPC: return "ENOSPC";
+    case Errno::ESPIPE: return "ESPIPE";
+    case Errno::ERANGE: return "ERANGE";
+    case Errno::ENAMETOOLONG: return "ENAMETOOLONG";
+    case Errno::ENOTEMPTY: return "ENOTEMPTY";
+    case Errno::ELOOP: return "ELOOP";
   }
   return "E?";
 }

@@ -32,6 +32,18 @@ enum class Errno : int {
   ENOSYS = 38,
   EOPNOTSUPP = 95,
   ETIMEDOUT = 110,
+  EACCES = 13,
+  EXDEV = 18,
+  ENOTDIR = 20,
+  EISDIR = 21,
+  ENOTTY = 25,
+  EFBIG = 27,
+  ENOSPC = 28,
+  ESPIPE = 29,
+  ERANGE = 34,
+  ENAMETOOLONG = 36,
+  ENOTEMPTY = 39,
+  ELOOP = 40,
 };
 
 const char* errno_name(Errno e);

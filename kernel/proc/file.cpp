@@ -2,6 +2,7 @@
 
 #include "base/console/console.h"
 #include "base/abi.h"
+#include "kernel/fs/ramfs.h"
 #include "kernel/proc/process.h"
 #include "kernel/proc/user_copy.h"
 
@@ -23,7 +24,7 @@ constexpr unsigned kMaxFiles = 256;
 constexpr unsigned kMaxPipes = 64;
 File g_files[kMaxFiles];
 Pipe g_pipes[kMaxPipes];
-File g_console{File::Kind::Console, 1, nullptr};  // never freed
+File g_console{File::Kind::Console, 1, nullptr, nullptr, 0, 2};  // never freed; O_RDWR
 
 // A transfer cut short reports what it moved; only a transfer of nothing
 // reports the error.
@@ -35,13 +36,26 @@ ErrorOr<uint64_t> partial(uint64_t done, Errno e) {
 File* alloc_file(File::Kind kind, Pipe* pipe) {
   for (File& f : g_files) {
     if (f.kind != File::Kind::Free) continue;
-    f = File{kind, 1, pipe};
+    f = File{kind, 1, pipe, nullptr, 0, 0};
     return &f;
   }
   return nullptr;
 }
 
 }  // namespace
+
+// Node reads and writes, kernel/proc/file_node.cpp.
+ErrorOr<uint64_t> node_read(File* f, uint64_t user_buf, uint64_t len);
+ErrorOr<uint64_t> node_write(File* f, uint64_t user_buf, uint64_t len);
+
+ErrorOr<File*> open_node(fs::Inode* node, uint32_t flags) {
+  File* f = alloc_file(File::Kind::Node, nullptr);
+  if (!f) return Errno::EMFILE;
+  fs::inode_get(node);
+  f->node = node;
+  f->flags = flags;
+  return f;
+}
 
 File* console_file() { return file_get(&g_console); }
 
@@ -75,6 +89,7 @@ void file_put(File* f) {
     wake_all(p);  // a blocked peer sees EOF or EPIPE
     if (!p->readers && !p->writers) p->in_use = false;
   }
+  if (f->node) fs::inode_put(f->node), f->node = nullptr;
   f->kind = File::Kind::Free;
 }
 
@@ -104,6 +119,7 @@ ErrorOr<uint64_t> file_read(File* f, uint64_t user_buf, uint64_t len) {
   if (!user_range_ok(user_buf, len)) return Errno::EFAULT;
   switch (f->kind) {
     case File::Kind::Console: return uint64_t{0};  // no console input: EOF
+    case File::Kind::Node: return node_read(f, user_buf, len);
     case File::Kind::PipeRead: {
       Pipe* p = f->pipe;
       while (!p->count) {
@@ -150,6 +166,7 @@ ErrorOr<uint64_t> file_write(File* f, uint64_t user_buf, uint64_t len) {
       }
       return done;
     }
+    case File::Kind::Node: return node_write(f, user_buf, len);
     case File::Kind::PipeWrite: {
       Pipe* p = f->pipe;
       uint64_t done = 0, woken_for = 0;  // the bytes readers were last woken for

@@ -18,13 +18,27 @@
 namespace pvk {
 
 struct Pipe;
+namespace fs {
+struct Inode;
+}
 
 struct File {
-  enum class Kind : uint8_t { Free, Console, PipeRead, PipeWrite };
+  // Node: a file, directory or device of the root filesystem (kernel/fs/),
+  // holding a reference to its node for as long as the File lives.
+  enum class Kind : uint8_t { Free, Console, PipeRead, PipeWrite, Node };
   Kind kind = Kind::Free;
   unsigned refs = 0;
   Pipe* pipe = nullptr;
+  fs::Inode* node = nullptr;
+  uint64_t pos = 0;     // Node: the file offset (directories: the getdents64 position)
+  uint32_t flags = 0;   // the open flags that stay: access mode, O_APPEND, O_NONBLOCK (F_GETFL)
 };
+
+// A File for an open node of the root filesystem (takes a reference on it).
+ErrorOr<File*> open_node(fs::Inode* node, uint32_t flags);
+// Reads and writes at an explicit offset (pread64/pwrite64), leaving pos.
+ErrorOr<uint64_t> file_pread(File* f, uint64_t user_buf, uint64_t len, uint64_t offset);
+ErrorOr<uint64_t> file_pwrite(File* f, uint64_t user_buf, uint64_t len, uint64_t offset);
 
 File* console_file();
 ErrorOr<void> make_pipe(File*& read_end, File*& write_end);

@@ -12,6 +12,7 @@
 #include "kernel/proc/file.h"
 #include "kernel/proc/futex.h"
 #include "kernel/proc/process_parts.h"
+#include "kernel/fs/ramfs.h"
 #include "kernel/proc/thread.h"
 #include "kernel/proc/user_copy.h"
 #include "mm/kernel_space.h"
@@ -26,6 +27,8 @@ namespace {
 void release_files(Process& p) {
   for (File*& f : p.fds)
     if (f) file_put(f), f = nullptr;
+  p.cloexec = 0;
+  if (p.cwd) fs::inode_put(p.cwd), p.cwd = nullptr;
 }
 
 // Tears down what a dead process holds (not its kernel stack, which may be
@@ -66,6 +69,8 @@ ErrorOr<int> do_fork() {
   memcpy(child->name, parent.name, sizeof parent.name);
   for (unsigned i = 0; i < Process::kMaxFds; ++i)
     if (group.fds[i]) child->fds[i] = file_get(group.fds[i]);
+  child->cloexec = group.cloexec;
+  if (group.cwd) fs::inode_get(child->cwd = group.cwd);
   *child->frame() = *parent.frame();
   child->frame()->rax = 0;
   save_user_segments(*child);  // the parent's, as fork returns in both

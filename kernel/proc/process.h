@@ -15,6 +15,9 @@
 namespace pvk {
 
 struct File;
+namespace fs {
+struct Inode;
+}
 
 enum class ProcState : uint8_t { Free, Runnable, Blocked, Zombie };
 
@@ -43,6 +46,11 @@ struct Process {
   // CPU whose registers hold another process's.
   uint16_t user_ds = 0, user_es = 0, user_gs = 0;
   File* fds[kMaxFds] = {};
+  uint32_t cloexec = 0;  // bit n: descriptor n closes at execve (FD_CLOEXEC)
+  static_assert(kMaxFds <= 32, "cloexec has a bit per descriptor");
+  // The working directory (a reference held; null: the root), the group's
+  // like the files.
+  fs::Inode* cwd = nullptr;
   abi::KernelSigaction actions[abi::kNumSignals + 1] = {};
   uint64_t pending = 0;  // bit n-1: signal n
   uint64_t blocked = 0;

@@ -6,6 +6,7 @@
 #include "arch/finish.h"
 #include "kernel/proc/exec.h"
 #include "kernel/proc/file.h"
+#include "kernel/proc/fs_calls.h"
 #include "kernel/proc/futex.h"
 #include "kernel/proc/process.h"
 #include "kernel/proc/sleep_calls.h"
@@ -62,6 +63,7 @@ int64_t sys_close(const Args& a) {
   if (a[0] >= Process::kMaxFds || !fd_table()[a[0]]) return result(Errno::EBADF);
   File* f = fd_table()[a[0]];
   fd_table()[a[0]] = nullptr;  // the number first: it is free from here on
+  fscall::set_cloexec(static_cast<unsigned>(a[0]), false);
   file_put(f);                 // the table's reference; a call using f holds its own
   return 0;
 }
@@ -96,6 +98,7 @@ int64_t sys_dup2(const Args& a) {
   File** table = fd_table();
   File* old = table[a[1]];
   table[a[1]] = file_get(f.get());
+  fscall::set_cloexec(static_cast<unsigned>(a[1]), false);
   if (old) file_put(old);
   return static_cast<int64_t>(a[1]);
 }
@@ -182,6 +185,7 @@ ErrorOr<void> execve_with(ExecStrings& store, const char* path, uint64_t user_ar
   TRY(become_single_threaded(*current()));
   TRY(exec_program(*current(), path, argv, envp));
   reset_thread_state_after_exec(*current());
+  fscall::close_on_exec();
   return {};
 }
 
@@ -294,7 +298,9 @@ extern "C" void syscall_dispatch(TrapFrame* f) {
     case abi::SYS_pvk_shutdown: ret = sys_pvk_shutdown(a); break;
     case abi::SYS_pvk_cpa: ret = sys_pvk_cpa(a); break;
     case abi::SYS_pvk_probe: ret = sys_pvk_probe(a); break;
-    default: ret = result(Errno::ENOSYS); break;
+    default:
+      if (!fs_path_call(f->rax, a, ret) && !fs_fd_call(f->rax, a, ret)) ret = result(Errno::ENOSYS);
+      break;
   }
   f->rax = static_cast<uint64_t>(ret);
   prepare_return_to_user(*f);

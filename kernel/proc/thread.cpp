@@ -134,6 +134,8 @@ namespace {
 void take_over_leader(Process& self, Process& old) {
   memcpy(self.fds, old.fds, sizeof self.fds);  // moved: the references go with them
   memset(old.fds, 0, sizeof old.fds);
+  self.cloexec = old.cloexec, old.cloexec = 0;
+  self.cwd = old.cwd, old.cwd = nullptr;
   memcpy(self.actions, old.actions, sizeof self.actions);
   self.pid = old.pid;
   self.tgid = old.pid;

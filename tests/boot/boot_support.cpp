@@ -17,6 +17,18 @@ RunResult boot(Platform platform, const std::string& params, Image image) {
   return r;
 }
 
+RunResult boot_with_initrd(Platform platform, const std::string& params, const std::filesystem::path& initrd) {
+  RunOptions options;
+  options.platform = platform;
+  options.kernel = PVK_KERNEL_PATH;
+  options.params = params;
+  options.xen_cache_dir = PVK_XEN_CACHE_DIR;
+  options.initrd = initrd;
+  RunResult r = run_kernel(options);
+  EXPECT_TRUE(no_frame_leak(r)) << transcript(r);
+  return r;
+}
+
 std::string lower(std::string_view text) {
   std::string out(text);
   std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <optional>
 #include <string>
@@ -29,6 +30,8 @@ using nlohmann::json;
 // baseline: no pvops table; boots natively only).
 enum class Image { pvops, builtin };
 RunResult boot(Platform platform, const std::string& params, Image image = Image::pvops);
+// The same with a root filesystem archive (a newc cpio file) as the initrd.
+RunResult boot_with_initrd(Platform platform, const std::string& params, const std::filesystem::path& initrd);
 
 std::string lower(std::string_view text);
 bool contains(std::string_view line, std::string_view word);

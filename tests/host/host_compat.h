@@ -33,6 +33,10 @@
 #include <string>
 #include <system_error>
 #include <vector>
+// nlohmann/json spells ERANGE in its templates: parsed while the macro is there.
+#if __has_include(<nlohmann/json.hpp>)
+#include <nlohmann/json.hpp>
+#endif
 
 #undef EPERM
 #undef ENOENT
@@ -54,5 +58,17 @@
 #undef ENOSYS
 #undef EOPNOTSUPP
 #undef ETIMEDOUT
+#undef EACCES
+#undef EXDEV
+#undef ENOTDIR
+#undef EISDIR
+#undef ENOTTY
+#undef EFBIG
+#undef ENOSPC
+#undef ESPIPE
+#undef ERANGE
+#undef ENAMETOOLONG
+#undef ENOTEMPTY
+#undef ELOOP
 
 #include "base/lib/error_or.h"

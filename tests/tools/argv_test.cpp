@@ -111,3 +111,26 @@ TEST(Platform, NamesAndDefaults) {
 
 }  // namespace
 }  // namespace pvk
+
+namespace pvk {
+namespace {
+
+// The root filesystem archive: natively QEMU's -initrd, under Xen the
+// multiboot module after the kernel's (dom0's ramdisk).
+TEST(RootfsArgv, NativePassesTheArchiveAsInitrd) {
+  QemuConfig c = config();
+  EXPECT_FALSE(has(native_argv(c), "-initrd"));
+  c.initrd = "/b/cache/rootfs/r.cpio";
+  EXPECT_EQ(value_of(native_argv(c), "-initrd"), "/b/cache/rootfs/r.cpio");
+}
+
+TEST(RootfsArgv, XenPassesTheArchiveAsTheSecondModule) {
+  QemuConfig c = config("init=a,b");
+  c.initrd = "/b/r.cpio";
+  EXPECT_EQ(value_of(xen_argv(c), "-initrd"), "/b/guest/pvk.elf init=a,,b,/b/r.cpio");
+  c.initrd = "/b/with blank.cpio";
+  EXPECT_THROW(xen_argv(c), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace pvk

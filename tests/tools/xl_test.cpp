@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -119,6 +120,24 @@ TEST_F(XlDriver, PowerOffWithDonePassPasses) {
   EXPECT_NE(cfg.find("kernel = \"" + (dir_ / "pvk.elf").string() + "\""), std::string::npos) << cfg;
 }
 
+// The root filesystem archive reaches the domU as xl's ramdisk.
+TEST_F(XlDriver, TheRootfsArchiveIsTheRamdisk) {
+  std::ofstream(dir_ / "root.cpio") << "070701";
+  std::ofstream(dir_ / "console") << kPassConsole;
+  ::setenv("PVK_FAKE_XL_REASON", "0", 1);
+  RunOptions options;
+  options.platform = Platform::xl;
+  options.kernel = dir_ / "pvk.elf";
+  options.params = "init=fstest";
+  options.tools_dir = PVK_TOOLS_DIR;
+  options.timeout = 30s;
+  options.initrd = dir_ / "root.cpio";
+  const RunResult r = run_kernel(options);
+  EXPECT_TRUE(r.pass) << r.reason;
+  const std::string cfg = seen_config();
+  EXPECT_NE(cfg.find("ramdisk = \"" + (dir_ / "root.cpio").string() + "\""), std::string::npos) << cfg;
+}
+
 TEST_F(XlDriver, CrashFailsWithTheReason) {
   const RunResult r = run("@pvk {\"event\":\"done\",\"status\":\"fail\",\"reason\":\"unhandled exception\"}\n", "3");
   EXPECT_FALSE(r.pass);
@@ -156,6 +175,23 @@ TEST_F(XlDriver, CreateFailureIsReported) {
   EXPECT_TRUE(std::any_of(r.xen_trouble.begin(), r.xen_trouble.end(), [](const std::string& l) {
     return l.find("cannot create the domain") != std::string::npos;
   })) << r.reason;
+}
+
+}  // namespace
+}  // namespace pvk
+
+namespace pvk {
+namespace {
+
+// The root filesystem under xl: the driver's --ramdisk, xl's ramdisk=.
+TEST(XlDriverArgv, PassesTheRootfsArchiveAsRamdisk) {
+  const auto plain = xl_driver_argv("/t/pvk-xl.sh", "/b/pvk.elf", "init=hello", std::chrono::seconds{60});
+  EXPECT_EQ(std::find(plain.begin(), plain.end(), "--ramdisk"), plain.end());
+  const auto with = xl_driver_argv("/t/pvk-xl.sh", "/b/pvk.elf", "init=hello", std::chrono::seconds{60}, 1, "/b/r.cpio");
+  const auto at = std::find(with.begin(), with.end(), "--ramdisk");
+  ASSERT_NE(at, with.end());
+  EXPECT_EQ(*(at + 1), "/b/r.cpio");
+  EXPECT_LT(at, std::find(with.begin(), with.end(), "--")) << "an option, before the kernel";
 }
 
 }  // namespace

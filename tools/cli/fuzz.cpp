@@ -16,7 +16,7 @@ namespace fs = std::filesystem;
 namespace {
 
 // The targets tests/fuzz builds, in the order they run.
-const std::vector<std::string> kTargets = {"boot_params", "elf_image", "record"};
+const std::vector<std::string> kTargets = {"boot_params", "elf_image", "record", "cpio_reader"};
 
 struct TargetResult {
   std::string name;
@@ -64,7 +64,7 @@ FuzzCommand::FuzzCommand(CLI::App& app, const fs::path& build_dir, const fs::pat
   command_->add_option("--seconds", seconds_, "seconds per target (default: until --runs executions)")
       ->check(CLI::PositiveNumber);
   command_->add_option("--runs", runs_, "executions per target when --seconds is not given")->capture_default_str();
-  command_->add_option("--target", targets_, "only these targets (boot_params, elf_image, record)")
+  command_->add_option("--target", targets_, "only these targets (boot_params, elf_image, record, cpio_reader)")
       ->check(CLI::IsMember(kTargets));
   command_->add_flag("--guest", guest_,
                      fmt::format("boot the in-guest syscall fuzzer (bench=sysfuzz) with mmu={} (native natively, the "

@@ -13,6 +13,7 @@
 #include "fuzz.hpp"
 #include "pvk/bench/calibrate_cli.hpp"
 #include "pvk/bench/cli.hpp"
+#include "pvk/cpio.hpp"
 #include "pvk/platform.hpp"
 #include "pvk/run.hpp"
 
@@ -73,6 +74,8 @@ struct RunArgs {
   std::string libvirt_uri;
   unsigned smp = 1;
   std::string icount;  // empty: wall time; else QEMU's -icount argument
+  fs::path rootfs;     // a directory to pack as the root filesystem
+  fs::path initrd;     // or a ready newc cpio archive
 };
 
 int do_run(const Paths& paths, const RunArgs& args) {
@@ -95,6 +98,11 @@ int do_run(const Paths& paths, const RunArgs& args) {
   options.libvirt_uri = args.libvirt_uri;
   options.smp = args.smp;
   options.icount = args.icount;
+  if (!args.rootfs.empty() && !args.initrd.empty()) throw std::runtime_error("--rootfs and --initrd exclude each other");
+  if (!args.rootfs.empty())
+    options.initrd = pvk::cpio_pack_directory_to(args.rootfs, paths.build_dir / "cache" / "rootfs");
+  else
+    options.initrd = args.initrd;
   if (!args.icount.empty() && options.platform != pvk::Platform::native && options.platform != pvk::Platform::xen)
     throw std::runtime_error("--icount is for the native and xen platforms (QEMU started by pvk)");
   if (args.smp > 1 && options.via == pvk::Via::libvirt)
@@ -215,6 +223,10 @@ int main(int argc, char** argv) {
       ->expected(0, 1)
       ->default_str("shift=0,sleep=off");
   run->add_flag("--gdb", run_args.gdb, "start paused with a gdb stub on :1234");
+  run->add_option("--rootfs", run_args.rootfs,
+                  "pack this host directory as a newc cpio archive and boot with it as the root filesystem "
+                  "(docs/rootfs.md; native, xen and xl)");
+  run->add_option("--initrd", run_args.initrd, "boot with this newc cpio archive as the root filesystem (native, xen and xl)");
   run->add_option("--kernel", run_args.kernel, "kernel image (default <build>/guest/pvk.elf)");
   run->add_option("--xen", run_args.xen_gz, "gzipped Xen image")->capture_default_str();
   run->add_flag("-q,--quiet", run_args.quiet, "do not echo the console");

@@ -6,7 +6,8 @@
 # POSIX sh plus busybox-level tools, so the one source serves both.
 #
 #   pvk-xl [--name NAME] [--memory MIB] [--vcpus N] [--timeout S] [--xl XL]
-#          [--via xl|libvirt] [--xml TEMPLATE] KERNEL [CMDLINE]
+#          [--ramdisk CPIO] [--via xl|libvirt] [--xml TEMPLATE] KERNEL [CMDLINE]
+#   (--ramdisk: the root filesystem archive, xl's ramdisk=; not with libvirt)
 #   (--xl, or $PVK_XL: the xl to run; default xl from PATH)
 #
 # Output, one line each:
@@ -39,6 +40,7 @@ timeout=240
 xl="${PVK_XL:-xl}"
 via=xl
 xml=/etc/pvk/pvk-xen.xml
+ramdisk=
 while [ $# -gt 0 ]; do
   case "$1" in
     --name) name="$2"; shift 2 ;;
@@ -48,6 +50,7 @@ while [ $# -gt 0 ]; do
     --xl) xl="$2"; shift 2 ;;
     --via) via="$2"; shift 2 ;;
     --xml) xml="$2"; shift 2 ;;
+    --ramdisk) ramdisk="$2"; shift 2 ;;
     --) shift; break ;;
     -*) echo "[pvk-xl] unknown option $1" >&2; exit 2 ;;
     *) break ;;
@@ -67,6 +70,13 @@ if [ -z "$kernel" ] || [ ! -f "$kernel" ]; then
   result none none 2
 fi
 case "$kernel" in /*) ;; *) kernel="$(pwd)/$kernel" ;; esac
+if [ -n "$ramdisk" ]; then
+  if [ ! -f "$ramdisk" ] || [ "$via" != xl ]; then
+    say "error: ramdisk '${ramdisk}' not found, or given with --via $via (only xl passes one)"
+    result none none 2
+  fi
+  case "$ramdisk" in /*) ;; *) ramdisk="$(pwd)/$ramdisk" ;; esac
+fi
 case "$via" in
   xl) tool="$xl" ;;
   libvirt) tool=virsh; virsh="virsh -q -c ${PVK_LIBVIRT_URI:-xen:///system}" ;;
@@ -125,6 +135,7 @@ run_xl() {
     echo 'type = "pv"'
     echo "kernel = $(quote "$kernel")"
     echo "extra = $(quote "$cmdline")"
+    [ -z "$ramdisk" ] || echo "ramdisk = $(quote "$ramdisk")"
     echo "memory = $memory"
     echo "maxmem = $memory"
     echo "vcpus = $vcpus"

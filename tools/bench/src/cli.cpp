@@ -1,5 +1,6 @@
 #include "pvk/bench/cli.hpp"
 
+#include "pvk/cpio.hpp"
 #include "pvk/bench/compare.hpp"
 #include "pvk/bench/figures.hpp"
 #include "pvk/bench/linux_runner.hpp"
@@ -57,6 +58,8 @@ struct Commands::State {
   std::string schedule = "paired";  // schedule.hpp
   std::string icount_spec = default_icount;
   unsigned smp = 1;  // CPUs of every machine (SMP): QEMU -smp, dom0_max_vcpus
+  fs::path rootfs;   // a directory packed as every boot's root filesystem
+  fs::path initrd;   // or a ready newc cpio archive
   // Cost profiles to project the rows with (projection.hpp); "none": no model.
   std::vector<std::string> profiles{kDefaultProfile};
   CLI::Option* reps_option = nullptr;
@@ -183,6 +186,8 @@ struct Commands::State {
     q.icount = virtual_time() ? icount_spec : "";
     q.smp = smp;
     q.cancel = &g_cancel;
+    if (!rootfs.empty() && !initrd.empty()) throw std::runtime_error("--rootfs and --initrd exclude each other");
+    q.initrd = rootfs.empty() ? initrd : cpio_pack_directory_to(rootfs, build_dir / "cache" / "rootfs");
     if (!fs::is_regular_file(q.kernel))
       throw std::runtime_error(fmt::format("kernel image {} not found (build target pvk_kernel)", q.kernel.string()));
     return q;
@@ -389,6 +394,9 @@ Commands::Commands(CLI::App& app, const fs::path& build_dir, const fs::path& sou
               "time in wall time instead (no -icount; MTTCG with --smp): what the host really spent, which moves "
               "with its load; three boots per configuration unless --reps")
       ->excludes(icount_flag);
+  b->add_option("--rootfs", s.rootfs,
+                "pack this host directory as a newc cpio archive: every boot's root filesystem (docs/rootfs.md)");
+  b->add_option("--initrd", s.initrd, "every boot's root filesystem: this newc cpio archive");
   b->add_option("--icount-spec", s.icount_spec, "the -icount argument virtual time passes to QEMU")->capture_default_str();
   b->add_option("--smp", s.smp, "CPUs of every machine instead of the default matrix's own (one CPU, plus native and "
                 "Xen batched at 2, --full 4): QEMU -smp N, Xen dom0_max_vcpus=N; with N > 1 the default list runs "

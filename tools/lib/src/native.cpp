@@ -22,6 +22,7 @@ std::vector<std::string> native_argv(const QemuConfig& config) {
       "-kernel", config.kernel.string(),
       "-append", config.params,
   };
+  if (!config.initrd.empty()) argv.insert(argv.end(), {"-initrd", config.initrd.string()});
   append_clock_args(argv, config);
   if (config.gdb) argv.insert(argv.end(), {"-s", "-S"});
   return argv;

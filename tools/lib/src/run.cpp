@@ -98,6 +98,7 @@ QemuConfig qemu_config(const RunOptions& options) {
   qemu.dom0_memory = options.dom0_memory;
   qemu.icount = options.icount;
   qemu.smp = options.smp;
+  qemu.initrd = options.initrd;
   return qemu;
 }
 
@@ -164,7 +165,8 @@ fs::path driver_path(const RunOptions& options) {
 RunResult run_xl(const RunOptions& options, const ConsoleEcho& echo, std::chrono::seconds timeout) {
   const std::chrono::seconds domain = domain_timeout(timeout, std::chrono::seconds{20});
   ProcessOptions process;
-  process.argv = xl_driver_argv(driver_path(options), options.kernel, options.params, domain, options.smp);
+  process.argv =
+      xl_driver_argv(driver_path(options), options.kernel, options.params, domain, options.smp, options.initrd);
   process.timeout = timeout;
   process.cancel = options.cancel;
   process.kill_grace = std::chrono::seconds{10};  // the driver destroys the domain on SIGTERM
@@ -277,6 +279,16 @@ RunResult run_kernel(const RunOptions& options, const ConsoleEcho& echo) {
     throw std::runtime_error(fmt::format("kernel image {} not found (build target pvk_kernel)",
                                          options.kernel.string()));
   const std::chrono::seconds timeout = options.timeout.value_or(default_timeout(options.platform));
+  // The root filesystem reaches the kernel as a module of QEMU's boot; the
+  // other ways of making a machine do not pass one yet.
+  if (!options.initrd.empty()) {
+    if (options.via == Via::libvirt ||
+        (options.platform != Platform::native && options.platform != Platform::xen && options.platform != Platform::xl))
+      throw std::runtime_error(fmt::format("--rootfs/--initrd are for the native, xen and xl platforms with --via qemu (got {})",
+                                           platform_name(options.platform)));
+    if (!fs::is_regular_file(options.initrd))
+      throw std::runtime_error(fmt::format("initrd {} not found", options.initrd.string()));
+  }
   if (options.via == Via::libvirt) {
     if (options.platform == Platform::native) return run_libvirt_native(options, echo, timeout);
     if (options.platform != Platform::xen_domu)

@@ -53,6 +53,14 @@ std::vector<std::string> xen_argv(const QemuConfig& config) {
     throw std::invalid_argument(fmt::format("kernel path must not contain blanks under Xen: {}", kernel));
   std::string module = escape_commas(kernel);
   if (!config.params.empty()) module += " " + escape_commas(config.params);
+  // A second module is dom0's ramdisk: Xen hands it to the kernel in
+  // start_info (mod_start, mod_len).
+  if (!config.initrd.empty()) {
+    const std::string initrd = config.initrd.string();
+    if (initrd.find_first_of(" \t") != std::string::npos)
+      throw std::invalid_argument(fmt::format("initrd path must not contain blanks under Xen: {}", initrd));
+    module += "," + escape_commas(initrd);
+  }
 
   std::vector<std::string> argv{
       config.qemu,

@@ -48,9 +48,10 @@ PlatformExit xl_exit(const std::optional<XlResult>& result, const ProcessResult&
 
 std::vector<std::string> xl_driver_argv(const std::filesystem::path& driver, const std::filesystem::path& kernel,
                                         const std::string& params, std::chrono::seconds domain_timeout,
-                                        unsigned vcpus) {
+                                        unsigned vcpus, const std::filesystem::path& ramdisk) {
   std::vector<std::string> argv{"sh", driver.string(), "--timeout", std::to_string(domain_timeout.count())};
   if (vcpus > 1) argv.insert(argv.end(), {"--vcpus", std::to_string(vcpus)});
+  if (!ramdisk.empty()) argv.insert(argv.end(), {"--ramdisk", std::filesystem::absolute(ramdisk).string()});
   argv.insert(argv.end(), {"--", std::filesystem::absolute(kernel).string(), params});
   return argv;
 }

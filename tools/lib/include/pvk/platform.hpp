@@ -44,6 +44,9 @@ struct QemuConfig {
   // (dom0_max_vcpus) or a domU's (vcpus). 1 leaves every command line as
   // it was before SMP existed.
   unsigned smp = 1;
+  // The root filesystem archive (newc cpio), empty for none: natively
+  // QEMU's -initrd (a PVH module), under Xen the module after the kernel.
+  std::filesystem::path initrd;
 };
 
 // QEMU's -accel for a machine of `smp` CPUs: MTTCG (one host thread per

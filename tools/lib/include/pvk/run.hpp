@@ -41,6 +41,10 @@ struct RunMachine {
   std::filesystem::path user_dir;
   // Progress notes that are not console output (e.g. building the dom0 image).
   std::function<void(std::string_view)> note;
+  // The root filesystem: a newc cpio archive the kernel unpacks at boot
+  // (docs/rootfs.md); empty: none. Natively a PVH module, under Xen dom0's
+  // ramdisk (the second multiboot module).
+  std::filesystem::path initrd;
 };
 
 // One boot: the shared part plus what this platform and boot need.

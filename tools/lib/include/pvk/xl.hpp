@@ -44,11 +44,12 @@ bool is_xl_trouble(std::string_view line);
 // anything else (reboot, destroyed, timeout, no result at all) says nothing.
 PlatformExit xl_exit(const std::optional<XlResult>& result, const ProcessResult& process);
 
-// How the driver is run: `sh DRIVER --timeout S [--vcpus N] KERNEL PARAMS`. The driver
+// How the driver is run: `sh DRIVER --timeout S [--vcpus N] [--ramdisk CPIO] KERNEL PARAMS`
+// (the ramdisk: the root filesystem archive, empty for none). The driver
 // destroys the domain after `domain_timeout`; the runner's own deadline
 // should leave it time to do so and report.
 std::vector<std::string> xl_driver_argv(const std::filesystem::path& driver, const std::filesystem::path& kernel,
                                         const std::string& params, std::chrono::seconds domain_timeout,
-                                        unsigned vcpus = 1);
+                                        unsigned vcpus = 1, const std::filesystem::path& ramdisk = {});
 
 }  // namespace pvk
