@@ -43,9 +43,11 @@ void expect_drawn(const PlotFiles& files, const fs::path& dir, const std::vector
   fs::remove_all(dir);
 }
 
-TEST(Plots, ScriptAndData) {
+// fork_dirty at two sizes, getpid and fault_write, the same figures for
+// every configuration (their series coincide).
+Results same_figures(const std::vector<const char*>& ids) {
   Results r;
-  for (const char* id : {"native mmu=native", "xen mmu=batched", "xen mmu=wrpt"}) {
+  for (const char* id : ids) {
     r.configs.push_back(config_from_id(id));
     for (long pages : {1280, 12800})
       r.records.push_back(sample(id, bench_line("fork_dirty", fmt::format(R"("pages":{})", pages), pages * 100, pages * 90, pages * 120, 1)));
@@ -53,6 +55,11 @@ TEST(Plots, ScriptAndData) {
     r.records.push_back(sample(id, bench_line("fault_write", R"("pages":16)", 16000, 15000, 17000, 16)));
   }
   aggregate(r);
+  return r;
+}
+
+TEST(Plots, ScriptAndData) {
+  const Results r = same_figures({"native mmu=native", "xen mmu=batched", "xen mmu=wrpt"});
   const fs::path dir = fs::temp_directory_path() / ("pvk-plot-test-" + std::to_string(::getpid()));
   const PlotFiles files = write_plot_script(r, dir);
   EXPECT_EQ(files.plots, (std::vector<std::string>{"fork_dirty", "faults", "lmbench"}));  // no mprotect data
@@ -168,16 +175,8 @@ std::vector<DrawnPlot> drawn_plots(const std::string& script) {
 // Many configurations, coinciding ones among them: no plot repeats a colour
 // or a point type, and every title says what its times are.
 TEST(Plots, NoColourTwiceAndEveryTitleItsCurrency) {
-  Results r;
-  for (const char* id : {"native mmu=native", "xen mmu=batched", "xen mmu=wrpt", "xen mmu=batched ptshare=on",
-                         "xen mmu=wrpt ptshare=on", "xen mmu=batched pvpatch=off"}) {
-    r.configs.push_back(config_from_id(id));
-    for (long pages : {1280, 12800})  // the same figures for every configuration: series that coincide
-      r.records.push_back(sample(id, bench_line("fork_dirty", fmt::format(R"("pages":{})", pages), pages * 100, pages * 90, pages * 120, 1)));
-    r.records.push_back(sample(id, bench_line("getpid", R"("iters":10)", 1000, 900, 1100, 10)));
-    r.records.push_back(sample(id, bench_line("fault_write", R"("pages":16)", 16000, 15000, 17000, 16)));
-  }
-  aggregate(r);
+  const Results r = same_figures({"native mmu=native", "xen mmu=batched", "xen mmu=wrpt", "xen mmu=batched ptshare=on",
+                                  "xen mmu=wrpt ptshare=on", "xen mmu=batched pvpatch=off"});
   const fs::path dir = fs::temp_directory_path() / ("pvk-plot-style-test-" + std::to_string(::getpid()));
   const PlotFiles files = write_plot_script(r, dir);
   const std::vector<DrawnPlot> plots = drawn_plots(read(files.script));
