@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
-#include <set>
 #include <sstream>
 
 #include <unistd.h>
@@ -43,11 +42,9 @@ void expect_drawn(const PlotFiles& files, const fs::path& dir, const std::vector
   fs::remove_all(dir);
 }
 
-// fork_dirty at two sizes, getpid and fault_write, the same figures for
-// every configuration (their series coincide).
-Results same_figures(const std::vector<const char*>& ids) {
+TEST(Plots, ScriptAndData) {
   Results r;
-  for (const char* id : ids) {
+  for (const char* id : {"native mmu=native", "xen mmu=batched", "xen mmu=wrpt"}) {
     r.configs.push_back(config_from_id(id));
     for (long pages : {1280, 12800})
       r.records.push_back(sample(id, bench_line("fork_dirty", fmt::format(R"("pages":{})", pages), pages * 100, pages * 90, pages * 120, 1)));
@@ -55,11 +52,6 @@ Results same_figures(const std::vector<const char*>& ids) {
     r.records.push_back(sample(id, bench_line("fault_write", R"("pages":16)", 16000, 15000, 17000, 16)));
   }
   aggregate(r);
-  return r;
-}
-
-TEST(Plots, ScriptAndData) {
-  const Results r = same_figures({"native mmu=native", "xen mmu=batched", "xen mmu=wrpt"});
   const fs::path dir = fs::temp_directory_path() / ("pvk-plot-test-" + std::to_string(::getpid()));
   const PlotFiles files = write_plot_script(r, dir);
   EXPECT_EQ(files.plots, (std::vector<std::string>{"fork_dirty", "faults", "lmbench"}));  // no mprotect data
@@ -123,7 +115,7 @@ TEST(Plots, ForkDirtyAgainstDensity) {
   const std::string script = read(files.script);
   EXPECT_NE(script.find("set output \"fork_dirty_density.svg\""), std::string::npos);
   EXPECT_NE(script.find("set output \"fork_dirty_density_total.png\""), std::string::npos);
-  EXPECT_NE(script.find("set title \"fork after dirtying every stride-th page (parent side) over 12800 pages (wall time)\""),
+  EXPECT_NE(script.find("set title \"fork after dirtying every stride-th page (parent side) over 12800 pages\""),
             std::string::npos)
       << script;
   EXPECT_NE(script.find("set xlabel \"density: % of each L1 table's entries dirtied (100 / stride)\""), std::string::npos);
@@ -145,61 +137,6 @@ TEST(Plots, ForkDirtyAgainstDensity) {
       << pages;
 
   expect_drawn(files, dir, {"fork_dirty_density", "fork_dirty_density_total"});
-}
-
-// The series of every plot of a script, one style each: the `lc rgb "..."`
-// of each plot (from its `set output ... .svg` to the next plot's), and each
-// plot's title.
-struct DrawnPlot {
-  std::string title;
-  std::vector<std::string> colours, points;
-};
-std::vector<DrawnPlot> drawn_plots(const std::string& script) {
-  std::vector<DrawnPlot> out;
-  size_t at = 0;
-  while ((at = script.find("set terminal svg", at)) != std::string::npos) {
-    const size_t end = std::min(script.find("set terminal", at + 1), script.size());
-    const std::string plot = script.substr(at, end - at);
-    DrawnPlot d;
-    const size_t t = plot.find("set title \"");
-    if (t != std::string::npos) d.title = plot.substr(t + 11, plot.find('\n', t) - t - 11);
-    for (size_t c = 0; (c = plot.find("lc rgb \"", c)) != std::string::npos; c += 8) d.colours.push_back(plot.substr(c + 8, 7));
-    for (size_t c = 0; (c = plot.find(" pt ", c)) != std::string::npos; c += 4)
-      d.points.push_back(plot.substr(c + 4, plot.find(' ', c + 4) - c - 4));
-    out.push_back(std::move(d));
-    at = end;
-  }
-  return out;
-}
-
-// Many configurations, coinciding ones among them: no plot repeats a colour
-// or a point type, and every title says what its times are.
-TEST(Plots, NoColourTwiceAndEveryTitleItsCurrency) {
-  const Results r = same_figures({"native mmu=native", "xen mmu=batched", "xen mmu=wrpt", "xen mmu=batched ptshare=on",
-                                  "xen mmu=wrpt ptshare=on", "xen mmu=batched pvpatch=off"});
-  const fs::path dir = fs::temp_directory_path() / ("pvk-plot-style-test-" + std::to_string(::getpid()));
-  const PlotFiles files = write_plot_script(r, dir);
-  const std::vector<DrawnPlot> plots = drawn_plots(read(files.script));
-  ASSERT_EQ(plots.size(), files.plots.size());
-  for (const auto& p : plots) {
-    EXPECT_EQ(p.colours.size(), r.configs.size()) << p.title;
-    EXPECT_EQ(std::set<std::string>(p.colours.begin(), p.colours.end()).size(), p.colours.size()) << p.title;
-    EXPECT_EQ(std::set<std::string>(p.points.begin(), p.points.end()).size(), p.points.size()) << p.title;
-    EXPECT_TRUE(p.title.ends_with("(wall time)\"")) << p.title;
-  }
-  fs::remove_all(dir);
-}
-
-// Past the palette a plot is refused, in one line, not drawn with a colour twice.
-TEST(Plots, MoreSeriesThanThePaletteIsRefused) {
-  EXPECT_NO_THROW(plot_style(plot_palette_size() - 1, true));
-  try {
-    plot_style(plot_palette_size(), true);
-    ADD_FAILURE() << "no refusal";
-  } catch (const std::runtime_error& e) {
-    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
-    EXPECT_NE(std::string(e.what()).find("palette"), std::string::npos) << e.what();
-  }
 }
 
 // A span measured at one stride only draws no density plot.

@@ -63,18 +63,8 @@ Written write_outputs(const Results& results, const std::vector<RatioSpec>& spec
   write_text(w.csv, to_csv(results));
   w.summary_text = summary_markdown(results, specs, ratios) + projection_section(results, profiles, specs);
   w.plots_dir = dir / "plots";
-  // A plot the palette cannot draw (more series than colours) is refused
-  // loudly, but the run's summary and results are still written.
-  PlotFiles plots;
-  std::string refused;
-  try {
-    plots = write_plot_script(results, w.plots_dir);
-  } catch (const std::runtime_error& e) {
-    refused = fmt::format("plots not written: {}", e.what());
-  }
-  if (!refused.empty()) {
-    w.plot_problem = refused;
-  } else if (draw_plots) {
+  const PlotFiles plots = write_plot_script(results, w.plots_dir);
+  if (draw_plots) {
     std::vector<std::string> warnings;
     w.plot_problem = run_gnuplot(plots, warnings);
     if (w.plot_problem.empty()) w.plots = plots.plots;

@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
-#include <iterator>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -53,32 +52,6 @@ std::vector<std::string> configs_with(const Results& results, const std::vector<
       }
   return out;
 }
-
-// Every series of one plot gets its own colour, point type and (lines) dash
-// type, by its index within the plot: no two series of a plot look alike,
-// and series that coincide (two backends at the same cost) both show, one
-// dashed over the other with its own markers. A plot that would
-// need more than the palette has is refused (plot_style throws), not drawn
-// with colours used twice.
-constexpr std::string_view kColours[] = {"#0072b2", "#e69f00", "#009e73", "#d55e00", "#cc79a7", "#56b4e9",
-                                         "#000000", "#f0e442", "#8c564b", "#7f7f7f", "#9467bd", "#bcbd22",
-                                         "#17becf", "#e377c2", "#1f3a5f", "#a0522d"};
-constexpr int kPointTypes[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
-static_assert(std::size(kColours) == std::size(kPointTypes));
-
-}  // namespace
-
-size_t plot_palette_size() { return std::size(kColours); }
-
-std::string plot_style(size_t index, bool points) {
-  if (index >= std::size(kColours))
-    throw std::runtime_error(fmt::format("a plot with {} series: the palette has {} colours", index + 1,
-                                         std::size(kColours)));
-  return points ? fmt::format("lc rgb \"{}\" pt {} dt {}", kColours[index], kPointTypes[index], index % 5 + 1)
-                : fmt::format("lc rgb \"{}\"", kColours[index]);
-}
-
-namespace {
 
 struct Script {
   std::string text;
@@ -127,9 +100,8 @@ void log_log_plot(Script& script, PlotFiles& files, const fs::path& dir, const s
   files.data.push_back(file);
   std::string command = "plot ";
   for (size_t i = 0; i < titles.size(); ++i)
-    command += fmt::format("{}{} index {} using 1:2:3:4 with yerrorlines pointsize 0.8 title {} {}",
-                           i ? ", \\\n     " : "", gp_string(name + ".dat"), i, gp_string(titles[i]),
-                           plot_style(i, true));
+    command += fmt::format("{}{} index {} using 1:2:3:4 with yerrorlines pointsize 0.8 title {}", i ? ", \\\n     " : "",
+                           gp_string(name + ".dat"), i, gp_string(titles[i]));
   // Explicit ranges with a margin: a single size (or a flat curve) is an
   // empty range gnuplot would complain about.
   if (!(x_lo > 0)) x_lo = 1;
@@ -192,7 +164,6 @@ void curve_plot(const Results& results, Script& script, PlotFiles& files, const 
 void density_plot(const Results& results, Script& script, PlotFiles& files, const fs::path& dir,
                   const std::string& name, const std::string& field, const std::string& title,
                   const std::string& ylabel) {
-  const std::string currency = " (" + time_mode(results) + ")";
   std::map<double, std::set<double>> strides;  // span -> strides, over every configuration
   for (const auto& r : results.rows)
     if (r.bench == "fork_dirty") strides[fork_pages(r)].insert(fork_stride(r));
@@ -214,18 +185,8 @@ void density_plot(const Results& results, Script& script, PlotFiles& files, cons
   if (spans == 1)
     for (const auto& [pages, set] : strides)
       if (set.size() >= 2) span = fmt::format(" over {:.0f} pages", pages);
-  log_log_plot(script, files, dir, name, std::move(curves), "density_percent", "ms", title + span + currency,
+  log_log_plot(script, files, dir, name, std::move(curves), "density_percent", "ms", title + span,
                "density: % of each L1 table's entries dirtied (100 / stride)", ylabel);
-}
-
-// One histogram series per configuration (data column 2, 3, ...), each its own colour.
-std::string bar_command(const std::string& name, size_t series) {
-  std::string command = "plot ";
-  for (size_t i = 0; i < series; ++i)
-    command += fmt::format("{}{} using {}{} title columnheader({}) {}", i ? ", \\\n     " : "",
-                           i ? std::string("\"\"") : gp_string(name + ".dat"), i + 2, i ? "" : ":xtic(1)", i + 2,
-                           plot_style(i, false));
-  return command;
 }
 
 // Clustered bars: one group per (benchmark, parameters), one bar per configuration.
@@ -276,7 +237,8 @@ void bar_plot(const Results& results, Script& script, PlotFiles& files, const fs
                           gp_string(title),
                           log_y ? fmt::format("set logscale y\nset yrange [{:.6g}:{:.6g}]\n", lo / 2, hi * 2)
                                 : std::string("set yrange [0:*]\n")),
-              bar_command(name, ids.size()));
+              fmt::format("plot for [i=2:{}] {} using i:xtic(1) title columnheader(i)", ids.size() + 1,
+                          gp_string(name + ".dat")));
   files.plots.push_back(name);
 }
 
@@ -287,26 +249,24 @@ PlotFiles write_plot_script(const Results& results, const fs::path& dir) {
   PlotFiles files;
   files.script = dir / "plots.gp";
   Script script;
-  // Every title says its currency: what the times are.
-  const std::string currency = " (" + time_mode(results) + ")";
   script.text = "# Generated by pvk bench: gnuplot plots.gp (in this directory) redraws every plot.\n\n";
-  curve_plot(results, script, files, dir, "fork_dirty", "pages", 1e6, "ms", "fork after dirtying N pages (parent side)" + currency,
+  curve_plot(results, script, files, dir, "fork_dirty", "pages", 1e6, "ms", "fork after dirtying N pages (parent side)",
              "dirty pages", "ms per fork");
   curve_plot(results, script, files, dir, "fork_dirty", "pages", 1e6, "ms",
-             "fork + child exit + parent rewrite of N dirty pages (fork_dirty total)" + currency, "dirty pages",
+             "fork + child exit + parent rewrite of N dirty pages (fork_dirty total)", "dirty pages",
              "ms per fork + exit + rewrite", "fork_dirty_total", "total_median");
   density_plot(results, script, files, dir, "fork_dirty_density", "",
                "fork after dirtying every stride-th page (parent side)", "ms per fork");
   density_plot(results, script, files, dir, "fork_dirty_density_total", "total_median",
                "fork + child exit + parent rewrite of every stride-th page", "ms per fork + exit + rewrite");
-  curve_plot(results, script, files, dir, "mprotect", "pages", 1e3, "us", "mprotect RW->RO->RW of N pages" + currency,
+  curve_plot(results, script, files, dir, "mprotect", "pages", 1e3, "us", "mprotect RW->RO->RW of N pages",
              "pages", "µs per RW->RO->RW cycle");
   bar_plot(results, script, files, dir, "faults", {"fault_zero_read", "fault_zero_cow", "fault_write", "memset_present"},
-           false, "page faults and page clearing (seed 001)" + currency);
+           false, "page faults and page clearing (seed 001)");
   bar_plot(results, script, files, dir, "lmbench",
            {"getpid", "getppid", "segv", "divzero", "forkwait", "lat_pipe", "ctx"}, true,
-           "lmbench-style microbenchmarks (seed 000)" + currency);
-  bar_plot(results, script, files, dir, "kernbench", {"kernbench"}, false, "kernbench-like mix, per job (seed 002)" + currency);
+           "lmbench-style microbenchmarks (seed 000)");
+  bar_plot(results, script, files, dir, "kernbench", {"kernbench"}, false, "kernbench-like mix, per job (seed 002)");
   write_file(files.script, script.text);
   return files;
 }

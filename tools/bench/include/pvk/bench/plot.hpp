@@ -3,8 +3,7 @@
 // (fork_dirty_total), fork time and the totals vs density at one span
 // (the sparse fork: fork_dirty_density, fork_dirty_density_total),
 // mprotect cost vs pages (log-log), fault costs and the lmbench-style
-// microbenchmarks (bars). Each as SVG and PNG, its title saying what the
-// times are (wall or virtual time), no colour used twice in one plot.
+// microbenchmarks (bars). Each as SVG and PNG.
 #pragma once
 
 #include "pvk/bench/results.hpp"
@@ -24,12 +23,6 @@ struct PlotFiles {
 // Writes the data files and the script into `dir` (created if needed); draws
 // nothing. A plot without data in `results` is left out.
 PlotFiles write_plot_script(const Results& results, const std::filesystem::path& dir);
-
-// The style of series `index` of a plot: its colour, and with `points` its
-// point type and dash type, all from fixed palettes (plot_palette_size()
-// entries). Throws (one line) past the palette: no plot uses a colour twice.
-std::string plot_style(size_t index, bool points);
-size_t plot_palette_size();
 
 // Runs gnuplot on the script. Returns "" on success (what gnuplot printed
 // goes to `warnings`), else what went wrong (gnuplot missing, its errors).
