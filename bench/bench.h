@@ -180,7 +180,7 @@ void run_mprotect(Run&);
 void run_cpa(Run&);
 void run_kernbench(Run&);
 void run_fork_dirty(Run&);
-// SMP: threads and shootdowns (bench/smp.cpp).
+// SMP: threads and shootdowns (bench/smp_shootdown.cpp, bench/smp_scaling.cpp).
 void run_mprotect_threads(Run&);
 void run_munmap_threads(Run&);
 void run_fork_threads(Run&);

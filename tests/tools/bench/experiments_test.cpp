@@ -31,6 +31,11 @@ TEST(Experiments, TheTreesFileIsTheCompiledOne) {
   EXPECT_EQ(find_platform("xen")->smp_switches.size(), 2u);
   EXPECT_EQ(experiments().seed003_lines.size(), 2u);
   EXPECT_EQ(experiments().seed001_split.fault, 2300);
+  // Seed 003's per-page pairing is data, not code (seeds.cpp names no backend).
+  EXPECT_EQ(experiments().seed003_per_page.platform, "xen");
+  EXPECT_EQ(experiments().seed003_per_page.switch_name, "mmu");
+  EXPECT_EQ(experiments().seed003_per_page.numerator, "batched");
+  EXPECT_EQ(experiments().seed003_per_page.denominator, "wrpt");
 }
 
 // The file with one change made by `edit`, parsed: the error it gives.
@@ -64,6 +69,9 @@ TEST(Experiments, ABadFileIsRefusedInOneLineNamingTheField) {
        "seed_figures[0].claim: 'maybe' is not no_difference, below_one, above_one or reference"},
       {[](Json& j) { j["seed000_runs"][0]["before"][2] = "4.51"; }, "seed000_runs[0].before: expected an array of numbers"},
       {[](Json& j) { j["seed003_lines"][0]["us"].erase(1); }, "seed003_lines[0].us: expected one time per page count"},
+      {[](Json& j) { j["seed003_per_page"]["denominator"] = "batched"; },
+       "seed003_per_page.denominator: the same as numerator"},
+      {[](Json& j) { j["seed003_per_page"].erase("switch"); }, "seed003_per_page.switch: missing"},
       {[](Json& j) { j.erase("ratios"); }, "ratios: missing"},
       {[](Json& j) { j["extra"] = 1; }, "extra: unknown field"},
   };

@@ -161,6 +161,24 @@ TEST_F(FiguresCommand, RewritesTheReadme) {
   EXPECT_FALSE(fs::exists(dir_ / "README.md.figures-tmp"));
 }
 
+// Without --file: the source tree's docs/results/figures.md, not README.md
+// (which has no block).
+TEST_F(FiguresCommand, DefaultIsTheResultsFiguresFile) {
+  const fs::path target = dir_ / "docs" / "results" / "figures.md";
+  fs::create_directories(target.parent_path());
+  std::ofstream(target) << kReadme;
+  std::ofstream(dir_ / "README.md") << "# pvk\n\nNo block here.\n";
+  CLI::App app;
+  Commands commands(app, dir_, dir_);
+  const std::string results = (dir_ / "results.json").string();
+  const char* argv[] = {"pvk-cli", "figures", results.c_str()};
+  app.parse(3, argv);
+  ASSERT_TRUE(commands.selected());
+  EXPECT_EQ(commands.run(), 0);
+  EXPECT_NE(read_text_file(target).value().find("_Written by `tools/pvk figures results.json`"), std::string::npos);
+  EXPECT_EQ(read_text_file(dir_ / "README.md").value(), "# pvk\n\nNo block here.\n");
+}
+
 TEST_F(FiguresCommand, NotAResultsFileFails) {
   const fs::path readme = dir_ / "README.md";
   std::ofstream(readme) << kReadme;

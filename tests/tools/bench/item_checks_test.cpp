@@ -62,6 +62,28 @@ TEST(ItemChecks, TheCommandRefusesBeforeBooting) {
   EXPECT_EQ(err, "pvk: error: benchmark item 'nosuch': no benchmark or suite named 'nosuch'\n");
 }
 
+// --dry-run too: an unknown benchmark or parameter is one line and status 2,
+// with no plan printed.
+TEST(ItemChecks, TheDryRunRefusesToo) {
+  const std::filesystem::path source(PVK_SOURCE_DIR);
+  for (const auto& [item, want] : std::vector<std::pair<const char*, const char*>>{
+           {"nosuch", "pvk: error: benchmark item 'nosuch': no benchmark or suite named 'nosuch'\n"},
+           {"fork_dirty:nosuch=1", "pvk: error: benchmark item 'fork_dirty:nosuch=1': 'fork_dirty' has no parameter 'nosuch'\n"}}) {
+    CLI::App app;
+    Commands commands(app, std::filesystem::temp_directory_path(), source);
+    const char* argv[] = {"pvk-cli", "bench", "--bench", item, "--dry-run"};
+    app.parse(5, argv);
+    ::testing::internal::CaptureStdout();
+    ::testing::internal::CaptureStderr();
+    const int status = commands.run();
+    const std::string out = ::testing::internal::GetCapturedStdout();
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(status, 2) << item;
+    EXPECT_EQ(out, "") << item;
+    EXPECT_EQ(err, want) << item;
+  }
+}
+
 TEST(ItemChecks, MemoryOfItems) {
   EXPECT_EQ(item_memory_mib(parse_item("getpid")), 0);
   EXPECT_EQ(item_memory_mib(parse_item("hostile")), 0);

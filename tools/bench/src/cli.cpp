@@ -370,9 +370,9 @@ struct Commands::State {
     return 0;
   }
 
-  // figures: README.md's block between the figures markers, from one run.
+  // figures: docs/results/figures.md's block between the figures markers, from one run.
   int run_figures() {
-    const fs::path readme = figures_readme.empty() ? source_dir / "README.md" : figures_readme;
+    const fs::path readme = figures_readme.empty() ? source_dir / fs::path(kFiguresFile) : figures_readme;
     rewrite_figures(figures_results, figures_print ? fs::path{} : readme, source_dir);
     return 0;
   }
@@ -478,14 +478,15 @@ Commands::Commands(CLI::App& app, const fs::path& build_dir, const fs::path& sou
               "ratios not counted; exit status 1 if any differs");
 
   CLI::App* f = s.figures = app.add_subcommand(
-      "figures", "rewrite README.md's figures block (between <!-- figures:begin --> and <!-- figures:end -->) from "
+      "figures", "rewrite docs/results/figures.md's figures block (between <!-- figures:begin --> and <!-- figures:end -->) from "
                  "one run: its provenance, Targets table and Seeds section");
   f->add_option("results", s.figures_results, "the run: its results directory or results.json")
       ->required()
       ->check(CLI::ExistingPath);
-  f->add_option("--readme", s.figures_readme, "the README to rewrite (default: the source tree's README.md)")
+  f->add_option("--file,--readme", s.figures_readme,
+                "the file to rewrite (default: the source tree's docs/results/figures.md)")
       ->check(CLI::ExistingFile);
-  f->add_flag("--print", s.figures_print, "print the block instead of rewriting a README");
+  f->add_flag("--print", s.figures_print, "print the block instead of rewriting the file");
 }
 
 Commands::~Commands() = default;

@@ -235,6 +235,15 @@ Experiments parse_experiments(std::string_view text, const std::string& name) {
     f.done();
   }
   for (auto& f : top.objects("seed003_lines")) x.seed003_lines.push_back(seed_line_of(f));
+  {
+    JsonFields f(top.member("seed003_per_page", false), name, "seed003_per_page");
+    x.seed003_per_page.platform = f.str("platform");
+    x.seed003_per_page.switch_name = f.str("switch");
+    x.seed003_per_page.numerator = f.str("numerator");
+    x.seed003_per_page.denominator = f.str("denominator");
+    if (x.seed003_per_page.numerator == x.seed003_per_page.denominator) f.fail("denominator", "the same as numerator");
+    f.done();
+  }
   top.done();
   return x;
 }

@@ -259,23 +259,25 @@ std::string seeds_section(const Results& results, const std::vector<Ratio>& rati
                       f.fit.n, us(f.fit.slope), f.fit.intercept / 1e6, f.fit.r2);
   }
   if (fits.empty()) md += "\nNo configuration ran fork_dirty at two sizes or more.\n";
-  // The seed's comparison on the per-page cost: batched over wrpt with every
-  // other switch the same, against wtpt over emulate.
+  // The seed's comparison on the per-page cost: the pair of backends
+  // bench/experiments.json names (seed003_per_page) with every other switch
+  // the same, against wtpt over emulate.
+  const SeedPairing& pair = experiments().seed003_per_page;
   std::string per_page;
   for (const auto& f : fits) {
     const Config* c = results.find_config(f.config);
-    if (!c || c->platform != "xen" || c->get("mmu") != "batched") continue;
+    if (!c || c->platform != pair.platform || c->get(pair.switch_name) != pair.numerator) continue;
     Config other = *c;
     for (auto& sw : other.switches)
-      if (sw.first == "mmu") sw.second = "wrpt";
+      if (sw.first == pair.switch_name) sw.second = pair.denominator;
     for (const auto& g : fits)
       if (g.config == other.id() && g.fit.slope > 0)
         per_page += fmt::format("{}{} ÷ {}: {:.3f}", per_page.empty() ? "" : "; ", c->label(), other.label(),
                                 f.fit.slope / g.fit.slope);
   }
   if (!per_page.empty() && seed_fits.size() >= 2 && seed_fits[1].slope > 0)
-    md += fmt::format("\nPer-page cost, batched ÷ wrpt: {} (seed 003, wtpt ÷ emulate: {:.3f}).\n", per_page,
-                      seed_fits[0].slope / seed_fits[1].slope);
+    md += fmt::format("\nPer-page cost, {} ÷ {}: {} (seed 003, wtpt ÷ emulate: {:.3f}).\n", pair.numerator,
+                      pair.denominator, per_page, seed_fits[0].slope / seed_fits[1].slope);
   return md;
 }
 

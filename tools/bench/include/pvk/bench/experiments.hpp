@@ -28,6 +28,7 @@ struct Experiments {
   FaultSplit seed001_split;
   std::string seed001_verdict;
   std::vector<SeedLine> seed003_lines;
+  SeedPairing seed003_per_page;
 };
 
 // Parses and checks a whole file (`name` for errors): every field's type,

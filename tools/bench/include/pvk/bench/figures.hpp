@@ -1,6 +1,6 @@
-// `pvk figures RESULTS.json [--readme README.md]`: the
-// README's figures, regenerated from one run. The block between the two
-// marker comments of README.md's "## Figures" section is replaced by what
+// `pvk figures RESULTS.json [--file FILE]`: the figures of
+// docs/results/figures.md, regenerated from one run. The block between the
+// two marker comments of that file (or FILE) is replaced by what
 // one run's results.json says: its provenance first (date, the exact
 // command, commit, machine, wall or virtual time), then the run's Targets
 // table and Seeds section as summary.md renders them (report.hpp,
@@ -18,6 +18,8 @@ namespace pvk::bench {
 
 inline constexpr std::string_view kFiguresBegin = "<!-- figures:begin -->";
 inline constexpr std::string_view kFiguresEnd = "<!-- figures:end -->";
+// The file `pvk figures` rewrites unless told another, from the source tree's root.
+inline constexpr std::string_view kFiguresFile = "docs/results/figures.md";
 
 // One line: "From one run: started <date> ..., `<command>`, pvk <commit>;
 // machine ...; <mode>". Mode is "wall time" or "virtual time (-icount SPEC)".

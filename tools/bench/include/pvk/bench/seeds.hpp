@@ -45,6 +45,14 @@ struct SeedLine {
   std::vector<double> pages, us;
 };
 
+// Seed 003's comparison on the per-page cost of fork_dirty: the configuration
+// with `numerator` for switch `switch_name` on `platform` over the one with
+// `denominator`, every other switch the same (bench/experiments.json,
+// seed003_per_page): pvk's pair of backends against the seed's wtpt ÷ emulate.
+struct SeedPairing {
+  std::string platform, switch_name, numerator, denominator;
+};
+
 // Seed 000's figure for one benchmark: the mean after÷before of its five
 // `time` runs, with the same statistics as pvk's ratios (unpaired).
 RatioStats seed000_stats(std::string_view bench);
