@@ -1,10 +1,11 @@
-// The signal frame's layout against Linux's own headers (the uapi
-// <asm/sigcontext.h> and glibc's ucontext_t, which static programs are
-// built against), and the checks rt_sigreturn applies to an FP image.
+// The signal frame's layout against the C library's view of Linux's (glibc's
+// struct sigcontext, _fpstate, _fpx_sw_bytes and ucontext_t, which static
+// programs are built against), and the checks rt_sigreturn applies to an FP
+// image.
 #include "base/signal_frame.h"
 
-#include <asm/sigcontext.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/ucontext.h>
@@ -20,12 +21,12 @@ TEST(SignalFrame, LayoutIsLinuxs) {
   EXPECT_EQ(kMagic2Size, FP_XSTATE_MAGIC2_SIZE);
   EXPECT_EQ(sizeof(FpxSwBytes), sizeof(struct _fpx_sw_bytes));
   EXPECT_EQ(offsetof(FpxSwBytes, extended_size), offsetof(struct _fpx_sw_bytes, extended_size));
-  EXPECT_EQ(offsetof(FpxSwBytes, xfeatures), offsetof(struct _fpx_sw_bytes, xfeatures));
+  EXPECT_EQ(offsetof(FpxSwBytes, xfeatures), offsetof(struct _fpx_sw_bytes, xstate_bv));
   EXPECT_EQ(offsetof(FpxSwBytes, xstate_size), offsetof(struct _fpx_sw_bytes, xstate_size));
-  EXPECT_EQ(kSwBytesOffset, offsetof(struct _fpstate_64, sw_reserved));
-  EXPECT_EQ(kMxcsrOffset, offsetof(struct _fpstate_64, mxcsr));
-  EXPECT_EQ(kMxcsrMaskOffset, offsetof(struct _fpstate_64, mxcsr_mask));
-  EXPECT_EQ(kLegacySize, sizeof(struct _fpstate_64));
+  EXPECT_EQ(kSwBytesOffset, offsetof(struct _fpstate, __glibc_reserved1) + 12 * 4);  // Linux's sw_reserved
+  EXPECT_EQ(kMxcsrOffset, offsetof(struct _fpstate, mxcsr));
+  EXPECT_EQ(kMxcsrMaskOffset, offsetof(struct _fpstate, mxcr_mask));
+  EXPECT_EQ(kLegacySize, sizeof(struct _fpstate));
   EXPECT_EQ(kXstateBvOffset, offsetof(struct _xstate, xstate_hdr));
 
   EXPECT_EQ(sizeof(SigContext), sizeof(struct sigcontext));
@@ -36,10 +37,10 @@ TEST(SignalFrame, LayoutIsLinuxs) {
   EXPECT_EQ(offsetof(SigContext, rip), offsetof(struct sigcontext, rip));
   EXPECT_EQ(offsetof(SigContext, eflags), offsetof(struct sigcontext, eflags));
   EXPECT_EQ(offsetof(SigContext, cs), offsetof(struct sigcontext, cs));
-  EXPECT_EQ(offsetof(SigContext, ss), offsetof(struct sigcontext, ss));
+  EXPECT_EQ(offsetof(SigContext, ss), offsetof(struct sigcontext, __pad0));
   EXPECT_EQ(offsetof(SigContext, trapno), offsetof(struct sigcontext, trapno));
   EXPECT_EQ(offsetof(SigContext, oldmask), offsetof(struct sigcontext, oldmask));
-  EXPECT_EQ(offsetof(SigContext, fpstate), offsetof(struct sigcontext, fpstate));
+  EXPECT_EQ(offsetof(SigContext, fpstate), offsetof(struct sigcontext, __fpstate_word));
 
   EXPECT_EQ(offsetof(UContext, uc_mcontext), offsetof(ucontext_t, uc_mcontext));
   EXPECT_EQ(offsetof(UContext, uc_sigmask), offsetof(ucontext_t, uc_sigmask));
