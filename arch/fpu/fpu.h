@@ -32,8 +32,8 @@ const Config& config();
 const char* method_name(Method m);
 sigframe::FpFormat frame_format();
 
-// The area every thread's state lives in: one frame, page-aligned (XSAVE
-// wants 64 bytes), config().size <= kAreaBytes.
+// The area every thread's state lives in: 4 KiB, 64-byte aligned (as XSAVE
+// wants), config().size <= kAreaBytes.
 inline constexpr uint32_t kAreaBytes = 4096;
 
 // This CPU's registers into area (kernel memory).

@@ -4,29 +4,28 @@
 
 #include "arch/fpu/fpu.h"
 #include "base/abi.h"
-#include "base/frames/frame_allocator.h"
-#include "base/frames/physmap.h"
 #include "base/lib/kstring.h"
 #include "base/signal_frame.h"
 #include "kernel/proc/process.h"
+#include "kernel/proc/process_parts.h"
 #include "kernel/proc/user_copy.h"
 
 namespace pvk {
 
-static_assert(kPageSize == fpu::kAreaBytes, "an area is one frame");
+// One area per process slot, in the kernel image rather than from the frame
+// allocator: creating a thread or forking takes no frame for it, so neither
+// gains a new way to fail (a fork or clone under frame exhaustion fails where
+// it did before, no earlier). XSAVE wants 64-byte alignment; every area
+// starts at a multiple of its size from an aligned base.
+alignas(64) static uint8_t g_fpu_areas[proc::kMaxProcs][fpu::kAreaBytes];
 
 ErrorOr<void> fpu_alloc(Process& p) {
-  const Pfn pfn = TRY(frames().try_alloc());
-  p.fpu = phys_to_virt<uint8_t>(pfn);
+  p.fpu = g_fpu_areas[&p - proc::g_procs];
   fpu::write_init_image(p.fpu);
   return {};
 }
 
-void fpu_release(Process& p) {
-  if (!p.fpu) return;
-  frames().must_free(virt_to_pfn(p.fpu));
-  p.fpu = nullptr;
-}
+void fpu_release(Process& p) { p.fpu = nullptr; }
 
 void fpu_copy_running(Process& child, Process& parent) {
   fpu::save(parent.fpu);

@@ -1,6 +1,6 @@
-// Each thread's FP/SIMD state (arch/fpu/fpu.h for the instructions): an
-// area of one frame, taken with the thread's slot and given back when the
-// thread exits. Eager switching: while a thread runs, its state is in the
+// Each thread's FP/SIMD state (arch/fpu/fpu.h for the instructions): the
+// 4 KiB area of its process slot, bound when the slot is taken and let go
+// when the thread exits. Eager switching: while a thread runs, its state is in the
 // CPU's registers; switching away saves it, switching to it restores it.
 // Signal frames carry it as Linux lays it out (base/signal_frame.h).
 #pragma once
