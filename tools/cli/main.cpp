@@ -98,11 +98,7 @@ int do_run(const Paths& paths, const RunArgs& args) {
   options.libvirt_uri = args.libvirt_uri;
   options.smp = args.smp;
   options.icount = args.icount;
-  if (!args.rootfs.empty() && !args.initrd.empty()) throw std::runtime_error("--rootfs and --initrd exclude each other");
-  if (!args.rootfs.empty())
-    options.initrd = pvk::cpio_pack_directory_to(args.rootfs, paths.build_dir / "cache" / "rootfs");
-  else
-    options.initrd = args.initrd;
+  options.initrd = pvk::rootfs_archive(args.rootfs, args.initrd, paths.build_dir);
   if (!args.icount.empty() && options.platform != pvk::Platform::native && options.platform != pvk::Platform::xen)
     throw std::runtime_error("--icount is for the native and xen platforms (QEMU started by pvk)");
   if (args.smp > 1 && options.via == pvk::Via::libvirt)
@@ -226,7 +222,8 @@ int main(int argc, char** argv) {
   run->add_option("--rootfs", run_args.rootfs,
                   "pack this host directory as a newc cpio archive and boot with it as the root filesystem "
                   "(docs/rootfs.md; native, xen and xl)");
-  run->add_option("--initrd", run_args.initrd, "boot with this newc cpio archive as the root filesystem (native, xen and xl)");
+  run->add_option("--initrd", run_args.initrd, "boot with this newc cpio archive as the root filesystem (native, xen and xl)")
+      ->excludes("--rootfs");
   run->add_option("--kernel", run_args.kernel, "kernel image (default <build>/guest/pvk.elf)");
   run->add_option("--xen", run_args.xen_gz, "gzipped Xen image")->capture_default_str();
   run->add_flag("-q,--quiet", run_args.quiet, "do not echo the console");

@@ -186,8 +186,7 @@ struct Commands::State {
     q.icount = virtual_time() ? icount_spec : "";
     q.smp = smp;
     q.cancel = &g_cancel;
-    if (!rootfs.empty() && !initrd.empty()) throw std::runtime_error("--rootfs and --initrd exclude each other");
-    q.initrd = rootfs.empty() ? initrd : cpio_pack_directory_to(rootfs, build_dir / "cache" / "rootfs");
+    q.initrd = rootfs_archive(rootfs, initrd, build_dir);
     if (!fs::is_regular_file(q.kernel))
       throw std::runtime_error(fmt::format("kernel image {} not found (build target pvk_kernel)", q.kernel.string()));
     return q;
@@ -234,30 +233,6 @@ struct Commands::State {
             {"warmup", warmup},
             {"host_cpus", std::thread::hardware_concurrency()},
             {"cancelled", g_cancel.load()}};
-  }
-
-  // A stable name for the latest run next to the timestamped ones.
-  static void link_latest(const fs::path& out_dir) {
-    std::error_code ec;
-    const fs::path latest = out_dir.parent_path() / "latest";
-    fs::remove(latest, ec);
-    fs::create_directory_symlink(out_dir.filename(), latest, ec);
-  }
-
-  // The summary on stdout, where everything went and what failed on stderr.
-  static size_t report(const Results& results, const Written& w, double wall) {
-    fmt::print("{}", w.summary_text);
-    std::fflush(stdout);
-    size_t failed = 0;
-    for (const auto& b : results.boots) failed += !b.pass;
-    fmt::print(stderr, "pvk bench: wrote {}, {}, {}", w.summary.string(), w.json.string(), w.csv.string());
-    if (!w.plots.empty()) fmt::print(stderr, " and {} plots in {}", w.plots.size(), w.plots_dir.string());
-    fmt::print(stderr, "\n");
-    if (!w.plot_problem.empty()) fmt::print(stderr, "pvk bench: {}\n", w.plot_problem);
-    fmt::print(stderr, "pvk bench: {} boots, {} failed, {} wall time\n", results.boots.size(), failed, clock_text(wall));
-    for (const auto& b : results.boots)
-      if (!b.pass) fmt::print(stderr, "pvk bench:   FAIL {} rep {} ({}): {}\n", b.config, b.rep, b.group, b.reason);
-    return failed;
   }
 
   int run_bench() {
@@ -314,8 +289,8 @@ struct Commands::State {
     aggregate(results);
     apply_profiles(results, model);
     const Written w = write_outputs(results, specs, out_dir, !no_plots);
-    if (out.empty()) link_latest(out_dir);
-    const size_t failed = report(results, w, wall);
+    if (out.empty()) link_latest_run(out_dir);
+    const size_t failed = print_run_report(results, w, wall);
     return failed || g_cancel ? 1 : 0;
   }
 
@@ -394,9 +369,9 @@ Commands::Commands(CLI::App& app, const fs::path& build_dir, const fs::path& sou
               "time in wall time instead (no -icount; MTTCG with --smp): what the host really spent, which moves "
               "with its load; three boots per configuration unless --reps")
       ->excludes(icount_flag);
-  b->add_option("--rootfs", s.rootfs,
-                "pack this host directory as a newc cpio archive: every boot's root filesystem (docs/rootfs.md)");
-  b->add_option("--initrd", s.initrd, "every boot's root filesystem: this newc cpio archive");
+  b->add_option("--initrd", s.initrd, "every boot's root filesystem: this newc cpio archive")
+      ->excludes(b->add_option("--rootfs", s.rootfs, "pack this host directory as a newc cpio archive: every "
+                               "boot's root filesystem (docs/rootfs.md)"));
   b->add_option("--icount-spec", s.icount_spec, "the -icount argument virtual time passes to QEMU")->capture_default_str();
   b->add_option("--smp", s.smp, "CPUs of every machine instead of the default matrix's own (one CPU, plus native and "
                 "Xen batched at 2, --full 4): QEMU -smp N, Xen dom0_max_vcpus=N; with N > 1 the default list runs "

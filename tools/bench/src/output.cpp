@@ -3,11 +3,14 @@
 #include "pvk/bench/plot.hpp"
 #include "pvk/bench/projection.hpp"
 #include "pvk/bench/report.hpp"
+#include "pvk/bench/runner.hpp"
 #include "pvk/bench/seeds.hpp"
 
 #include <fmt/format.h>
 
+#include <cstdio>
 #include <fstream>
+#include <system_error>
 #include <stdexcept>
 
 namespace pvk::bench {
@@ -82,6 +85,28 @@ Written write_outputs(const Results& results, const std::vector<RatioSpec>& spec
   w.summary = dir / "summary.md";
   write_text(w.summary, w.summary_text);
   return w;
+}
+
+void link_latest_run(const std::filesystem::path& out_dir) {
+  std::error_code ec;
+  const std::filesystem::path latest = out_dir.parent_path() / "latest";
+  std::filesystem::remove(latest, ec);
+  std::filesystem::create_directory_symlink(out_dir.filename(), latest, ec);
+}
+
+size_t print_run_report(const Results& results, const Written& w, double wall_s) {
+  fmt::print("{}", w.summary_text);
+  std::fflush(stdout);
+  size_t failed = 0;
+  for (const auto& b : results.boots) failed += !b.pass;
+  fmt::print(stderr, "pvk bench: wrote {}, {}, {}", w.summary.string(), w.json.string(), w.csv.string());
+  if (!w.plots.empty()) fmt::print(stderr, " and {} plots in {}", w.plots.size(), w.plots_dir.string());
+  fmt::print(stderr, "\n");
+  if (!w.plot_problem.empty()) fmt::print(stderr, "pvk bench: {}\n", w.plot_problem);
+  fmt::print(stderr, "pvk bench: {} boots, {} failed, {} wall time\n", results.boots.size(), failed, clock_text(wall_s));
+  for (const auto& b : results.boots)
+    if (!b.pass) fmt::print(stderr, "pvk bench:   FAIL {} rep {} ({}): {}\n", b.config, b.rep, b.group, b.reason);
+  return failed;
 }
 
 }  // namespace pvk::bench

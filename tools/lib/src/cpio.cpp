@@ -109,4 +109,8 @@ fs::path cpio_pack_directory_to(const fs::path& dir, const fs::path& cache_dir) 
   return path;
 }
 
+fs::path rootfs_archive(const fs::path& rootfs, const fs::path& initrd, const fs::path& build_dir) {
+  return rootfs.empty() ? initrd : cpio_pack_directory_to(rootfs, build_dir / "cache" / "rootfs");
+}
+
 }  // namespace pvk

@@ -19,6 +19,13 @@ struct Written {
 };
 
 // Aggregates nothing: `results.rows` must be filled (aggregate()).
+// A stable name, `latest`, beside the timestamped run directories.
+void link_latest_run(const std::filesystem::path& out_dir);
+
+// The summary on stdout; where everything went and which boots failed on
+// stderr. Returns the number of failed boots.
+size_t print_run_report(const Results& results, const Written& w, double wall_s);
+
 Written write_outputs(const Results& results, const std::vector<RatioSpec>& specs, const std::filesystem::path& dir,
                       bool draw_plots);
 
