@@ -68,6 +68,13 @@ const char* symlink_target(const Inode* n) {
   return n->is_symlink() ? reinterpret_cast<const char*>(data_frame(n, 0)) : nullptr;
 }
 
+// How much of `left` bytes lies in the page a transfer is at (`in_page`
+// bytes into it): reads and writes go a page at a time.
+static uint64_t chunk_in_page(uint64_t in_page, uint64_t left) {
+  const uint64_t room = kPageSize - in_page;
+  return room < left ? room : left;
+}
+
 void release_data(Inode* n) {
   free_from(n, 0);
   n->size = 0;
@@ -80,8 +87,7 @@ ErrorOr<uint64_t> read(Inode* n, uint64_t offset, uint64_t len, CopyOut out, voi
   while (done < len) {
     const uint64_t at = offset + done;
     const uint64_t in_page = at % kPageSize;
-    uint64_t chunk = kPageSize - in_page;
-    if (chunk > len - done) chunk = len - done;
+    const uint64_t chunk = chunk_in_page(in_page, len - done);
     const uint8_t* page = data_frame(n, at / kPageSize);
     const void* src = page ? page + in_page : kZeros;
     if (auto r = out(ctx, done, src, chunk); r.is_error()) {
@@ -101,8 +107,7 @@ ErrorOr<uint64_t> write(Inode* n, uint64_t offset, uint64_t len, CopyIn in, void
   while (done < len) {
     const uint64_t at = offset + done;
     const uint64_t in_page = at % kPageSize;
-    uint64_t chunk = kPageSize - in_page;
-    if (chunk > len - done) chunk = len - done;
+    const uint64_t chunk = chunk_in_page(in_page, len - done);
     auto page = writable_frame(n, at / kPageSize);
     Errno e = Errno::Ok;
     if (page.is_error()) e = page.error();
