@@ -133,7 +133,12 @@ TEST(Calibrate, NativeCountersAndTheIpiOnTwoCpus) {
   ASSERT_EQ(one.exit_code, 0) << one.text();
   const auto rec = calibrate_records(one);
   EXPECT_DOUBLE_EQ(per_event(rec.at("syscall"), "syscall_entries"), 1);
-  EXPECT_GE(per_event(rec.at("syscall"), "user_returns"), 1);
+  // Every timed call returns to user mode, except the one that reads the
+  // counters at the end (its entry is counted, its return comes after):
+  // 63 of 64. Timer ticks that land in the window add returns, so the
+  // figure is often above 1 in wall time, but how many land hangs on the
+  // host's speed, so the bound does not lean on them.
+  EXPECT_GE(per_event(rec.at("syscall"), "user_returns"), 63.0 / 64.0);
   EXPECT_DOUBLE_EQ(per_event(rec.at("exception"), "exception_entries"), 1);
   EXPECT_DOUBLE_EQ(per_event(rec.at("exception"), "xen_fault_bounces"), 0);
   EXPECT_DOUBLE_EQ(per_event(rec.at("invlpg"), "tlb_flush_one"), 1);
