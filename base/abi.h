@@ -25,6 +25,9 @@ enum Syscall : uint64_t {
   SYS_rt_sigreturn = 15,
   SYS_pipe = 22,
   SYS_sched_yield = 24,
+  SYS_sched_setaffinity = 203,  // (pid, len, const uint64_t* mask): CPUs 0..63 in the first word
+  SYS_sched_getaffinity = 204,  // (pid, len, uint64_t* mask): returns the bytes written
+  SYS_getcpu = 309,             // (unsigned* cpu, unsigned* node, void* unused)
   SYS_dup2 = 33,
   SYS_nanosleep = 35,  // (const Timespec* req, Timespec* rem)
   SYS_getpid = 39,

@@ -160,7 +160,9 @@ uint64_t* map_pages_or_fail(Run& r, uint64_t pages);
 bool pages_or_fail(Run& r, uint64_t pages);
 // r.reps timed reps of `loops` x (mprotect RO, mprotect RW) of the region;
 // a failed call fails r (seed 002's mprotect and mprotect_threads).
-void time_mprotect_cycles(Run& r, void* region, uint64_t len, uint64_t loops);
+// before_rep(arg), if given, runs untimed before each rep.
+void time_mprotect_cycles(Run& r, void* region, uint64_t len, uint64_t loops, void (*before_rep)(void*) = nullptr,
+                          void* arg = nullptr);
 
 // The benchmarks (one function per name).
 void run_getpid(Run&);

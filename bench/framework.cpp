@@ -191,8 +191,9 @@ bool pages_or_fail(Run& r, uint64_t pages) {
   return pages != 0;
 }
 
-void time_mprotect_cycles(Run& r, void* region, uint64_t len, uint64_t loops) {
+void time_mprotect_cycles(Run& r, void* region, uint64_t len, uint64_t loops, void (*before_rep)(void*), void* arg) {
   for (unsigned rep = 0; rep < r.reps && !r.failed(); ++rep) {
+    if (before_rep) before_rep(arg);
     int64_t e1 = 0, e2 = 0;
     r.start();
     for (uint64_t l = 0; l < loops; ++l) {

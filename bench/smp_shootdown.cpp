@@ -45,7 +45,7 @@ void run_mprotect_threads(Run& r) {
   c.region = region;
   c.pages = pages;
   if (crew_start(r, c, static_cast<unsigned>(threads))) {
-    time_mprotect_cycles(r, region, len, loops);
+    time_mprotect_cycles(r, region, len, loops, [](void* crew) { crew_sync(*static_cast<Crew*>(crew)); }, &c);
   }
   crew_stop(r, c);
   for (uint64_t i = 0; i < pages && !r.failed(); i += (pages > 64 ? pages / 64 : 1)) {
@@ -70,6 +70,7 @@ void run_munmap_threads(Run& r) {
   c.work = Work::Write;
   if (crew_start(r, c, static_cast<unsigned>(threads))) {
     for (unsigned rep = 0; rep < r.reps && !r.failed(); ++rep) {
+      crew_sync(c);
       r.start();
       for (uint64_t l = 0; l < loops && !r.failed(); ++l) {
         uint64_t* region = map_pages_or_fail(r, pages);
@@ -100,6 +101,7 @@ void run_fork_threads(Run& r) {
   if (crew_start(r, c, static_cast<unsigned>(threads))) {
     for (unsigned rep = 0; rep < r.reps && !r.failed(); ++rep) {
       for (uint64_t i = 0; i < pages; ++i) poke(region + i * kWordsPerPage, pattern(rep, i));
+      crew_sync(c);
       r.start();
       const int64_t pid = fork();
       if (pid == 0) {

@@ -4,7 +4,10 @@
 namespace bench::smp {
 namespace {
 
-constexpr uint64_t kSysSchedSetaffinity = 203, kSysSchedGetaffinity = 204;
+int32_t cpu_now() {
+  uint32_t cpu = 0;
+  return getcpu(&cpu, nullptr) == 0 ? static_cast<int32_t>(cpu) : -1;
+}
 
 unsigned nth_cpu(uint64_t mask, unsigned n) {
   for (unsigned c = 0, seen = 0; c < 64; ++c)
@@ -17,7 +20,7 @@ unsigned nth_cpu(uint64_t mask, unsigned n) {
 
 int64_t pin_self(unsigned cpu) {
   const uint64_t mask = 1ull << cpu;
-  return syscall3(kSysSchedSetaffinity, 0, sizeof mask, reinterpret_cast<uint64_t>(&mask));
+  return sched_setaffinity(0, sizeof mask, &mask);
 }
 
 }  // namespace
@@ -26,7 +29,7 @@ int64_t pin_self(unsigned cpu) {
 Placement place_main() {
   Placement p;
   uint64_t mask = 0;
-  if (syscall3(kSysSchedGetaffinity, 0, sizeof mask, reinterpret_cast<uint64_t>(&mask)) <= 0 || mask == 0) return p;
+  if (sched_getaffinity(0, sizeof mask, &mask) <= 0 || mask == 0) return p;
   p.cpus = static_cast<unsigned>(__builtin_popcountll(mask));
   if (p.cpus > 1 && pin_self(nth_cpu(mask, 0)) == 0) p.saved = mask;
   return p;
@@ -38,7 +41,7 @@ void place_thread(const Placement& p, unsigned index) {
 }
 
 void unplace_main(const Placement& p) {
-  if (p.saved) syscall3(kSysSchedSetaffinity, 0, sizeof p.saved, reinterpret_cast<uint64_t>(&p.saved));
+  if (p.saved) sched_setaffinity(0, sizeof p.saved, &p.saved);
 }
 
 namespace {
@@ -47,6 +50,7 @@ void crew_loop(void* arg) {
   Worker* me = static_cast<Worker*>(arg);
   Crew* c = me->crew;
   place_thread(c->placement, static_cast<unsigned>(me - c->w));
+  me->cpu = cpu_now();
   __atomic_add_fetch(&c->running, 1u, __ATOMIC_ACQ_REL);
   uint64_t n = 0, i = 0;
   while (!__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE)) {
@@ -98,7 +102,22 @@ bool crew_start(Run& r, Crew& c, unsigned k) {
   while (__atomic_load_n(&c.running, __ATOMIC_ACQUIRE) < c.n) sched_yield();
   for (unsigned t = 0; t < c.n; ++t)
     while (c.w[t].touches < 2 * kYieldEvery) sched_yield();
+  const int32_t here = cpu_now();
+  uint64_t elsewhere = 0;
+  for (unsigned t = 0; t < c.n; ++t) elsewhere += c.w[t].cpu >= 0 && c.w[t].cpu != here;
+  r.extra("threads_elsewhere", elsewhere);
+  for (unsigned t = 0; t < c.n; ++t) c.w[t].seen = c.w[t].touches;
   return true;
+}
+
+// Before a rep: returns once every thread has made progress since the
+// last call. Yielding, not spinning: a thread that shares this CPU (more
+// threads than CPUs) runs only when this one lets it.
+void crew_sync(Crew& c) {
+  for (unsigned t = 0; t < c.n; ++t) {
+    while (c.w[t].touches == c.w[t].seen) sched_yield();
+    c.w[t].seen = c.w[t].touches;
+  }
 }
 
 // Stops and joins the threads; reports their accesses.

@@ -13,8 +13,12 @@
 // at once. `thread_touches` (extra field) counts the accesses the threads
 // made during the parameter set: how much they ran.
 //
-// With more than one CPU, the threads are pinned where the kernel lets a
-// thread choose (Linux: sched_setaffinity; see Placement below).
+// With more than one CPU, the threads are pinned (sched_setaffinity; see
+// Placement below), and each proves where it runs (getcpu) before the
+// first rep; `threads_elsewhere` (extra field) counts those that run on
+// another CPU than the timed thread. Before every rep the timed thread
+// also waits until each has made progress since the last, so a thread
+// that a rep's figure counts as running elsewhere really ran there.
 #pragma once
 
 #include "bench/bench.h"
@@ -26,13 +30,15 @@ constexpr uint64_t kWordsPerPage = kPage / 8;
 constexpr uint64_t kMaxThreads = 15;  // pvk: 64 process slots; threads take them too
 constexpr uint64_t kYieldEvery = 4096;
 
-// CPU placement. On Linux a new thread may stay on its creator's CPU (the
-// measured K = 1, 1 page case: the reader ran one pass in the whole set),
-// so the threads are pinned: the main thread to CPU 0, thread i to CPU
-// (i + 1) mod the CPUs it may use, the main thread's mask restored at the
-// end of the set. pvk has no sched_setaffinity (-ENOSYS): nothing is
-// pinned there and its scheduler places the threads. Linux x86-64 system
-// call numbers; the mask is one 64-bit word (CPUs 0..63).
+// CPU placement. A new thread may stay on its creator's CPU (measured on
+// Linux, K = 1, 1 page: the reader ran one pass in the whole set), or
+// land wherever a scheduler's interleaving puts it that time (pvk under
+// Xen, before pinning: munmap_threads with a reader made 0 shootdowns in
+// one boot and 100 in another of the same machine), so the threads are
+// pinned, on Linux and pvk alike: the main thread to CPU 0, thread i to
+// CPU (i + 1) mod the CPUs it may use, the main thread's mask restored at
+// the end of the set. Linux x86-64 system call numbers; the mask is one
+// 64-bit word (CPUs 0..63).
 struct Placement {
   uint64_t saved = 0;  // the main thread's mask before the set (0: not pinned)
   unsigned cpus = 1;   // CPUs in it
@@ -56,6 +62,8 @@ struct Worker {
   Thread thread{};
   uint64_t* own = nullptr;  // Work::Write: this thread's page
   volatile uint64_t touches = 0;
+  volatile int32_t cpu = -1;  // where it runs (getcpu), once in its loop
+  uint64_t seen = 0;          // touches at the timed thread's last crew_sync
 };
 
 // K background threads running one kind of work until stopped.
@@ -74,6 +82,9 @@ struct Crew {
 
 // Starts k threads; false (r failed) if one could not be created.
 bool crew_start(Run& r, Crew& c, unsigned k);
+// Before a rep: returns once every thread has made progress since the
+// last call (or since it started).
+void crew_sync(Crew& c);
 // Stops and joins the threads; reports their accesses.
 void crew_stop(Run& r, Crew& c);
 

@@ -95,6 +95,14 @@ inline int64_t rt_sigaction(int sig, const KernelSigaction* act, KernelSigaction
 }
 inline int64_t pipe(int fds[2]) { return syscall1(SYS_pipe, u(fds)); }
 inline int64_t sched_yield() { return syscall0(SYS_sched_yield); }
+// CPUs 0..63: one word of mask (len in bytes, as Linux takes it).
+inline int64_t sched_setaffinity(int64_t tid, size_t len, const uint64_t* mask) {
+  return syscall3(SYS_sched_setaffinity, u(tid), len, u(mask));
+}
+inline int64_t sched_getaffinity(int64_t tid, size_t len, uint64_t* mask) {
+  return syscall3(SYS_sched_getaffinity, u(tid), len, u(mask));
+}
+inline int64_t getcpu(uint32_t* cpu, uint32_t* node) { return syscall3(SYS_getcpu, u(cpu), u(node), 0); }
 inline int64_t dup2(int oldfd, int newfd) { return syscall2(SYS_dup2, u(oldfd), u(newfd)); }
 inline int64_t getpid() { return syscall0(SYS_getpid); }
 inline int64_t getppid() { return syscall0(SYS_getppid); }

@@ -66,6 +66,7 @@ ErrorOr<int> do_fork() {
   memcpy(child->actions, group.actions, sizeof group.actions);
   child->blocked = parent.blocked;
   child->fs_base = parent.fs_base;
+  child->affinity = parent.affinity;
   memcpy(child->name, parent.name, sizeof parent.name);
   for (unsigned i = 0; i < Process::kMaxFds; ++i)
     if (group.fds[i]) child->fds[i] = file_get(group.fds[i]);

@@ -41,6 +41,10 @@ struct Process {
   static constexpr int16_t kNoCpu = -1;
   int16_t on_cpu = kNoCpu;
   uint32_t ran_on = 0;  // bit n: it has run on CPU n (the sched record)
+  // Bit n: it may run on CPU n (sched_setaffinity; fork and clone inherit
+  // it, as on Linux). The scheduler also keeps to the CPUs that run
+  // processes at all (sched_cpus=).
+  uint64_t affinity = ~uint64_t{0};
   // The data segment selectors user mode loaded (the kernel never changes
   // them): kept here while it is switched out, since it may continue on a
   // CPU whose registers hold another process's.

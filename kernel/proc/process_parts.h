@@ -29,6 +29,12 @@ struct CpuSched {
   uint64_t kicks_sent = 0;  // Reschedule IPIs sent to idle CPUs
   uint64_t signal_kicks = 0;  // SignalKick IPIs sent: signals for threads running on other CPUs
   bool idle = false;        // in its idle loop, about to halt or halted: a Reschedule wakes it
+  // Set whenever a process this CPU may run may have become pickable;
+  // cleared by this CPU's idle loop when it looked and found nothing. Its
+  // halt loop reads it without the lock: a tick that finds it clear halts
+  // again without taking the lock (which would stall the CPU that works in
+  // the kernel meanwhile).
+  bool work_hint = false;
   // A SignalKick came in and no way back to user mode has delivered
   // signals since. Only this CPU reads or writes it (its handler runs here,
   // interrupts off), so no atomics.
@@ -50,5 +56,10 @@ void idle_loop(bool boot_cpu);
 void report_sched();
 void kick_signal_target(const Process& p);
 void note_signal_kick();
+// The CPUs that run processes (online, and sched_cpus= allows), bit n: CPU n.
+uint64_t schedulable_cpus();
+bool may_run_here(const Process& p);
+// After the caller's affinity changed: off this CPU if it may not run here.
+void migrate_if_unallowed();
 
 }  // namespace pvk::proc

@@ -31,11 +31,6 @@ using namespace proc;
 // File-local: the scheduler's own state and steps.
 namespace {
 
-// Set (under the lock) whenever a process may have become pickable; cleared
-// by an idle CPU that looked and found nothing. Idle CPUs read it without
-// the lock: a tick that finds it clear halts again without taking the
-// lock (which would stall the CPU that works in the kernel meanwhile).
-bool g_work_hint = false;
 bool g_sched_all_cpus = true;  // sched_cpus= (boot: only CPU 0 runs processes)
 unsigned g_rr_next = 0;        // where the round-robin scan starts
 constexpr uint64_t kSliceMs = 10;  // the same as the timer tick
@@ -62,7 +57,7 @@ void restore_user_segments(const Process& p) {
   if (s.gs != p.user_gs && g_platform->load_user_gs) g_platform->load_user_gs(p.user_gs);
 }
 
-void work_appeared();
+void work_appeared(uint64_t cpus);
 
 // Switches this CPU from what it runs (a process, or its idle loop) to
 // `next`, which is runnable and on no CPU. The kernel lock stays held
@@ -78,7 +73,7 @@ void switch_to(Process* next) {
   if (prev) {
     prev->on_cpu = Process::kNoCpu;  // no one else looks before the lock is dropped, past the switch
     save_user_segments(*prev);
-    if (prev->state == ProcState::Runnable) work_appeared();  // an idle CPU may take it
+    if (prev->state == ProcState::Runnable) work_appeared(prev->affinity);  // an idle CPU may take it
   }
   this_cpu()->current = next;
   if (!prev && g_platform->timer_resume) g_platform->timer_resume();  // from idle: the tick again
@@ -99,7 +94,7 @@ Process* pick_next() {
   for (unsigned n = 0; n < kMaxProcs; ++n) {
     const unsigned i = (g_rr_next + n) % kMaxProcs;
     Process& p = g_procs[i];
-    if (p.state == ProcState::Runnable && p.on_cpu == Process::kNoCpu) {
+    if (p.state == ProcState::Runnable && p.on_cpu == Process::kNoCpu && may_run_here(p)) {
       g_rr_next = i + 1;
       return &p;
     }
@@ -107,21 +102,22 @@ Process* pick_next() {
   return nullptr;
 }
 
-// Something became runnable: wake one idle CPU to look (it may find the
-// work taken already: then it halts again).
-void kick_idle_cpu() {
+// Something became runnable that may run on `cpus`: each of them gets
+// the hint, and one idle one a kick to look (it may find the work taken
+// already: then it halts again). The hint is per CPU because a process
+// may be pinned: a CPU that looked and found nothing it may run clears
+// only its own, never another's that has work waiting for it alone.
+void work_appeared(uint64_t cpus) {
+  cpus &= schedulable_cpus();
   const unsigned self = me();
+  for (unsigned c = 0; c < smp::kMaxCpus; ++c)
+    if (cpus >> c & 1) __atomic_store_n(&g_sched[c].work_hint, true, __ATOMIC_SEQ_CST);
   for (unsigned c = 0; c < smp::kMaxCpus; ++c) {
-    if (c == self || !g_sched[c].idle || !xcpu::online(c) || (!g_sched_all_cpus && c != 0)) continue;
+    if (c == self || !(cpus >> c & 1) || !g_sched[c].idle) continue;
     g_sched[c].idle = false;  // one kick each: the next wake-up goes to another CPU
     if (xcpu::send(c, xcpu::Ipi::Reschedule)) ++g_sched[self].kicks_sent;
     return;
   }
-}
-
-void work_appeared() {
-  __atomic_store_n(&g_work_hint, true, __ATOMIC_SEQ_CST);
-  kick_idle_cpu();
 }
 
 // Whether any process runs or can run, or will (a timed sleeper's timer
@@ -139,6 +135,20 @@ bool anything_to_run() {
 
 // Shared with the other files of the process layer (process_parts.h).
 namespace proc {
+
+uint64_t schedulable_cpus() {
+  uint64_t cpus = 0;
+  for (unsigned c = 0; c < smp::kMaxCpus && c < 64; ++c)
+    if (xcpu::online(c) && (g_sched_all_cpus || c == 0)) cpus |= uint64_t{1} << c;
+  return cpus;
+}
+
+bool may_run_here(const Process& p) { return p.affinity >> me() & 1; }
+
+void migrate_if_unallowed() {
+  Process* self = running_here();
+  if (self && !may_run_here(*self)) schedule();
+}
 
 // The one place a CPU changes address space: mm's switch_mm keeps each
 // space's CPU mask (which CPUs a shootdown must reach). A CPU going idle
@@ -163,6 +173,9 @@ void switch_to_idle() {
   prev->on_cpu = Process::kNoCpu;
   save_user_segments(*prev);
   this_cpu()->current = nullptr;
+  // Still runnable (it may not run here, or the machine is stopping):
+  // a CPU it may run on should take it.
+  if (prev->state == ProcState::Runnable) work_appeared(prev->affinity);
   switch_space(nullptr);
   switch_context(&prev->saved_rsp, mine().idle_rsp);
   restore_user_segments(*prev);  // resumed, maybe on another CPU
@@ -199,13 +212,13 @@ void idle_loop(bool boot_cpu) {
       Record("error").str("message", "every process is blocked");
       panic("deadlock");
     }
-    __atomic_store_n(&g_work_hint, false, __ATOMIC_SEQ_CST);  // looked: nothing to pick
+    __atomic_store_n(&cs.work_hint, false, __ATOMIC_SEQ_CST);  // looked: nothing to pick
     cs.idle = true;
     kernel_unlock();
     do {
       ++cs.idle_halts;
       g_platform->idle_halt();
-    } while (!__atomic_load_n(&g_work_hint, __ATOMIC_SEQ_CST) && !timed_sleep_due() &&
+    } while (!__atomic_load_n(&cs.work_hint, __ATOMIC_SEQ_CST) && !timed_sleep_due() &&
              !(boot_cpu && __atomic_load_n(&g_init_exited, __ATOMIC_SEQ_CST)));
     kernel_lock();
     cs.idle = false;
@@ -253,7 +266,7 @@ void make_runnable(Process& p) {
   p.state = ProcState::Runnable;
   p.wait_on = nullptr;
   p.wake_deadline = 0;  // whoever woke it, its timer is done
-  work_appeared();
+  work_appeared(p.affinity);
 }
 
 Process* current() { return running_here(); }
@@ -282,7 +295,8 @@ void schedule() {
       switch_to(next);
       return;
     }
-    if (prev && prev->state == ProcState::Runnable) return;  // nothing else: keep running
+    // Nothing else: keep running, unless it may no longer run here.
+    if (prev && prev->state == ProcState::Runnable && may_run_here(*prev)) return;
   }
   switch_to_idle();
 }

@@ -15,6 +15,7 @@
 #include "base/frames/frame_allocator.h"
 #include "base/frames/physmap.h"
 #include "kernel/proc/cpa_timing.h"
+#include "kernel/proc/cpu_calls.h"
 #include "kernel/proc/probes.h"
 
 namespace pvk {
@@ -299,7 +300,8 @@ extern "C" void syscall_dispatch(TrapFrame* f) {
     case abi::SYS_pvk_cpa: ret = sys_pvk_cpa(a); break;
     case abi::SYS_pvk_probe: ret = sys_pvk_probe(a); break;
     default:
-      if (!fs_path_call(f->rax, a, ret) && !fs_fd_call(f->rax, a, ret)) ret = result(Errno::ENOSYS);
+      if (!fs_path_call(f->rax, a, ret) && !fs_fd_call(f->rax, a, ret) && !cpu_call(f->rax, a, ret))
+        ret = result(Errno::ENOSYS);
       break;
   }
   f->rax = static_cast<uint64_t>(ret);

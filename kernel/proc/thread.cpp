@@ -34,6 +34,7 @@ ErrorOr<int> clone_thread(uint64_t flags, uint64_t newsp, uint64_t parent_tid, u
   t->as = self.as;
   t->blocked = self.blocked;
   t->fs_base = (flags & CLONE_SETTLS) ? tls : self.fs_base;
+  t->affinity = self.affinity;
   memcpy(t->name, self.name, sizeof t->name);
   *t->frame() = *self.frame();
   t->frame()->rax = 0;

@@ -110,6 +110,15 @@ TEST_P(Smp, ProctestPassesWithTwoCpus) {
   const RunResult r = boot("init=proctest", 2);
   ASSERT_TRUE(r.pass) << transcript(r);
   EXPECT_TRUE(all_online(r, 2)) << transcript(r);
+  // The affinity test pinned itself to every CPU that runs processes (and
+  // getcpu said it got there): both natively, only the boot vCPU here
+  // under Xen.
+  const json* affinity = nullptr;
+  for (const json& rec : r.records)
+    if (rec.value("event", "") == "test" && rec.value("name", "") == "affinity") affinity = &rec;
+  ASSERT_NE(affinity, nullptr) << transcript(r);
+  EXPECT_TRUE(affinity->value("pass", false)) << affinity->dump();
+  EXPECT_EQ(affinity->value("pinned", 0), GetParam().platform == Platform::native ? 2 : 1) << affinity->dump();
   if (GetParam().platform == Platform::native) {
     EXPECT_TRUE(ran_on_cpus(r, 2)) << transcript(r);
   } else {

@@ -161,5 +161,6 @@ void test_lifetime_pipe_write();
 void test_futex_timed_progress();
 void test_futex_timeouts();
 void test_exec_race();
+void test_affinity();
 
 }  // namespace proctest

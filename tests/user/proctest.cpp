@@ -60,6 +60,7 @@ const Test kTests[] = {
     {"futex_timed_progress", test_futex_timed_progress, false, true},
     {"futex_timeouts", test_futex_timeouts},
     {"exec_race", test_exec_race},
+    {"affinity", test_affinity},
     // Timing in wall time, meaningful only with processes on two CPUs: run
     // when named (tests/boot/smp_boot_test.cpp's SmpTlb boots name them).
     {"sigkick_tgkill", test_sigkick_tgkill, true},

@@ -125,12 +125,19 @@ constexpr uint64_t kFileCalls[] = {
     SYS_rmdir, SYS_unlink, SYS_readlink, SYS_getdents64, SYS_openat, SYS_mkdirat, SYS_newfstatat, SYS_unlinkat,
     SYS_renameat, SYS_readlinkat, SYS_faccessat, SYS_dup3, SYS_pipe2};
 
+// The CPU calls (kernel/proc/cpu_calls.h): implemented, fuzzed with random
+// arguments when a random number names one (a random mask pins the child
+// somewhere, or is refused).
+constexpr uint64_t kCpuCalls[] = {SYS_sched_setaffinity, SYS_sched_getaffinity, SYS_getcpu};
+
 bool implemented(uint64_t nr) {
   for (uint64_t n : kNr)
     if (n == nr) return true;
   for (uint64_t n : kFileCalls)
     if (n == nr) return true;
   for (uint64_t n : kThreadCalls)
+    if (n == nr) return true;
+  for (uint64_t n : kCpuCalls)
     if (n == nr) return true;
   // SYS_pvk_cpa and SYS_pvk_probe answer EINVAL/EFAULT to random arguments, never ENOSYS.
   return nr == SYS_pvk_shutdown || nr == SYS_pvk_cpa || nr == SYS_pvk_probe;
