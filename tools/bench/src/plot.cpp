@@ -1,6 +1,7 @@
 #include "pvk/bench/plot.hpp"
 
 #include "pvk/bench/catalog.hpp"
+#include "pvk/bench/plot_questions.hpp"
 #include "pvk/bench/report.hpp"
 #include "pvk/process.hpp"
 
@@ -20,14 +21,46 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// gnuplot strings in double quotes: escape backslashes and quotes.
-std::string gp_string(std::string_view text) {
-  std::string out = "\"";
+// Text for a gnuplot string in double quotes: backslashes and quotes escaped.
+std::string gp_escape(std::string_view text) {
+  std::string out;
   for (char c : text) {
     if (c == '"' || c == '\\') out += '\\';
     out += c;
   }
-  return out + "\"";
+  return out;
+}
+
+std::string gp_string(std::string_view text) { return "\"" + gp_escape(text) + "\""; }
+
+// A title of two lines: what the plot shows, then its currency (the caption).
+std::string gp_title(std::string_view title, std::string_view caption) {
+  return "\"" + gp_escape(title) + "\\n" + gp_escape(caption) + "\"";
+}
+
+// The most series one plot draws: each its own colour and marker (a
+// question with more is drawn in parts).
+constexpr size_t kMaxSeries = 12;
+
+// Colours and gnuplot point types, none used twice in a plot: series i
+// gets entry i of each.
+constexpr const char* kColours[kMaxSeries] = {"#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9",
+                                              "#000000", "#8c564b", "#7f7f7f", "#9467bd", "#bcbd22", "#17becf"};
+constexpr int kMarkers[kMaxSeries] = {7, 5, 9, 11, 13, 6, 4, 8, 10, 12, 1, 2};
+
+std::string style(size_t i) { return fmt::format("lc rgb \"{}\" pt {}", kColours[i], kMarkers[i]); }
+
+// A question's configurations in parts of at most kMaxSeries, named
+// base + suffix, then _2, _3, ... for the parts after the first.
+std::vector<std::pair<std::string, std::vector<std::string>>> parts(const std::string& base, const PlotQuestion& q,
+                                                                    size_t per_config = 1) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> out;
+  const size_t step = std::max<size_t>(1, kMaxSeries / std::max<size_t>(1, per_config));
+  for (size_t i = 0; i < q.ids.size(); i += step) {
+    const std::string name = base + q.suffix + (i ? fmt::format("_{}", i / step + 1) : "");
+    out.emplace_back(name, std::vector<std::string>(q.ids.begin() + i, q.ids.begin() + std::min(q.ids.size(), i + step)));
+  }
+  return out;
 }
 
 std::string label_of(const Results& results, const std::string& id) {
@@ -72,17 +105,48 @@ struct Curve {
   std::vector<std::tuple<double, double, double, double>> points;
 };
 
+// Whether two curves would be drawn on top of each other: the same x and
+// every y within 0.5 %.
+bool coincide(const Curve& a, const Curve& b) {
+  if (a.points.size() != b.points.size()) return false;
+  for (size_t i = 0; i < a.points.size(); ++i) {
+    const double ya = std::get<1>(a.points[i]), yb = std::get<1>(b.points[i]);
+    if (std::get<0>(a.points[i]) != std::get<0>(b.points[i])) return false;
+    if (std::abs(ya - yb) > 0.005 * std::max(std::abs(ya), std::abs(yb))) return false;
+  }
+  return true;
+}
+
+// Curves that coincide become one line titled with all their names
+// ("native = native pvpatch=off"), so none hides another.
+void merge_coinciding(std::vector<Curve>& curves) {
+  for (size_t i = 0; i < curves.size(); ++i)
+    for (size_t j = i + 1; j < curves.size();)
+      if (coincide(curves[i], curves[j])) {
+        curves[i].title += " = " + curves[j].title;
+        curves.erase(curves.begin() + static_cast<long>(j));
+      } else {
+        ++j;
+      }
+}
+
+// What a plot is about: its title, its currency and its axes.
+struct Labels {
+  std::string title, caption, xlabel, ylabel;
+};
+
 // A log-log plot of the curves, one line each, as the plot `name` (data in
 // name.dat, one gnuplot index per curve); nothing without points.
 void log_log_plot(Script& script, PlotFiles& files, const fs::path& dir, const std::string& name,
-                  std::vector<Curve> curves, const std::string& x_name, const std::string& unit,
-                  const std::string& title, const std::string& xlabel, const std::string& ylabel) {
+                  std::vector<Curve> curves, const std::string& x_name, const std::string& unit, const Labels& l) {
+  curves.erase(std::remove_if(curves.begin(), curves.end(), [](const Curve& c) { return c.points.empty(); }),
+               curves.end());
+  for (auto& curve : curves) std::sort(curve.points.begin(), curve.points.end());
+  merge_coinciding(curves);
+  if (curves.empty()) return;
   std::string data;
-  std::vector<std::string> titles;
   double x_lo = INFINITY, x_hi = 0, y_lo = INFINITY, y_hi = 0;
-  for (auto& curve : curves) {
-    if (curve.points.empty()) continue;
-    std::sort(curve.points.begin(), curve.points.end());
+  for (const auto& curve : curves) {
     data += fmt::format("# {}\n# {} per_op_{} min max\n", curve.title, x_name, unit);
     for (const auto& [x, y, lo, hi] : curve.points) {
       data += fmt::format("{:.6g} {:.6g} {:.6g} {:.6g}\n", x, y, lo, hi);
@@ -92,16 +156,14 @@ void log_log_plot(Script& script, PlotFiles& files, const fs::path& dir, const s
       y_hi = std::max(y_hi, hi);
     }
     data += "\n\n";
-    titles.push_back(curve.title);
   }
-  if (titles.empty()) return;
   const fs::path file = dir / (name + ".dat");
   write_file(file, data);
   files.data.push_back(file);
   std::string command = "plot ";
-  for (size_t i = 0; i < titles.size(); ++i)
-    command += fmt::format("{}{} index {} using 1:2:3:4 with yerrorlines pointsize 0.8 title {}", i ? ", \\\n     " : "",
-                           gp_string(name + ".dat"), i, gp_string(titles[i]));
+  for (size_t i = 0; i < curves.size(); ++i)
+    command += fmt::format("{}{} index {} using 1:2:3:4 with yerrorlines {} pointsize 0.8 title {}",
+                           i ? ", \\\n     " : "", gp_string(name + ".dat"), i, style(i), gp_string(curves[i].title));
   // Explicit ranges with a margin: a single size (or a flat curve) is an
   // empty range gnuplot would complain about.
   if (!(x_lo > 0)) x_lo = 1;
@@ -110,8 +172,8 @@ void log_log_plot(Script& script, PlotFiles& files, const fs::path& dir, const s
   script.plot(name,
               fmt::format("set title {}\nset logscale xy\nset xlabel {}\nset ylabel {}\nset format x \"%g\"\n"
                           "set xrange [{:.6g}:{:.6g}]\nset yrange [{:.6g}:{:.6g}]\n",
-                          gp_string(title), gp_string(xlabel), gp_string(ylabel), x_lo / 1.5, x_hi * 1.5,
-                          y_lo / 1.5, y_hi * 1.5),
+                          gp_title(l.title, l.caption), gp_string(l.xlabel), gp_string(l.ylabel), x_lo / 1.5,
+                          x_hi * 1.5, y_lo / 1.5, y_hi * 1.5),
               command);
   files.plots.push_back(name);
 }
@@ -133,34 +195,40 @@ std::optional<std::tuple<double, double, double>> y_of(const Row& r, const std::
   return std::tuple{y / scale, lo / scale, hi / scale};
 }
 
-// A log-log plot of per-op time against a parameter (x), one line per
-// configuration; with `field`, of that record field instead, as the plot
-// `name`. fork_dirty: its stride=1 rows (every page dirtied) only.
+std::string titled(const std::string& title, const PlotQuestion& q) { return title + ": " + q.heading; }
+
+// Log-log plots of per-op time against a parameter (x), one line per
+// configuration, one plot per question (the plot `name` + its suffix);
+// with `field`, of that record field instead. fork_dirty: its stride=1
+// rows (every page dirtied) only.
 void curve_plot(const Results& results, Script& script, PlotFiles& files, const fs::path& dir, const std::string& bench,
                 const std::string& x_param, double scale, const std::string& unit, const std::string& title,
                 const std::string& xlabel, const std::string& ylabel, const std::string& name = "",
                 const std::string& field = "") {
-  std::vector<Curve> curves;
-  for (const auto& id : configs_with(results, {bench})) {
-    Curve curve{label_of(results, id), {}};
-    for (const auto& r : results.rows) {
-      if (r.bench != bench || r.config != id || (bench == "fork_dirty" && fork_stride(r) != 1)) continue;
-      const auto y = y_of(r, field, scale);
-      if (!y) continue;
-      for (const auto& [k, v] : r.params)
-        if (k == x_param && v.is_number())
-          curve.points.emplace_back(v.get<double>(), std::get<0>(*y), std::get<1>(*y), std::get<2>(*y));
+  for (const auto& q : plot_questions(results, configs_with(results, {bench})))
+    for (const auto& [plot, ids] : parts(name.empty() ? bench : name, q)) {
+      std::vector<Curve> curves;
+      for (const auto& id : ids) {
+        Curve curve{label_of(results, id), {}};
+        for (const auto& r : results.rows) {
+          if (r.bench != bench || r.config != id || (bench == "fork_dirty" && fork_stride(r) != 1)) continue;
+          const auto y = y_of(r, field, scale);
+          if (!y) continue;
+          for (const auto& [k, v] : r.params)
+            if (k == x_param && v.is_number())
+              curve.points.emplace_back(v.get<double>(), std::get<0>(*y), std::get<1>(*y), std::get<2>(*y));
+        }
+        curves.push_back(std::move(curve));
+      }
+      log_log_plot(script, files, dir, plot, std::move(curves), x_param, unit,
+                   {titled(title, q), plot_currency(results, ids), xlabel, ylabel});
     }
-    curves.push_back(std::move(curve));
-  }
-  log_log_plot(script, files, dir, name.empty() ? bench : name, std::move(curves), x_param, unit, title, xlabel,
-               ylabel);
 }
 
 // The sparse fork: fork_dirty's ms per fork (or, with `field`, that field) against
 // density (percent of each L1 table's entries dirtied, 100 / stride), one
 // line per configuration and span measured at two strides or more (sparser
-// to the left).
+// to the left), one plot per question.
 void density_plot(const Results& results, Script& script, PlotFiles& files, const fs::path& dir,
                   const std::string& name, const std::string& field, const std::string& title,
                   const std::string& ylabel) {
@@ -169,31 +237,37 @@ void density_plot(const Results& results, Script& script, PlotFiles& files, cons
     if (r.bench == "fork_dirty") strides[fork_pages(r)].insert(fork_stride(r));
   size_t spans = 0;
   for (const auto& [pages, set] : strides) spans += set.size() >= 2;
-  std::vector<Curve> curves;
-  for (const auto& id : configs_with(results, {"fork_dirty"}))
-    for (const auto& [pages, set] : strides) {
-      if (set.size() < 2) continue;
-      Curve curve{spans > 1 ? fmt::format("{}, {:.0f} pages", label_of(results, id), pages) : label_of(results, id), {}};
-      for (const auto& r : results.rows) {
-        if (r.bench != "fork_dirty" || r.config != id || fork_pages(r) != pages) continue;
-        if (const auto y = y_of(r, field, 1e6))
-          curve.points.emplace_back(100 / fork_stride(r), std::get<0>(*y), std::get<1>(*y), std::get<2>(*y));
-      }
-      if (curve.points.size() >= 2) curves.push_back(std::move(curve));
-    }
+  if (spans == 0) return;
   std::string span;
   if (spans == 1)
     for (const auto& [pages, set] : strides)
       if (set.size() >= 2) span = fmt::format(" over {:.0f} pages", pages);
-  log_log_plot(script, files, dir, name, std::move(curves), "density_percent", "ms", title + span,
-               "density: % of each L1 table's entries dirtied (100 / stride)", ylabel);
+  for (const auto& q : plot_questions(results, configs_with(results, {"fork_dirty"})))
+    for (const auto& [plot, ids] : parts(name, q, spans)) {
+      std::vector<Curve> curves;
+      for (const auto& id : ids)
+        for (const auto& [pages, set] : strides) {
+          if (set.size() < 2) continue;
+          Curve curve{spans > 1 ? fmt::format("{}, {:.0f} pages", label_of(results, id), pages) : label_of(results, id),
+                      {}};
+          for (const auto& r : results.rows) {
+            if (r.bench != "fork_dirty" || r.config != id || fork_pages(r) != pages) continue;
+            if (const auto y = y_of(r, field, 1e6))
+              curve.points.emplace_back(100 / fork_stride(r), std::get<0>(*y), std::get<1>(*y), std::get<2>(*y));
+          }
+          if (curve.points.size() >= 2) curves.push_back(std::move(curve));
+        }
+      log_log_plot(script, files, dir, plot, std::move(curves), "density_percent", "ms",
+                   {titled(title + span, q), plot_currency(results, ids),
+                    "density: % of each L1 table's entries dirtied (100 / stride)", ylabel});
+    }
 }
 
-// Clustered bars: one group per (benchmark, parameters), one bar per configuration.
-void bar_plot(const Results& results, Script& script, PlotFiles& files, const fs::path& dir, const std::string& name,
-              const std::vector<std::string_view>& benches, bool log_y, const std::string& title) {
-  const std::vector<std::string> ids = configs_with(results, benches);
-  if (ids.empty()) return;
+// Clustered bars: one group per (benchmark, parameters), one bar per
+// configuration, as the plot `name`.
+void bars(const Results& results, Script& script, PlotFiles& files, const fs::path& dir, const std::string& name,
+          const std::vector<std::string_view>& benches, const std::vector<std::string>& ids, bool log_y,
+          const std::string& title) {
   std::vector<std::string> categories;
   std::map<std::string, std::map<std::string, double>> value;  // category -> config -> µs
   for (auto bench : benches) {
@@ -203,7 +277,7 @@ void bar_plot(const Results& results, Script& script, PlotFiles& files, const fs
       if (r.bench == bench)
         for (const auto& [k, v] : r.params) values[k].insert(v.dump());
     for (const auto& r : results.rows) {
-      if (r.bench != bench) continue;
+      if (r.bench != bench || std::find(ids.begin(), ids.end(), r.config) == ids.end()) continue;
       std::string category(bench);
       for (const auto& [k, v] : r.params)
         if (values[k].size() > 1) category += fmt::format(" {}={}", k, v.is_string() ? v.get<std::string>() : v.dump());
@@ -211,6 +285,7 @@ void bar_plot(const Results& results, Script& script, PlotFiles& files, const fs
       value[category][r.config] = r.per_op / 1e3;
     }
   }
+  if (categories.empty()) return;
   double lo = INFINITY, hi = 0;
   for (const auto& [category, by_config] : value)
     for (const auto& [id, v] : by_config)
@@ -230,16 +305,26 @@ void bar_plot(const Results& results, Script& script, PlotFiles& files, const fs
   const fs::path file = dir / (name + ".dat");
   write_file(file, data);
   files.data.push_back(file);
+  std::string command = "plot ";
+  for (size_t i = 0; i < ids.size(); ++i)
+    command += fmt::format("{}{} using {}:xtic(1) title columnheader({}) lc rgb \"{}\"", i ? ", \\\n     " : "",
+                           gp_string(name + ".dat"), i + 2, i + 2, kColours[i]);
   script.plot(name,
               fmt::format("set title {}\nset style data histograms\nset style histogram clustered gap 1\n"
                           "set style fill solid 0.8 border -1\nset boxwidth 0.9\nset xtics rotate by -30 left\n"
                           "set ylabel \"µs per operation\"\n{}",
-                          gp_string(title),
+                          gp_title(title, plot_currency(results, ids)),
                           log_y ? fmt::format("set logscale y\nset yrange [{:.6g}:{:.6g}]\n", lo / 2, hi * 2)
                                 : std::string("set yrange [0:*]\n")),
-              fmt::format("plot for [i=2:{}] {} using i:xtic(1) title columnheader(i)", ids.size() + 1,
-                          gp_string(name + ".dat")));
+              command);
   files.plots.push_back(name);
+}
+
+// bars() once per question.
+void bar_plot(const Results& results, Script& script, PlotFiles& files, const fs::path& dir, const std::string& name,
+              const std::vector<std::string_view>& benches, bool log_y, const std::string& title) {
+  for (const auto& q : plot_questions(results, configs_with(results, benches)))
+    for (const auto& [plot, ids] : parts(name, q)) bars(results, script, files, dir, plot, benches, ids, log_y, titled(title, q));
 }
 
 }  // namespace
@@ -253,8 +338,8 @@ PlotFiles write_plot_script(const Results& results, const fs::path& dir) {
   curve_plot(results, script, files, dir, "fork_dirty", "pages", 1e6, "ms", "fork after dirtying N pages (parent side)",
              "dirty pages", "ms per fork");
   curve_plot(results, script, files, dir, "fork_dirty", "pages", 1e6, "ms",
-             "fork + child exit + parent rewrite of N dirty pages (fork_dirty total)", "dirty pages",
-             "ms per fork + exit + rewrite", "fork_dirty_total", "total_median");
+             "fork + child exit + parent rewrite of N dirty pages", "dirty pages", "ms per fork + exit + rewrite",
+             "fork_dirty_total", "total_median");
   density_plot(results, script, files, dir, "fork_dirty_density", "",
                "fork after dirtying every stride-th page (parent side)", "ms per fork");
   density_plot(results, script, files, dir, "fork_dirty_density_total", "total_median",
