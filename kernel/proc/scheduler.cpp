@@ -107,13 +107,16 @@ Process* pick_next() {
 // already: then it halts again). The hint is per CPU because a process
 // may be pinned: a CPU that looked and found nothing it may run clears
 // only its own, never another's that has work waiting for it alone.
+// Every switch and wake-up comes here, so it visits only the CPUs in the
+// mask (one, on one CPU), never every possible CPU id.
 void work_appeared(uint64_t cpus) {
   cpus &= schedulable_cpus();
   const unsigned self = me();
-  for (unsigned c = 0; c < smp::kMaxCpus; ++c)
-    if (cpus >> c & 1) __atomic_store_n(&g_sched[c].work_hint, true, __ATOMIC_SEQ_CST);
-  for (unsigned c = 0; c < smp::kMaxCpus; ++c) {
-    if (c == self || !(cpus >> c & 1) || !g_sched[c].idle) continue;
+  for (uint64_t m = cpus; m; m &= m - 1)
+    __atomic_store_n(&g_sched[__builtin_ctzll(m)].work_hint, true, __ATOMIC_SEQ_CST);
+  for (uint64_t m = cpus; m; m &= m - 1) {
+    const unsigned c = static_cast<unsigned>(__builtin_ctzll(m));
+    if (c == self || !g_sched[c].idle) continue;
     g_sched[c].idle = false;  // one kick each: the next wake-up goes to another CPU
     if (xcpu::send(c, xcpu::Ipi::Reschedule)) ++g_sched[self].kicks_sent;
     return;
@@ -136,11 +139,19 @@ bool anything_to_run() {
 // Shared with the other files of the process layer (process_parts.h).
 namespace proc {
 
+// Recomputed only when the number of CPUs online changes (bring-up): the
+// scheduler asks at every switch.
 uint64_t schedulable_cpus() {
-  uint64_t cpus = 0;
+  static unsigned counted = 0;
+  static uint64_t cpus = 0;
+  const unsigned online = xcpu::cpus_online();
+  if (__atomic_load_n(&counted, __ATOMIC_ACQUIRE) == online) return __atomic_load_n(&cpus, __ATOMIC_RELAXED);
+  uint64_t mask = 0;
   for (unsigned c = 0; c < smp::kMaxCpus && c < 64; ++c)
-    if (xcpu::online(c) && (g_sched_all_cpus || c == 0)) cpus |= uint64_t{1} << c;
-  return cpus;
+    if (xcpu::online(c) && (g_sched_all_cpus || c == 0)) mask |= uint64_t{1} << c;
+  __atomic_store_n(&cpus, mask, __ATOMIC_RELAXED);
+  __atomic_store_n(&counted, online, __ATOMIC_RELEASE);
+  return mask;
 }
 
 bool may_run_here(const Process& p) { return p.affinity >> me() & 1; }
