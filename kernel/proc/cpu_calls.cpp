@@ -12,13 +12,12 @@
 #include "base/abi.h"
 #include "kernel/proc/process.h"
 #include "kernel/proc/process_parts.h"
+#include "kernel/proc/syscall_result.h"
 #include "kernel/proc/user_copy.h"
 
 namespace pvk {
 namespace {
 
-int64_t result(Errno e) { return -static_cast<int64_t>(e); }
-int64_t result(const ErrorOr<void>& r) { return r.is_error() ? result(r.error()) : 0; }
 
 // The thread `tid` names (0: the caller), or null.
 Process* target(uint64_t tid) {
@@ -31,22 +30,22 @@ Process* target(uint64_t tid) {
 int64_t sys_sched_setaffinity(uint64_t tid, uint64_t len, uint64_t user_mask) {
   uint64_t mask = 0;  // bytes past len are CPUs the caller left out
   const size_t n = len < sizeof mask ? static_cast<size_t>(len) : sizeof mask;
-  if (auto r = copy_from_user(&mask, user_mask, n); r.is_error()) return result(r);
+  if (auto r = copy_from_user(&mask, user_mask, n); r.is_error()) return syscall_result(r);
   Process* p = target(tid);
-  if (!p) return result(Errno::ESRCH);
+  if (!p) return syscall_result(Errno::ESRCH);
   mask &= proc::schedulable_cpus();
-  if (mask == 0) return result(Errno::EINVAL);
+  if (mask == 0) return syscall_result(Errno::EINVAL);
   p->affinity = mask;
   if (p == current()) proc::migrate_if_unallowed();
   return 0;
 }
 
 int64_t sys_sched_getaffinity(uint64_t tid, uint64_t len, uint64_t user_mask) {
-  if (len < sizeof(uint64_t) || len % sizeof(uint64_t)) return result(Errno::EINVAL);
+  if (len < sizeof(uint64_t) || len % sizeof(uint64_t)) return syscall_result(Errno::EINVAL);
   Process* p = target(tid);
-  if (!p) return result(Errno::ESRCH);
+  if (!p) return syscall_result(Errno::ESRCH);
   const uint64_t mask = p->affinity & proc::schedulable_cpus();
-  if (auto r = copy_to_user(user_mask, &mask, sizeof mask); r.is_error()) return result(r);
+  if (auto r = copy_to_user(user_mask, &mask, sizeof mask); r.is_error()) return syscall_result(r);
   return sizeof mask;
 }
 
@@ -54,9 +53,9 @@ int64_t sys_sched_getaffinity(uint64_t tid, uint64_t len, uint64_t user_mask) {
 int64_t sys_getcpu(uint64_t user_cpu, uint64_t user_node) {
   const uint32_t cpu = proc::me(), node = 0;
   if (user_cpu)
-    if (auto r = copy_to_user(user_cpu, &cpu, sizeof cpu); r.is_error()) return result(r);
+    if (auto r = copy_to_user(user_cpu, &cpu, sizeof cpu); r.is_error()) return syscall_result(r);
   if (user_node)
-    if (auto r = copy_to_user(user_node, &node, sizeof node); r.is_error()) return result(r);
+    if (auto r = copy_to_user(user_node, &node, sizeof node); r.is_error()) return syscall_result(r);
   return 0;
 }
 

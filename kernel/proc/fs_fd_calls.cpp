@@ -6,12 +6,13 @@
 #include "kernel/fs/ramfs.h"
 #include "kernel/proc/fs_calls.h"
 #include "kernel/proc/process.h"
+#include "kernel/proc/syscall_result.h"
 #include "kernel/proc/user_copy.h"
 
 namespace pvk {
 namespace fscall {
 
-int64_t result(Errno e) { return -static_cast<int64_t>(e); }
+int64_t result(Errno e) { return syscall_result(e); }
 
 File** fd_table() { return current()->leader->fds; }
 

@@ -7,6 +7,7 @@
 #include "kernel/proc/exec.h"
 #include "kernel/proc/file.h"
 #include "kernel/proc/fs_calls.h"
+#include "kernel/proc/syscall_result.h"
 #include "kernel/proc/futex.h"
 #include "kernel/proc/process.h"
 #include "kernel/proc/sleep_calls.h"
@@ -28,7 +29,7 @@ namespace {
 
 using Args = uint64_t[6];
 
-int64_t result(Errno e) { return -static_cast<int64_t>(e); }
+int64_t result(Errno e) { return syscall_result(e); }
 template <typename T>
 int64_t result(const ErrorOr<T>& r) {
   if (r.is_error()) return result(r.error());

@@ -1,0 +1,14 @@
+// A system call's return value in rax: 0 or a value on success, minus the
+// errno on failure (Linux's convention). One definition for every file of
+// system calls.
+#pragma once
+#include "base/lib/error_or.h"
+
+#include <stdint.h>
+
+namespace pvk {
+
+inline int64_t syscall_result(Errno e) { return -static_cast<int64_t>(e); }
+inline int64_t syscall_result(const ErrorOr<void>& r) { return r.is_error() ? syscall_result(r.error()) : 0; }
+
+}  // namespace pvk
