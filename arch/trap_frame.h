@@ -18,6 +18,7 @@ inline constexpr uint64_t DivideError = 0;
 inline constexpr uint64_t Debug = 1;
 inline constexpr uint64_t Breakpoint = 3;
 inline constexpr uint64_t InvalidOpcode = 6;
+inline constexpr uint64_t DeviceNotAvailable = 7;  // #NM: CR0.TS set
 inline constexpr uint64_t DoubleFault = 8;
 inline constexpr uint64_t GeneralProtection = 13;
 inline constexpr uint64_t PageFault = 14;

@@ -160,7 +160,9 @@ extern "C" void trap_dispatch(TrapFrame* frame) {
   }
   // The kernel touching user memory (a copy) demand-pages it like a user access.
   if (frame->vector == vec::PageFault && kernel_fault_on_user_memory(*frame, fault_addr)) return;
-  if (frame->vector == vec::PageFault || frame->vector == vec::GeneralProtection) {
+  // (#UD too: an XSETBV Xen refuses, arch/fpu/fpu_ops.S.)
+  if (frame->vector == vec::PageFault || frame->vector == vec::GeneralProtection ||
+      frame->vector == vec::InvalidOpcode) {
     if (uint64_t fixup = extable_fixup(frame->rip)) {
       frame->rip = fixup;
       return;

@@ -10,13 +10,13 @@
 #
 # The programs use only Linux x86-64 system calls (plus pvk's own above 500,
 # which Linux answers with -ENOSYS), so the same executables also run on the
-# Linux build host. The kernel does not save FP/SIMD state: user code is
-# compiled with -mgeneral-regs-only.
+# Linux build host. The kernel saves each thread's FP/SIMD state
+# (docs/fpu.md), so user code may use SSE and AVX like any Linux program.
 
 set(PVK_USER_CXX_FLAGS
   -std=gnu++20 -ffreestanding -fno-exceptions -fno-rtti -fno-threadsafe-statics
   -fno-use-cxa-atexit -fno-stack-protector -fno-pic -fno-pie
-  -mno-red-zone -mgeneral-regs-only
+  -mno-red-zone
   -fno-omit-frame-pointer -fno-strict-aliasing
   -fno-asynchronous-unwind-tables -fno-unwind-tables
   -ffunction-sections -fdata-sections

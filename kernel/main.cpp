@@ -6,6 +6,7 @@
 #include "base/console/record.h"
 #include "base/boot_info.h"
 #include "arch/finish.h"
+#include "arch/fpu/fpu.h"
 #include "base/lib/fault_inject.h"
 #include "base/lib/format.h"
 #include "base/lib/kstring.h"
@@ -248,6 +249,9 @@ void kernel_main(Platform& platform, BootInfo& info) {
         .u64("cpus", smp::counts().found())
         .u64("cpus_online", smp::counts().online())
         .u64("boot_ns", tsc_to_ns(cpu::rdtsc() - info.boot_tsc))
+        .str("fpu", fpu::method_name(fpu::config().method))
+        .u64("fpu_size", fpu::config().size)
+        .u64("xcr0", fpu::config().xcr0)
         .u64("free_frames", baseline)
         .u64("total_frames", frames().max_pfn());
     add_counters(r, g_mmu_counters);

@@ -1,5 +1,6 @@
 // The native environment: COM1 console, isa-debug-exit shutdown, the PIT to
 // calibrate the TSC, and the PVH entry's C++ half.
+#include "arch/fpu/fpu.h"
 #include "base/abi.h"
 #include "base/arch/cpu.h"
 #include "arch/native/descriptors.h"
@@ -228,6 +229,7 @@ extern "C" [[noreturn]] void native_boot_entry(uint32_t start_info_paddr) {
   load_descriptors();
   enable_syscalls();
   enable_supervisor_protections();
+  fpu::init_boot_cpu(/*xen_pv=*/false);
   pvk_ret_to_user = native_ret_to_user;
   g_native_platform.irq_save = &irq_save_native;
   g_native_platform.irq_restore = &irq_restore_native;

@@ -11,6 +11,7 @@
 // the boot CPU sends its IPIs from the early 4 GiB tables (pvh_entry.S),
 // which map the kernel image, the physmap of low memory and the APIC alike:
 // a short window with interrupts off, the same CR3 before and after.
+#include "arch/fpu/fpu.h"
 #include "arch/native/smp_native.h"
 
 #include "base/arch/cpu.h"
@@ -277,6 +278,7 @@ extern "C" [[noreturn]] void native_ap_entry(pvk::PerCpu* self) {
   cpu::write_cr4(g_boot_cr4);
   program_pat();  // the same layout the boot CPU's leaves are written by
   enable_syscalls();
+  fpu::init_secondary_cpu();  // XCR0 is per CPU
   *early_lapic(kApicSvr) = kSvrEnable | kSpuriousVector;
   const uint64_t ist_top = self->kernel_stack_top + kIstPages * kPageSize;
   load_ap_descriptors(self->id, reinterpret_cast<void*>(ist_top), ist_top, &native_ap_nmi);

@@ -1,6 +1,7 @@
 // The Xen PV environment: console (console_io as the initial domain, the
 // console ring otherwise), shutdown through SCHEDOP_shutdown, the shared
 // info page (fault address, time, events), and the PV entry's C++ half.
+#include "arch/fpu/fpu.h"
 #include "base/abi.h"
 #include "base/arch/cpu.h"
 #include "base/console/console.h"
@@ -378,6 +379,7 @@ extern "C" [[noreturn]] void xen_boot_entry(start_info_t* si, uint64_t entry_rsp
   }
   map_shared_info();
   install_traps();
+  fpu::init_boot_cpu(/*xen_pv=*/true);
   init_boot_cpu();
   g_xen_platform.tsc_khz = tsc_khz();
 

@@ -19,6 +19,7 @@
 // anything relies on it; the AP then unmasks the channel and goes to its
 // scheduler (secondary_cpu_scheduler), where IPIs and its own VIRQ_TIMER
 // arrive through the event upcall on that vCPU.
+#include "arch/fpu/fpu.h"
 #include "base/arch/cpu.h"
 #include "base/console/console.h"
 #include "base/frames/frame_allocator.h"
@@ -158,6 +159,7 @@ extern "C" [[noreturn]] void xen_ap_entry(pvk::PerCpu* self) {
   using namespace pvk;
   vcpu_info& vi = pv::shared_info_page()->vcpu_info[self->hw_id];
   __atomic_store_n(&vi.evtchn_upcall_mask, 1, __ATOMIC_RELEASE);
+  fpu::init_secondary_cpu();  // each vCPU has its own virtual CR4.OSXSAVE, XCR0 and CR0.TS
   // What the boot vCPU registered for itself and the context does not
   // carry: 32-bit user code's syscall/sysenter land in the killing stub.
   pv::CompatSyscallCallbacks compat;

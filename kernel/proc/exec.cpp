@@ -5,6 +5,7 @@
 #include "base/arch/platform.h"
 #include "base/lib/kstring.h"
 #include "kernel/proc/elf_image.h"
+#include "kernel/proc/fpu_state.h"
 #include "kernel/proc/process.h"
 #include "kernel/proc/programs.h"
 #include "base/frames/frame_allocator.h"
@@ -153,6 +154,7 @@ ErrorOr<void> exec_program(Process& p, const char* name, const char* const* argv
   f.cs = g_platform->user_cs;
   f.ss = g_platform->user_ss;
   f.rflags = 0x202;  // IF
+  fpu_exec_reset(p);  // a new program starts from the clean FP state
   for (auto& a : p.actions)
     if (a.handler != abi::SIG_IGN) a = abi::KernelSigaction{};  // handlers die with the old image
   size_t n = 0;

@@ -10,6 +10,7 @@
 #include "kernel/kernel_lock.h"
 #include "kernel/proc/exec.h"
 #include "kernel/proc/file.h"
+#include "kernel/proc/fpu_state.h"
 #include "kernel/proc/futex.h"
 #include "kernel/proc/process_parts.h"
 #include "kernel/fs/ramfs.h"
@@ -74,6 +75,7 @@ ErrorOr<int> do_fork() {
   if (group.cwd) fs::inode_get(child->cwd = group.cwd);
   *child->frame() = *parent.frame();
   child->frame()->rax = 0;
+  fpu_copy_running(*child, parent);
   save_user_segments(*child);  // the parent's, as fork returns in both
   prepare_first_switch(*child);
   make_runnable(*child);
@@ -100,6 +102,7 @@ void do_thread_exit(int wait_status) {
   Process& group = *p.leader;
   // CLONE_CHILD_CLEARTID: the joiner's word, while the space is still there.
   clear_child_tid(p);
+  fpu_release(p);  // it never returns to user mode: nothing to save at the switch
   p.wait_status = wait_status;
   if (--group.live_threads > 0) {
     // The others keep the group's space, files and actions. A leader stays
@@ -167,6 +170,7 @@ ErrorOr<int> start_init(const char* const* argv) {
   this_cpu()->current = p;  // exec works on the current process
   if (auto r = exec_program(*p, argv[0], argv, envp); r.is_error()) {
     release_resources(*p);
+    fpu_release(*p);
     p->state = ProcState::Free;
     this_cpu()->current = nullptr;
     kernel_unlock();
@@ -199,6 +203,7 @@ ErrorOr<int> start_init(const char* const* argv) {
   for (Process& q : g_procs) {
     if (q.state == ProcState::Free) continue;
     release_resources(q);
+    fpu_release(q);
     q.state = ProcState::Free;
   }
   futex_forget_all();

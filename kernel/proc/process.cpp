@@ -3,6 +3,7 @@
 // (scheduler.cpp, signals.cpp, lifecycle.cpp).
 #include "kernel/proc/process.h"
 
+#include "kernel/proc/fpu_state.h"
 #include "kernel/proc/process_parts.h"
 
 namespace pvk {
@@ -32,7 +33,9 @@ bool dead_thread(const Process& p) {
 Process* alloc_process() {
   for (Process& p : g_procs) {
     if (p.state != ProcState::Free && !dead_thread(p)) continue;
+    fpu_release(p);  // (exit gave it back already)
     p = Process{};
+    if (fpu_alloc(p).is_error()) return nullptr;  // no frame for its FP state
     p.pid = g_next_pid++;
     p.tgid = p.pid;
     p.leader = &p;
@@ -42,7 +45,10 @@ Process* alloc_process() {
   return nullptr;
 }
 
-void free_unstarted(Process& p) { p.state = ProcState::Free; }
+void free_unstarted(Process& p) {
+  fpu_release(p);
+  p.state = ProcState::Free;
+}
 
 Process* process_at(unsigned i) { return i < kMaxProcs ? &g_procs[i] : nullptr; }
 

@@ -78,6 +78,9 @@ struct Process {
   Process* exec_thread = nullptr;  // on the leader: the thread whose execve is ending the others
   uint64_t clear_child_tid = 0;  // CLONE_CHILD_CLEARTID / set_tid_address: zeroed and woken at exit
   uint64_t fs_base = 0;          // the user FS base (TLS), loaded when this thread is switched to
+  // Its FP/SIMD state while switched out (kernel/proc/fpu_state.h): one
+  // frame, from the slot's allocation to the thread's exit.
+  uint8_t* fpu = nullptr;
 
   uint8_t* stack_base() const;
   uint64_t stack_top() const { return reinterpret_cast<uint64_t>(stack_base()) + kStackSize; }

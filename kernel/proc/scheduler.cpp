@@ -10,6 +10,7 @@
 #include "base/console/record.h"
 #include "base/lib/format.h"
 #include "kernel/kernel_lock.h"
+#include "kernel/proc/fpu_state.h"
 #include "kernel/proc/process_parts.h"
 #include "kernel/proc/thread.h"
 #include "arch/smp/percpu.h"
@@ -73,6 +74,7 @@ void switch_to(Process* next) {
   if (prev) {
     prev->on_cpu = Process::kNoCpu;  // no one else looks before the lock is dropped, past the switch
     save_user_segments(*prev);
+    fpu_switch_out(*prev);
     if (prev->state == ProcState::Runnable) work_appeared(prev->affinity);  // an idle CPU may take it
   }
   this_cpu()->current = next;
@@ -83,6 +85,7 @@ void switch_to(Process* next) {
   // This CPU's FS base is prev's (loaded when prev came here) or, from
   // idle, whatever ran here last: switch_fs_base writes it from idle.
   switch_fs_base(prev, *next);
+  fpu_switch_in(*next);  // the kernel uses no FP registers: next's from here on
   switch_context(prev ? &prev->saved_rsp : &cs.idle_rsp, next->saved_rsp);
   // Back here, maybe on another CPU: this process's selectors again.
   if (prev) restore_user_segments(*prev);
@@ -183,6 +186,7 @@ void switch_to_idle() {
   if (!prev) panic("switch to idle with no process running");
   prev->on_cpu = Process::kNoCpu;
   save_user_segments(*prev);
+  fpu_switch_out(*prev);
   this_cpu()->current = nullptr;
   // Still runnable (it may not run here, or the machine is stopping):
   // a CPU it may run on should take it.

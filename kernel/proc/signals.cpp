@@ -3,10 +3,15 @@
 // to user mode (the signal frame), and rt_sigreturn.
 #include "kernel/proc/process.h"
 
+#include <stddef.h>
+
 #include "base/arch/platform.h"
 #include "kernel/kernel_lock.h"
 #include "kernel/proc/process_parts.h"
 #include "kernel/proc/user_copy.h"
+#include "kernel/proc/fpu_state.h"
+#include "arch/fpu/fpu.h"
+#include "base/signal_frame.h"
 
 namespace pvk {
 
@@ -56,12 +61,50 @@ void raise_fault_signal(int sig) {
   p.pending |= sig_bit(sig);
 }
 
-// Signal frame on the user stack: the interrupted state, restored by
-// rt_sigreturn. Below it, the return address (the restorer).
-struct SigFrame {
-  TrapFrame saved;
-  uint64_t blocked;
-};
+namespace {
+
+// The interrupted registers as Linux's sigcontext holds them.
+sigframe::SigContext to_sigcontext(const TrapFrame& f) {
+  sigframe::SigContext sc{};
+  sc.r8 = f.r8, sc.r9 = f.r9, sc.r10 = f.r10, sc.r11 = f.r11;
+  sc.r12 = f.r12, sc.r13 = f.r13, sc.r14 = f.r14, sc.r15 = f.r15;
+  sc.rdi = f.rdi, sc.rsi = f.rsi, sc.rbp = f.rbp, sc.rbx = f.rbx;
+  sc.rdx = f.rdx, sc.rax = f.rax, sc.rcx = f.rcx, sc.rsp = f.rsp, sc.rip = f.rip;
+  sc.eflags = f.rflags;
+  sc.cs = static_cast<uint16_t>(f.cs);
+  sc.ss = static_cast<uint16_t>(f.ss);
+  sc.err = f.error_code;
+  sc.trapno = f.vector;
+  return sc;
+}
+
+// Writes the frame for sig below f.rsp (Linux's rt_sigframe, with the FP
+// image above it) and points f at the handler; false if the stack cannot
+// take it.
+bool push_signal_frame(Process& p, TrapFrame& f, int sig, const abi::KernelSigaction& action) {
+  const sigframe::FpFormat fmt = fpu::frame_format();
+  const sigframe::Placement at = sigframe::place(f.rsp, fmt);
+  sigframe::RtSigframe sf{};
+  sf.pretcode = action.restorer;
+  sf.uc.uc_flags = sigframe::kUcSigcontextSs | sigframe::kUcStrictRestoreSs | (fmt.xsave ? sigframe::kUcFpXstate : 0);
+  sf.uc.uc_mcontext = to_sigcontext(f);
+  sf.uc.uc_mcontext.fpstate = at.fpstate;
+  sf.uc.uc_mcontext.oldmask = p.blocked;
+  sf.uc.uc_sigmask = p.blocked;
+  sf.info.si_signo = sig;
+  if (at.frame >= abi::kUserTop || at.fpstate >= abi::kUserTop) return false;
+  if (copy_to_user(at.frame, &sf, sizeof sf).is_error()) return false;
+  if (fpu_to_signal_frame(p, at.fpstate).is_error()) return false;
+  f.rsp = at.frame;
+  f.rip = action.handler;
+  f.rdi = static_cast<uint64_t>(sig);
+  f.rsi = at.frame + offsetof(sigframe::RtSigframe, info);
+  f.rdx = at.frame + offsetof(sigframe::RtSigframe, uc);
+  f.rax = 0;
+  return true;
+}
+
+}  // namespace
 
 void return_after_kick(TrapFrame& f) {
   if (!mine().kicked) return;  // an IPI of another kind: nothing to deliver
@@ -86,24 +129,16 @@ void prepare_return_to_user(TrapFrame& f) {
     // The handler address is the program's choice: one outside user space
     // would make the return to user mode fault in the kernel.
     if (a.handler >= abi::kUserTop) do_exit(abi::wait_signaled(abi::SIGSEGV));
-    SigFrame sf{f, p.blocked};
     const abi::KernelSigaction action = a;
     if (a.flags & abi::SA_RESETHAND) actions[sig].handler = abi::SIG_DFL;
-    const uint64_t frame_at = align_down(f.rsp - 128 - sizeof(SigFrame), 16) - 8;  // skip the red zone
-    const uint64_t restorer = action.restorer;
-    if (copy_to_user(frame_at + 8, &sf, sizeof sf).is_error() || copy_to_user(frame_at, &restorer, 8).is_error())
-      do_exit(abi::wait_signaled(abi::SIGSEGV));
+    if (!push_signal_frame(p, f, sig, action)) do_exit(abi::wait_signaled(abi::SIGSEGV));
     p.blocked |= action.mask | ((action.flags & abi::SA_NODEFER) ? 0 : sig_bit(sig));
     p.blocked &= ~sig_bit(abi::SIGKILL);
-    f.rsp = frame_at;
-    f.rip = action.handler;
     f.cs = g_platform->user_cs;  // the handler runs in 64-bit user mode, whatever was interrupted
     f.ss = g_platform->user_ss;
     // The ABI's state at a function entry: DF clear; no single-stepping into
     // the handler (the interrupted code's flags come back with rt_sigreturn).
     f.rflags &= ~(rflags::DF | rflags::TF | rflags::RF);
-    f.rdi = static_cast<uint64_t>(sig);
-    f.rax = 0;
     break;  // one handler at a time; the rest wait for its sigreturn
   }
   // Last line of defence before iret: never return to a kernel or
@@ -112,20 +147,24 @@ void prepare_return_to_user(TrapFrame& f) {
 }
 
 int64_t do_sigreturn(TrapFrame& f) {
-  SigFrame sf;
-  // The handler's ret popped the restorer address: the frame is at rsp.
-  if (copy_from_user(&sf, f.rsp, sizeof sf).is_error()) do_exit(abi::wait_signaled(abi::SIGSEGV));
+  // The handler's ret popped the restorer address: the ucontext is at rsp.
+  sigframe::UContext uc;
+  if (copy_from_user(&uc, f.rsp, sizeof uc).is_error()) do_exit(abi::wait_signaled(abi::SIGSEGV));
+  const sigframe::SigContext& sc = uc.uc_mcontext;
   // Only a user address may be returned to: a kernel or non-canonical rip
   // would fault in the kernel's own return path.
-  if (sf.saved.rip >= abi::kUserTop || sf.saved.rsp >= abi::kUserTop) do_exit(abi::wait_signaled(abi::SIGSEGV));
-  const TrapFrame kernel_owned = f;
-  f = sf.saved;
-  // The user may not forge privilege: segments and flags are the kernel's.
-  f.cs = kernel_owned.cs;
-  f.ss = kernel_owned.ss;
-  f.rflags = (sf.saved.rflags & 0xcd5) | 0x202;  // arithmetic flags, DF, TF cleared; IF on
-  f.vector = kernel_owned.vector;
-  running_here()->blocked = sf.blocked & ~sig_bit(abi::SIGKILL);
+  if (sc.rip >= abi::kUserTop || sc.rsp >= abi::kUserTop) do_exit(abi::wait_signaled(abi::SIGSEGV));
+  // The FP image is checked before the CPU sees it (kernel/proc/fpu_state.cpp).
+  Process& p = *running_here();
+  if (!fpu_from_signal_frame(p, sc.fpstate)) do_exit(abi::wait_signaled(abi::SIGSEGV));
+  f.r8 = sc.r8, f.r9 = sc.r9, f.r10 = sc.r10, f.r11 = sc.r11;
+  f.r12 = sc.r12, f.r13 = sc.r13, f.r14 = sc.r14, f.r15 = sc.r15;
+  f.rdi = sc.rdi, f.rsi = sc.rsi, f.rbp = sc.rbp, f.rbx = sc.rbx;
+  f.rdx = sc.rdx, f.rax = sc.rax, f.rcx = sc.rcx, f.rsp = sc.rsp, f.rip = sc.rip;
+  // The user may not forge privilege: segments (f.cs, f.ss kept) and flags
+  // are the kernel's.
+  f.rflags = (sc.eflags & 0xcd5) | 0x202;  // arithmetic flags, DF, TF cleared; IF on
+  p.blocked = uc.uc_sigmask & ~sig_bit(abi::SIGKILL);
   return static_cast<int64_t>(f.rax);
 }
 

@@ -5,6 +5,7 @@
 #include "base/abi.h"
 #include "base/arch/platform.h"
 #include "base/lib/kstring.h"
+#include "kernel/proc/fpu_state.h"
 #include "kernel/proc/futex.h"
 #include "kernel/proc/process.h"
 #include "kernel/proc/thread_args.h"
@@ -38,6 +39,7 @@ ErrorOr<int> clone_thread(uint64_t flags, uint64_t newsp, uint64_t parent_tid, u
   memcpy(t->name, self.name, sizeof t->name);
   *t->frame() = *self.frame();
   t->frame()->rax = 0;
+  fpu_copy_running(*t, self);
   if (newsp) t->frame()->rsp = newsp;
   if (flags & CLONE_CHILD_CLEARTID) t->clear_child_tid = child_tid;
   // pid_t words written before the thread can run: a bad pointer undoes it.

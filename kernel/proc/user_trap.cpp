@@ -1,5 +1,6 @@
 // Traps that concern processes: faults and ticks from user mode, and the
 // kernel's own faults on user memory while copying (demand paging).
+#include "arch/fpu/fpu.h"
 #include "base/arch/cross_cpu.h"
 #include "base/arch/probe.h"
 #include "base/arch/platform.h"
@@ -146,6 +147,9 @@ void user_trap(TrapFrame& f, uint64_t fault_addr) {
       on_timer_tick(true);
       break;
     case vec::XenEvent: on_timer_tick(true); break;  // the platform handled the event itself
+    // FP state is switched eagerly, so CR0.TS is never set on purpose; Xen
+    // may set a PV vCPU's (its initial context): clear it, run again.
+    case vec::DeviceNotAvailable: fpu::device_not_available(); break;
     default: raise_fault_signal(signal_for_vector(f.vector)); break;
   }
   prepare_return_to_user(f);

@@ -272,6 +272,35 @@ TEST_P(SmpLifetimes, SleepersKeepWhatTheyUseAndTimedWaitsLetOthersRun) {
   }
 }
 
+// FP/SIMD state with processes on both CPUs (tests/user/test_fpu.cpp):
+// threads keep their vector registers and MXCSR while they migrate between
+// CPUs, are preempted and signalled; fork, exec and forged sigreturn
+// frames as on one CPU. The boot record names the save method.
+class SmpFpu : public ::testing::TestWithParam<SmpCase> {};
+
+TEST_P(SmpFpu, VectorRegistersFollowThreadsAcrossCpus) {
+  const RunResult r = boot_smp(GetParam().platform,
+                               "mmu=" + GetParam().mmu +
+                                   " sched_cpus=all init=proctest init_args=fpu_switch,fpu_signal,fpu_fork,fpu_exec,"
+                                   "fpu_sigreturn_forged",
+                               2, Timing::virtual_time);
+  ASSERT_TRUE(r.pass) << transcript(r);
+  EXPECT_TRUE(ran_on_cpus(r, 2)) << transcript(r);
+  const auto boot = find_record(r, "boot");
+  ASSERT_TRUE(boot) << transcript(r);
+  const std::string method = r.records[*boot].value("fpu", "");
+  EXPECT_TRUE(method == "xsaveopt" || method == "xsave" || method == "fxsave") << r.records[*boot].dump();
+  EXPECT_GE(r.records[*boot].value("fpu_size", 0u), 512u) << r.records[*boot].dump();
+  for (const char* name : {"fpu_switch", "fpu_signal", "fpu_fork", "fpu_exec", "fpu_sigreturn_forged"}) {
+    SCOPED_TRACE(name);
+    const json* test = nullptr;
+    for (const json& rec : r.records)
+      if (rec.value("event", "") == "test" && rec.value("name", "") == name) test = &rec;
+    ASSERT_NE(test, nullptr) << transcript(r);
+    EXPECT_TRUE(test->value("pass", false)) << test->dump();
+  }
+}
+
 // Lazy TLB at --smp 2 natively: mprotect_threads with reader threads, then
 // with none, in one boot. When the readers are gone the CPU that ran them
 // idles with the space still loaded (in its mask); with threads=0 every
@@ -325,6 +354,10 @@ INSTANTIATE_TEST_SUITE_P(Lifetimes, SmpLifetimes,
                          ::testing::Values(SmpCase{Platform::native, "native"}, SmpCase{Platform::xen, "batched"},
                                            SmpCase{Platform::xen, "direct"}, SmpCase{Platform::xen, "wrpt"},
                                            SmpCase{Platform::xen, "unhook"}, SmpCase{Platform::xen, "auto"}));
+
+INSTANTIATE_TEST_SUITE_P(Fpu, SmpFpu,
+                         ::testing::Values(SmpCase{Platform::native, "native"}, SmpCase{Platform::xen, "batched"},
+                                           SmpCase{Platform::xen, "wrpt"}));
 
 INSTANTIATE_TEST_SUITE_P(XenSched, SmpXenAllCpus,
                          ::testing::Values(SmpCase{Platform::xen, "batched"}, SmpCase{Platform::xen, "wrpt"}));

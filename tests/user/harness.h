@@ -123,6 +123,12 @@ void test_fork_tree();
 void test_fork_exec();
 void test_mprotect_segv();
 void test_sigfpe();
+// FP/SIMD state (tests/user/test_fpu.cpp).
+void test_fpu_switch();
+void test_fpu_signal();
+void test_fpu_fork();
+void test_fpu_exec();
+void test_fpu_sigreturn_forged();
 void test_unhandled_signals();
 void test_kill_handler();
 void test_pipes();

@@ -440,12 +440,14 @@ void attack_flags_timer() {
 }
 
 // ===========================================================================
-// Forged rt_sigreturn frames (pvk's frame: kernel/proc/process.cpp SigFrame,
-// the TrapFrame then the blocked mask, read at %rsp).
+// Forged rt_sigreturn frames (Linux's layout, base/signal_frame.h: the
+// ucontext read at %rsp; no FP image, fpstate 0).
 
 struct ForgedFrame {
-  uint64_t r15, r14, r13, r12, r11, r10, r9, r8, rbp, rdi, rsi, rdx, rcx, rbx, rax;
-  uint64_t vector, error_code, rip, cs, rflags, rsp, ss;
+  uint64_t uc_flags, uc_link, ss_sp, ss_flags, ss_size;
+  uint64_t r8, r9, r10, r11, r12, r13, r14, r15, rdi, rsi, rbp, rbx, rdx, rax, rcx, rsp, rip, rflags;
+  uint16_t cs, gs, fs, ss;
+  uint64_t err, trapno, oldmask, cr2, fpstate, reserved[8];
   uint64_t blocked;
 };
 
@@ -473,8 +475,8 @@ void forged(uint64_t i) {
   memset(&g_frame, 0, sizeof g_frame);
   g_frame.rax = 0x1111;
   g_frame.rip = f.rip;
-  g_frame.cs = f.cs;
-  g_frame.ss = f.ss;
+  g_frame.cs = static_cast<uint16_t>(f.cs);
+  g_frame.ss = static_cast<uint16_t>(f.ss);
   g_frame.rflags = f.rflags;
   g_frame.rsp = f.rsp;
   sigreturn_with(f.frame_at ? f.frame_at : reinterpret_cast<uint64_t>(&g_frame));

@@ -61,6 +61,12 @@ const Test kTests[] = {
     {"futex_timeouts", test_futex_timeouts},
     {"exec_race", test_exec_race},
     {"affinity", test_affinity},
+    // FP/SIMD state (tests/user/test_fpu.cpp).
+    {"fpu_switch", test_fpu_switch},
+    {"fpu_signal", test_fpu_signal},
+    {"fpu_fork", test_fpu_fork},
+    {"fpu_exec", test_fpu_exec},
+    {"fpu_sigreturn_forged", test_fpu_sigreturn_forged},
     // Timing in wall time, meaningful only with processes on two CPUs: run
     // when named (tests/boot/smp_boot_test.cpp's SmpTlb boots name them).
     {"sigkick_tgkill", test_sigkick_tgkill, true},

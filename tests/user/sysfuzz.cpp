@@ -472,11 +472,15 @@ void one_call() {
     // A forged frame on the scratch stack: rip to the landing pad or a
     // hostile address, the rest random.
     auto* f = reinterpret_cast<volatile uint64_t*>(kScratchStack + 2 * kPage);
-    for (int i = 0; i < 23; ++i) f[i] = g_rng.next();
-    f[17] = g_rng.one_in(8) ? hostile_addr() : reinterpret_cast<uint64_t>(sysfuzz_landing);         // rip
+    // Linux's ucontext (base/signal_frame.h): uc_flags..uc_stack [0..4],
+    // sigcontext r8.. [5..], rsp [20], rip [21], eflags [22], fpstate [28],
+    // uc_sigmask [37].
+    for (int i = 0; i < 38; ++i) f[i] = g_rng.next();
+    f[21] = g_rng.one_in(8) ? hostile_addr() : reinterpret_cast<uint64_t>(sysfuzz_landing);         // rip
     f[20] = g_rng.one_in(8) ? hostile_addr() : kScratchStack + kPage + g_rng.below(512) * 8;       // rsp
-    f[19] = f[19] & ~kTF;   // never single-step the harness (TF is not fuzzed here)
-    f[22] = f[22] & ~((1ull << (SIGUSR2 - 1)) | (g_rng.one_in(8) ? 0 : 0x1d8ull));  // mostly keep fault signals deliverable                                                            // blocked
+    f[22] = f[22] & ~kTF;   // never single-step the harness (TF is not fuzzed here)
+    f[28] = g_rng.one_in(8) ? f[28] : 0;  // fpstate: mostly none (the clean state), else forged
+    f[37] = f[37] & ~((1ull << (SIGUSR2 - 1)) | (g_rng.one_in(8) ? 0 : 0x1d8ull));  // mostly keep fault signals deliverable
     g_slot->done = g_slot->done + 1;
     asm volatile("mov %0, %%rsp\n\tmov $15, %%eax\n\tsyscall\n\tud2" : : "r"(f) : "memory");
     __builtin_unreachable();

@@ -19,7 +19,7 @@ namespace {
 
 // proctest's sub-tests (tests/user/proctest.cpp, kTests, plus the runner's
 // own "leak"), each of which must report {"event":"test","name":...,"pass":true}.
-constexpr std::array<std::string_view, 40> kSubTests = {
+constexpr std::array<std::string_view, 45> kSubTests = {
     "fork_cow",           "fork_tree",          "fork_exec",          "mprotect_segv",
     "sigfpe",             "unhandled_signals",  "kill_handler",       "pipes",
     "pipe_full_writers",
@@ -35,6 +35,9 @@ constexpr std::array<std::string_view, 40> kSubTests = {
     // Lifetimes across sleeps, timed sleeps, exec races (tests/user/test_lifetimes.cpp).
     "lifetime_pipe_close", "lifetime_pipe_dup2", "lifetime_pipe_write", "futex_timed_progress",
     "futex_timeouts",     "exec_race",
+    // FP/SIMD state across switches, signals, fork, exec; forged FP images (tests/user/test_fpu.cpp).
+    "fpu_switch",         "fpu_signal",         "fpu_fork",           "fpu_exec",
+    "fpu_sigreturn_forged",
     "leak",
 };
 
