@@ -127,7 +127,12 @@ ErrorOr<void> LazyMmuSection::drain() {
         if (is_kernel_half(pages_[i]) || root_ == g_current_root) PVOP(flush_tlb_one)(pages_[i]);
     }
   }
-  const auto shot = shoot_down();
+  // Nothing flushed here or anywhere (a fault that only filled an empty
+  // entry): no call at all. Tested here rather than as shoot_down's first
+  // line, where it is inlined only when GCC happens to split the function.
+  gen_ = 0;
+  flushed_cpus_ = CpuMask{};
+  const auto shot = user_ || kernel_ ? shoot_down() : ErrorOr<void>{};
   flush_all_ = false;
   user_ = kernel_ = false;
   page_count_ = 0;
@@ -160,10 +165,9 @@ ErrorOr<void> LazyMmuSection::drain() {
   return {};
 }
 
+// Only when the section flushed something (user_ || kernel_; drain() has
+// reset gen_ and flushed_cpus_).
 ErrorOr<void> LazyMmuSection::shoot_down() {
-  gen_ = 0;
-  flushed_cpus_ = CpuMask{};
-  if (!user_ && !kernel_) return {};
   const unsigned me = xcpu::this_cpu_id();
   const bool space = user_ && space_;
   // Freed tables go after this flush: then even lazy CPUs must flush.
