@@ -124,8 +124,8 @@ TEST(Compare, TargetsInWallAndVirtualTime) {
   auto run = [](long batched, long wrpt, bool icount) {
     Results r;
     if (icount) r.run = {{"icount", "shift=0,sleep=off"}};
-    r.configs = {config_from_id("xen mmu=batched"), config_from_id("xen mmu=wrpt")};
-    r.records.push_back(sample("xen mmu=batched", bench_line("fork_dirty", R"("pages":128000)", batched, batched, batched, 1)));
+    r.configs = {config_from_id("xen mmu=batched ptshare=on"), config_from_id("xen mmu=wrpt")};
+    r.records.push_back(sample("xen mmu=batched ptshare=on", bench_line("fork_dirty", R"("pages":128000)", batched, batched, batched, 1)));
     r.records.push_back(sample("xen mmu=wrpt", bench_line("fork_dirty", R"("pages":128000)", wrpt, wrpt, wrpt, 1)));
     aggregate(r);
     return r;
@@ -137,7 +137,7 @@ TEST(Compare, TargetsInWallAndVirtualTime) {
   const std::string md = compare_markdown(c, "wall", "icount");
   EXPECT_NE(md.find("## Targets in both runs"), std::string::npos) << md;
   // One boot a side: the wall-time verdict says it has no interval; -icount's is exact.
-  EXPECT_NE(md.find("| fork after dirtying 128,000 pages under Xen: batched ≤ 0.10 × wrpt | 0.050 | met (1 boot in wall "
+  EXPECT_NE(md.find("| fork after dirtying 128,000 pages under Xen: batched ptshare=on ≤ 0.10 × wrpt ptshare=off | 0.050 | met (1 boot in wall "
                     "time: no interval) | 0.20 exact | missed | differ |"),
             std::string::npos)
       << md;

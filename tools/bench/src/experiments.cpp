@@ -146,6 +146,7 @@ Target target_of(JsonFields& f, const std::set<std::string>& ratios) {
   t.in_default_matrix = f.boolean("in_default_matrix", false);
   t.sparse_too = f.boolean("sparse_too", false);
   t.somewhere = f.boolean("somewhere", false);
+  t.retired = f.str("retired", "");
   if (t.bench.empty() && !t.somewhere) f.fail("bench", "missing (only a somewhere goal may take any benchmark)");
   f.done();
   return t;

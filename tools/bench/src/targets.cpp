@@ -59,9 +59,11 @@ bool has_params(const Params& params, std::string_view wanted, bool any_density)
   return true;
 }
 
-std::vector<TargetLine> evaluate_targets(const std::vector<Ratio>& ratios) {
-  std::vector<TargetLine> out;
-  for (const auto& t : targets()) {
+namespace {
+
+// The lines of one target (several for each_pair).
+void add_target_lines(const Target& t, const std::vector<Ratio>& ratios, std::vector<TargetLine>& out) {
+  {
     const bool needs_linux =
         t.ratio.find("Linux") != std::string::npos || t.relative_to.find("Linux") != std::string::npos;
     auto applies = [&](const Ratio& r) {
@@ -77,14 +79,14 @@ std::vector<TargetLine> evaluate_targets(const std::vector<Ratio>& ratios) {
         if (applies(r) && (!best || top(r) < top(*best))) best = &r;
       if (!best) {
         out.push_back({t.goal, "—", "not in this run"});
-        continue;
+        return;
       }
       const double high = top(*best);
       const std::string params = params_text(best->params);
       out.push_back({fmt::format("{} — best at {}{}{}", t.goal, best->bench, params.empty() ? "" : " " + params,
                                  best->pair.empty() ? "" : " (" + best->pair + ")"),
                      target_measured(*best), (high < t.at_most ? "met" : "missed") + one_sample_note(*best)});
-      continue;
+      return;
     }
     if (t.each_pair) {
       // One line per pair of configurations the ratio has (each backend).
@@ -103,7 +105,7 @@ std::vector<TargetLine> evaluate_targets(const std::vector<Ratio>& ratios) {
                        target_measured(r), target_verdict(t, r)});
       }
       if (!any) out.push_back({t.goal, "—", needs_linux ? "needs Linux rows" : "not in this run"});
-      continue;
+      return;
     }
     const Ratio* r = base_ratio(ratios, t.ratio, t.bench, t.params);
     const Ratio* ref = t.relative_to.empty() ? nullptr : base_ratio(ratios, t.relative_to, t.bench, t.params);
@@ -123,6 +125,18 @@ std::vector<TargetLine> evaluate_targets(const std::vector<Ratio>& ratios) {
       line.verdict = "not in this run (--full?)";
     }
     out.push_back(std::move(line));
+  }
+}
+
+}  // namespace
+
+std::vector<TargetLine> evaluate_targets(const std::vector<Ratio>& ratios) {
+  std::vector<TargetLine> out;
+  for (const auto& t : targets()) {
+    const size_t first = out.size();
+    add_target_lines(t, ratios, out);
+    if (!t.retired.empty())
+      for (size_t i = first; i < out.size(); ++i) out[i].verdict = "retired: " + t.retired;
   }
   return out;
 }

@@ -86,6 +86,10 @@ struct Target {
   // lowest must be at most `at_most` (auto better than each fixed
   // backend somewhere); the line says where.
   bool somewhere = false;
+  // A goal no longer pursued, with the one-line reason: still measured and
+  // listed, its verdict "retired: <reason>" instead of met or missed, so no
+  // target is dropped silently and none prints a miss forever.
+  std::string retired{};
 };
 const std::vector<Target>& targets();  // bench/experiments.json, "targets"
 
