@@ -198,6 +198,23 @@ struct TlbCase {
 void PrintTo(const TlbCase& c, std::ostream* out) {
   *out << platform_name(c.platform) << " " << c.params;
 }
+// A proctest sub-test's record ("event":"test" with its name), or null.
+const json* subtest_record(const RunResult& r, const char* name) {
+  for (const json& rec : r.records)
+    if (rec.value("event", "") == "test" && rec.value("name", "") == name) return &rec;
+  return nullptr;
+}
+
+// Each named sub-test reported and passed.
+void expect_subtests_pass(const RunResult& r, std::initializer_list<const char*> names) {
+  for (const char* name : names) {
+    SCOPED_TRACE(name);
+    const json* test = subtest_record(r, name);
+    ASSERT_NE(test, nullptr) << transcript(r);
+    EXPECT_TRUE(test->value("pass", false)) << test->dump();
+  }
+}
+
 class SmpTlb : public ::testing::TestWithParam<TlbCase> {};
 
 TEST_P(SmpTlb, NoStaleTranslationOnTheOtherCpu) {
@@ -208,11 +225,7 @@ TEST_P(SmpTlb, NoStaleTranslationOnTheOtherCpu) {
                                2, Timing::virtual_time);
   ASSERT_TRUE(r.pass) << transcript(r);
   EXPECT_TRUE(ran_on_cpus(r, 2)) << transcript(r);
-  const auto test_record = [&](const char* name) -> const json* {
-    for (const json& rec : r.records)
-      if (rec.value("event", "") == "test" && rec.value("name", "") == name) return &rec;
-    return nullptr;
-  };
+  const auto test_record = [&](const char* name) { return subtest_record(r, name); };
   for (const char* name : {"tlb_mprotect", "tlb_cow_fork", "tlb_munmap", "tlb_lazy"}) {
     SCOPED_TRACE(name);
     const json* test = test_record(name);
@@ -261,15 +274,8 @@ TEST_P(SmpLifetimes, SleepersKeepWhatTheyUseAndTimedWaitsLetOthersRun) {
                                2, Timing::virtual_time);
   ASSERT_TRUE(r.pass) << transcript(r);
   EXPECT_TRUE(ran_on_cpus(r, 2)) << transcript(r);
-  for (const char* name : {"lifetime_pipe_close", "lifetime_pipe_dup2", "lifetime_pipe_write", "futex_timed_progress",
-                           "futex_timeouts", "exec_race"}) {
-    SCOPED_TRACE(name);
-    const json* test = nullptr;
-    for (const json& rec : r.records)
-      if (rec.value("event", "") == "test" && rec.value("name", "") == name) test = &rec;
-    ASSERT_NE(test, nullptr) << transcript(r);
-    EXPECT_TRUE(test->value("pass", false)) << test->dump();
-  }
+  expect_subtests_pass(r, {"lifetime_pipe_close", "lifetime_pipe_dup2", "lifetime_pipe_write", "futex_timed_progress",
+                           "futex_timeouts", "exec_race"});
 }
 
 // FP/SIMD state with processes on both CPUs (tests/user/test_fpu.cpp):
@@ -291,14 +297,7 @@ TEST_P(SmpFpu, VectorRegistersFollowThreadsAcrossCpus) {
   const std::string method = r.records[*boot].value("fpu", "");
   EXPECT_TRUE(method == "xsaveopt" || method == "xsave" || method == "fxsave") << r.records[*boot].dump();
   EXPECT_GE(r.records[*boot].value("fpu_size", 0u), 512u) << r.records[*boot].dump();
-  for (const char* name : {"fpu_switch", "fpu_signal", "fpu_fork", "fpu_exec", "fpu_sigreturn_forged"}) {
-    SCOPED_TRACE(name);
-    const json* test = nullptr;
-    for (const json& rec : r.records)
-      if (rec.value("event", "") == "test" && rec.value("name", "") == name) test = &rec;
-    ASSERT_NE(test, nullptr) << transcript(r);
-    EXPECT_TRUE(test->value("pass", false)) << test->dump();
-  }
+  expect_subtests_pass(r, {"fpu_switch", "fpu_signal", "fpu_fork", "fpu_exec", "fpu_sigreturn_forged"});
 }
 
 // Lazy TLB at --smp 2 natively: mprotect_threads with reader threads, then

@@ -55,11 +55,6 @@ uint32_t get_mxcsr() {
   return v;
 }
 void set_mxcsr(uint32_t v) { asm volatile("ldmxcsr %0" : : "m"(v)); }
-uint16_t get_fcw() {
-  uint16_t v;
-  asm volatile("fnstcw %0" : "=m"(v));
-  return v;
-}
 
 // A handler that uses FP itself: other values in every vector register,
 // another MXCSR, and a check that it started from the clean state.
