@@ -162,5 +162,62 @@ TEST(ElfImage, UnalignedBuffer) {
   EXPECT_FALSE(parse_elf_image(shifted.data() + 1, b.size(), out).is_error());
 }
 
+TEST(ElfImage, ADynamicExecutableIsRefusedAndSaysSo) {
+  Image im;
+  Elf64_Phdr interp{};
+  interp.p_type = PT_INTERP;
+  im.ph.insert(im.ph.begin(), interp);
+  ElfImage out;
+  EXPECT_EQ(parse(im.bytes(), out), Errno::ENOEXEC);
+  EXPECT_TRUE(out.interp);
+  ElfImage plain;
+  Image ok;
+  ASSERT_EQ(parse(ok.bytes(), plain), Errno::Ok);
+  EXPECT_FALSE(plain.interp);
+}
+
+TEST(ElfImage, ASegmentNotCongruentWithItsFileOffsetIsENOEXEC) {
+  Image im;
+  im.ph[1].p_offset = 8;  // vaddr 0x402000, offset 8: no file page could back it
+  EXPECT_EQ(parse(im), Errno::ENOEXEC);
+  im.ph[1].p_offset = 0;
+  im.ph[1].p_vaddr = 0x402008;  // both 8 into their page: fine (Linux's rule)
+  im.ph[1].p_offset = 8;
+  EXPECT_EQ(parse(im), Errno::Ok);
+}
+
+TEST(ElfImage, ProgramHeadersAddressForTheAuxiliaryVector) {
+  Image im;
+  im.ph[0].p_filesz = 0xb0;  // the text segment's file bytes start at offset 0: they hold the headers
+  ElfImage out;
+  ASSERT_EQ(parse(im.bytes(), out), Errno::Ok);
+  EXPECT_EQ(out.phdr_vaddr, 0x401000u + sizeof(Elf64_Ehdr));
+  EXPECT_EQ(out.phnum, 2u);
+  Elf64_Phdr phdr{};
+  phdr.p_type = PT_PHDR;
+  phdr.p_vaddr = 0x401234;
+  im.ph.insert(im.ph.begin(), phdr);
+  ASSERT_EQ(parse(im.bytes(), out), Errno::Ok);
+  EXPECT_EQ(out.phdr_vaddr, 0x401234u) << "PT_PHDR wins";
+  EXPECT_EQ(out.phnum, 3u);
+}
+
+TEST(ElfImage, HeadersAloneAgainstTheFileSize) {
+  // exec reads only the first page of a file: segments are checked against
+  // the file's size, the program headers against the bytes read.
+  Image im;
+  im.ph[1].p_offset = 0x5000;
+  im.ph[1].p_vaddr = 0x405000;
+  im.ph[1].p_filesz = 0x1000;
+  const std::vector<uint8_t> b = im.bytes();
+  ElfImage out;
+  EXPECT_FALSE(parse_elf_image(b.data(), b.size(), 0x6000, out).is_error());
+  EXPECT_EQ(parse_elf_image(b.data(), b.size(), 0x5fff, out).error(), Errno::ENOEXEC) << "file bytes past its end";
+  EXPECT_EQ(parse_elf_image(b.data(), sizeof(Elf64_Ehdr) + 8, 0x6000, out).error(), Errno::ENOEXEC)
+      << "headers past what was read";
+  EXPECT_EQ(parse_elf_image(b.data(), b.size(), b.size() - 1, out).error(), Errno::ENOEXEC)
+      << "more bytes read than the file has";
+}
+
 }  // namespace
 }  // namespace pvk
