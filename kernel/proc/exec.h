@@ -1,4 +1,5 @@
-// Loading an embedded program into a fresh address space (execve).
+// Loading a program (embedded in the image, or a static ELF file of the
+// root filesystem) into a fresh address space (execve).
 #pragma once
 #include "base/lib/error_or.h"
 
@@ -6,8 +7,10 @@ namespace pvk {
 
 struct Process;
 
-// Is there an embedded program of that name (what exec_program would run)?
-bool program_exists(const char* name);
+// Whether exec_program would find something to run at `path` (an embedded
+// program, or an executable regular file of the root filesystem): ENOENT,
+// EACCES, ENOTDIR... as execve reports them.
+ErrorOr<void> check_exec_file(const char* path);
 
 // Replaces p's address space with the named program and sets its user
 // frame to the entry point, argv and envp on the stack. On error p is unchanged.

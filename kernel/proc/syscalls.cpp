@@ -183,7 +183,7 @@ ErrorOr<void> execve_with(ExecStrings& store, const char* path, uint64_t user_ar
   TRY(strings_from_user(user_envp, store.envs, kMaxExecArgs, envp));
   // An unknown program costs the other threads nothing; from here on,
   // exec (if it works) replaces the whole process.
-  if (!program_exists(path)) return Errno::ENOENT;
+  TRY(check_exec_file(path));
   TRY(become_single_threaded(*current()));
   TRY(exec_program(*current(), path, argv, envp));
   reset_thread_state_after_exec(*current());
@@ -192,7 +192,7 @@ ErrorOr<void> execve_with(ExecStrings& store, const char* path, uint64_t user_ar
 }
 
 int64_t sys_execve(TrapFrame&, const Args& a) {
-  char path[64];
+  char path[256];
   if (auto r = string_from_user(path, a[0], sizeof path); r.is_error()) return result(r.error());
   auto page = frames().try_alloc();
   if (page.is_error()) return result(page.error());
