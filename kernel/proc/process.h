@@ -76,6 +76,7 @@ struct Process {
   bool group_exiting = false;  // on the leader: exit_group or a fatal signal ends every thread
   int group_exit_status = 0;   // on the leader: the status wait4 reports then
   Process* exec_thread = nullptr;  // on the leader: the thread whose execve is ending the others
+  uint64_t set_child_tid = 0;    // a new process' CLONE_CHILD_SETTID word, written on its first way to user mode
   uint64_t clear_child_tid = 0;  // CLONE_CHILD_CLEARTID / set_tid_address: zeroed and woken at exit
   uint64_t fs_base = 0;          // the user FS base (TLS), loaded when this thread is switched to
   // Its FP/SIMD state while switched out (kernel/proc/fpu_state.h): one

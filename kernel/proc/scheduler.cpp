@@ -8,6 +8,7 @@
 #include "base/arch/platform.h"
 #include "base/console/console.h"
 #include "base/console/record.h"
+#include "kernel/proc/user_copy.h"
 #include "base/lib/format.h"
 #include "kernel/kernel_lock.h"
 #include "kernel/proc/fpu_state.h"
@@ -332,7 +333,15 @@ void cond_resched() {
 extern "C" void process_first_entry() {
   // A new process leaves for user mode for the first time on this CPU:
   // its selectors (fork: the parent's), then the kernel lock goes.
-  restore_user_segments(*running_here());
+  Process& p = *running_here();
+  restore_user_segments(p);
+  if (p.set_child_tid) {
+    // Its own space is loaded now. As on Linux, a word that faults is
+    // simply not written.
+    const int32_t tid = p.pid;
+    (void)copy_to_user(p.set_child_tid, &tid, sizeof tid);
+    p.set_child_tid = 0;
+  }
   kernel_unlock();
 }
 

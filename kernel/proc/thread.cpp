@@ -61,6 +61,7 @@ ErrorOr<int> clone_process(uint64_t flags, uint64_t newsp, uint64_t parent_tid, 
   if (newsp) child.frame()->rsp = newsp;
   if (flags & CLONE_SETTLS) child.fs_base = tls;
   if (flags & CLONE_CHILD_CLEARTID) child.clear_child_tid = child_tid;
+  if (flags & CLONE_CHILD_SETTID) child.set_child_tid = child_tid;  // in its own space: written as it first runs
   // As Linux, a parent_tid that faults now does not undo the fork.
   const int32_t id = pid;
   if (flags & CLONE_PARENT_SETTID) (void)copy_to_user(parent_tid, &id, sizeof id);

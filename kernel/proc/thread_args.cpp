@@ -21,10 +21,11 @@ ErrorOr<CloneKind> check_clone_args(uint64_t flags, uint64_t newsp, uint64_t tls
   if ((flags & CLONE_THREAD) && !(flags & CLONE_SIGHAND)) return Errno::EINVAL;
   if ((flags & CLONE_SIGHAND) && !(flags & CLONE_VM)) return Errno::EINVAL;
   // pvk shares a space only within a thread group, and the group's file
-  // table with it; it shares no file table between processes, and a
-  // process' CLONE_CHILD_SETTID word would be in a space not yet running.
+  // table with it; it shares no file table between processes. (A new
+  // process' CLONE_CHILD_SETTID word is written by the child itself, on
+  // its way to user mode: glibc's fork asks for it.)
   if ((flags & CLONE_VM) && !((flags & CLONE_THREAD) && (flags & CLONE_FILES))) return Errno::EINVAL;
-  if (!(flags & CLONE_VM) && (flags & (CLONE_FILES | CLONE_CHILD_SETTID))) return Errno::EINVAL;
+  if (!(flags & CLONE_VM) && (flags & CLONE_FILES)) return Errno::EINVAL;
   // A stack the child could never use; the TLS base as arch_prctl checks it
   // (Linux's TASK_SIZE_MAX bound: no kernel or non-canonical base).
   if (newsp >= abi::kUserTop) return Errno::EINVAL;
