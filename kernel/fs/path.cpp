@@ -29,7 +29,10 @@ ErrorOr<Inode*> walk(Inode* start, const char* p, size_t len, bool follow_last, 
       return next;
     }
     if (!next) return Errno::ENOENT;
-    if (next->is_symlink() && (!last || follow_last || trailing)) {
+    if (next->is_symlink() && (!last || follow_last || trailing) && next->device == Device::SelfExe) {
+      next = self_exe();  // a jump to the file itself, not a walk of a path (as Linux's magic links)
+      if (!next) return Errno::ENOENT;
+    } else if (next->is_symlink() && (!last || follow_last || trailing)) {
       if (++links > kMaxLinksFollowed) return Errno::ELOOP;
       const char* target = symlink_target(next);
       if (!target) return Errno::ENOENT;

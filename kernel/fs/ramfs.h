@@ -30,7 +30,8 @@ inline constexpr uint64_t kMaxFileSize = uint64_t{kIndexFrames} * 512 * kPageSiz
 inline constexpr uint32_t kTypeMask = 0170000, kDir = 0040000, kRegular = 0100000, kSymlink = 0120000,
                           kCharDev = 0020000;
 
-enum class Device : uint8_t { None, Null, Zero, Console };
+// SelfExe: /proc/self/exe, a symlink whose target is the caller's program.
+enum class Device : uint8_t { None, Null, Zero, Console, SelfExe };
 
 struct Dirent;
 
@@ -99,6 +100,17 @@ ErrorOr<uint64_t> read_bytes(Inode* n, uint64_t offset, void* dst, uint64_t len)
 
 // A symlink's target (n->size bytes, in its one data frame), or null.
 const char* symlink_target(const Inode* n);
+
+// /proc/self/exe leads to the calling process' program file: the process
+// layer (above this one) says which file that is. Null without a hook, or
+// for a program that is not a file of the tree.
+using SelfExeHook = Inode* (*)();
+void set_self_exe_hook(SelfExeHook hook);
+Inode* self_exe();
+// A name of `node` in the tree ("/bin/busybox", NUL-terminated), found by
+// a walk from the root: what readlink of /proc/self/exe answers. ENOENT
+// for a node no name links, ENAMETOOLONG past cap.
+ErrorOr<size_t> path_of(const Inode* node, char* buf, size_t cap);
 
 // Counts for the tests and the boot record.
 unsigned inodes_in_use();

@@ -121,6 +121,34 @@ bool unpack_archive(const uint8_t* bytes, uint64_t len, char* why, size_t cap) {
   return add_standard_nodes(why, cap);
 }
 
+namespace {
+
+// The directory `name` of dir, made (with `mode`) unless it exists.
+Inode* ensure_dir(Inode* dir, const char* name, uint32_t mode) {
+  const size_t len = strlen(name);
+  if (Inode* n = lookup(dir, name, len)) return n->is_dir() ? n : nullptr;
+  auto made = create(dir, name, len, kDir | mode);
+  return made.is_error() ? nullptr : made.value();
+}
+
+// /proc/self/exe, the one entry of /proc these programs read (busybox
+// runs its applets through it).
+bool add_proc_self(char* why, size_t cap) {
+  Inode* proc = ensure_dir(root(), "proc", 0555);
+  Inode* self = proc ? ensure_dir(proc, "self", 0555) : nullptr;
+  if (!self) return format(why, cap, "rootfs: cannot make /proc/self"), false;
+  Inode* exe = lookup(self, "exe", 3);
+  if (!exe) {
+    auto made = create(self, "exe", 3, kSymlink | 0777);
+    if (made.is_error()) return format(why, cap, "rootfs: cannot make /proc/self/exe"), false;
+    exe = made.value();
+  }
+  if (exe->is_symlink()) exe->device = Device::SelfExe;
+  return true;
+}
+
+}  // namespace
+
 bool add_standard_nodes(char* why, size_t cap) {
   struct Dev {
     const char* name;
@@ -146,6 +174,7 @@ bool add_standard_nodes(char* why, size_t cap) {
     }
     if ((n->mode & kTypeMask) == kCharDev) n->device = d.device, n->rdev = d.rdev;
   }
+  if (!add_proc_self(why, cap)) return false;
   if (!lookup(root(), "tmp", 3)) {
     auto made = create(root(), "tmp", 3, kDir | 01777);
     if (made.is_error()) return format(why, cap, "rootfs: cannot make /tmp (%s)", errno_name(made.error())), false;

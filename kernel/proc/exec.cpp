@@ -261,11 +261,15 @@ ErrorOr<void> exec_program(Process& p, const char* path, const char* const* argv
   }
   AddressSpace* as = TRY(AddressSpace::try_create());
   auto sp = load(*as, file, elf, path, argv, envp);
-  file.release();
   if (sp.is_error()) {
+    file.release();
     must(as->destroy(), "destroy failed exec space");
     return sp.error();
   }
+  // The group's /proc/self/exe: the new file's reference moves there.
+  if (p.leader->exe) fs::inode_put(p.leader->exe);
+  p.leader->exe = file.node;
+  file.node = nullptr;
   AddressSpace* old = p.as;
   p.as = as;
   // Through switch_mm: this CPU joins the new space's CPU mask (else a

@@ -137,6 +137,13 @@ int64_t readlink_at(uint64_t dirfd, uint64_t user_path, uint64_t user_buf, uint6
   if (!n.value()->is_symlink()) return result(Errno::EINVAL);
   const char* target = fs::symlink_target(n.value());
   uint64_t len = n.value()->size;
+  if (n.value()->device == fs::Device::SelfExe) {
+    fs::Inode* exe = fs::self_exe();
+    if (!exe) return result(Errno::ENOENT);
+    auto named = fs::path_of(exe, g_path[1], sizeof g_path[1]);
+    if (named.is_error()) return result(named.error());
+    target = g_path[1], len = named.value();
+  }
   if (len > size) len = size;
   if (auto r = copy_to_user(user_buf, target, len); r.is_error()) return result(r.error());
   return static_cast<int64_t>(len);

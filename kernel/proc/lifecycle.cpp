@@ -30,6 +30,7 @@ void release_files(Process& p) {
     if (f) file_put(f), f = nullptr;
   p.cloexec = 0;
   if (p.cwd) fs::inode_put(p.cwd), p.cwd = nullptr;
+  if (p.exe) fs::inode_put(p.exe), p.exe = nullptr;
 }
 
 // Tears down what a dead process holds (not its kernel stack, which may be
@@ -73,6 +74,7 @@ ErrorOr<int> do_fork() {
     if (group.fds[i]) child->fds[i] = file_get(group.fds[i]);
   child->cloexec = group.cloexec;
   if (group.cwd) fs::inode_get(child->cwd = group.cwd);
+  if (group.exe) fs::inode_get(child->exe = group.exe);
   *child->frame() = *parent.frame();
   child->frame()->rax = 0;
   fpu_copy_running(*child, parent);
@@ -158,8 +160,15 @@ ErrorOr<int> do_wait(int pid, uint64_t user_status, int options) {
   }
 }
 
+// /proc/self/exe of whoever asks (the file system below cannot see processes).
+fs::Inode* current_exe() {
+  Process* p = current();
+  return p && p->leader ? p->leader->exe : nullptr;
+}
+
 ErrorOr<int> start_init(const char* const* argv) {
   const char* envp[] = {nullptr};
+  fs::set_self_exe_hook(&current_exe);
   kernel_lock();  // the boot CPU's idle context holds it like any other
   Process* p = alloc_process();
   if (!p) {

@@ -55,6 +55,9 @@ struct Process {
   // The working directory (a reference held; null: the root), the group's
   // like the files.
   fs::Inode* cwd = nullptr;
+  // The program's file (/proc/self/exe; a reference held; null for an
+  // embedded program), the group's like the working directory.
+  fs::Inode* exe = nullptr;
   abi::KernelSigaction actions[abi::kNumSignals + 1] = {};
   uint64_t pending = 0;  // bit n-1: signal n
   uint64_t blocked = 0;

@@ -140,6 +140,7 @@ void take_over_leader(Process& self, Process& old) {
   memset(old.fds, 0, sizeof old.fds);
   self.cloexec = old.cloexec, old.cloexec = 0;
   self.cwd = old.cwd, old.cwd = nullptr;
+  self.exe = old.exe, old.exe = nullptr;
   memcpy(self.actions, old.actions, sizeof self.actions);
   self.pid = old.pid;
   self.tgid = old.pid;
