@@ -23,6 +23,8 @@ enum Syscall : uint64_t {
   SYS_brk = 12,
   SYS_rt_sigaction = 13,
   SYS_rt_sigreturn = 15,
+  SYS_rt_sigprocmask = 14,  // (how, const uint64_t* set, uint64_t* old, sigsetsize = 8)
+  SYS_rt_sigsuspend = 130,  // (const uint64_t* mask, sigsetsize = 8) -> -EINTR once a signal is handled
   SYS_pipe = 22,
   SYS_sched_yield = 24,
   SYS_sched_setaffinity = 203,  // (pid, len, const uint64_t* mask): CPUs 0..63 in the first word
@@ -201,7 +203,7 @@ inline constexpr uint64_t MAP_FAILED = ~uint64_t{0};
 // Signals (Linux numbers) and sigaction (the kernel's struct layout on Linux).
 enum Signal : int {
   SIGILL = 4, SIGTRAP = 5, SIGBUS = 7, SIGFPE = 8, SIGKILL = 9, SIGUSR1 = 10, SIGSEGV = 11, SIGPIPE = 13,
-  SIGTERM = 15, SIGCHLD = 17, SIGCONT = 18, SIGURG = 23, SIGWINCH = 28,
+  SIGTERM = 15, SIGCHLD = 17, SIGCONT = 18, SIGSTOP = 19, SIGURG = 23, SIGWINCH = 28,
 };
 inline constexpr int kNumSignals = 64;
 inline constexpr uint64_t SA_RESTORER = 0x04000000;

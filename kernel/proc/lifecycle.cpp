@@ -134,7 +134,10 @@ void do_thread_exit(int wait_status) {
     if (me() != 0) xcpu::send(0, xcpu::Ipi::Reschedule);
     switch_to_idle();
   }
-  if (Process* parent = find_process(group.ppid)) wake_all(parent);
+  if (Process* parent = find_process(group.ppid)) {
+    send_signal(*parent, abi::SIGCHLD);  // ignored unless it has a handler (the default)
+    wake_all(parent);
+  }
   schedule();
   panic("a zombie was scheduled");
 }

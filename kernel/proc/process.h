@@ -61,6 +61,10 @@ struct Process {
   abi::KernelSigaction actions[abi::kNumSignals + 1] = {};
   uint64_t pending = 0;  // bit n-1: signal n
   uint64_t blocked = 0;
+  // rt_sigsuspend: the mask its handler's frame saves (and sigreturn puts
+  // back), instead of the temporary one the call waited under.
+  uint64_t suspend_saved_mask = 0;
+  bool suspend_mask_pending = false;
   char name[32] = {};
   // The last user page fault, to tell a livelock from demand paging.
   uint64_t last_fault_rip = 0;

@@ -89,8 +89,10 @@ bool push_signal_frame(Process& p, TrapFrame& f, int sig, const abi::KernelSigac
   sf.uc.uc_flags = sigframe::kUcSigcontextSs | sigframe::kUcStrictRestoreSs | (fmt.xsave ? sigframe::kUcFpXstate : 0);
   sf.uc.uc_mcontext = to_sigcontext(f);
   sf.uc.uc_mcontext.fpstate = at.fpstate;
-  sf.uc.uc_mcontext.oldmask = p.blocked;
-  sf.uc.uc_sigmask = p.blocked;
+  const uint64_t mask = p.suspend_mask_pending ? p.suspend_saved_mask : p.blocked;
+  p.suspend_mask_pending = false;
+  sf.uc.uc_mcontext.oldmask = mask;
+  sf.uc.uc_sigmask = mask;
   sf.info.si_signo = sig;
   if (at.frame >= abi::kUserTop || at.fpstate >= abi::kUserTop) return false;
   if (copy_to_user(at.frame, &sf, sizeof sf).is_error()) return false;
