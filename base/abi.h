@@ -24,7 +24,19 @@ enum Syscall : uint64_t {
   SYS_rt_sigaction = 13,
   SYS_rt_sigreturn = 15,
   SYS_rt_sigprocmask = 14,  // (how, const uint64_t* set, uint64_t* old, sigsetsize = 8)
-  SYS_rt_sigsuspend = 130,  // (const uint64_t* mask, sigsetsize = 8) -> -EINTR once a signal is handled
+  SYS_rt_sigsuspend = 130,
+  // Identity and limits, as glibc's static startup and busybox ask for them
+  // (kernel/proc/linux_calls.cpp).
+  SYS_uname = 63,
+  SYS_getuid = 102,
+  SYS_getgid = 104,
+  SYS_geteuid = 107,
+  SYS_getegid = 108,
+  SYS_prctl = 157,
+  SYS_getrlimit = 97,
+  SYS_prlimit64 = 302,
+  SYS_set_robust_list = 273,
+  SYS_getrandom = 318,  // (const uint64_t* mask, sigsetsize = 8) -> -EINTR once a signal is handled
   SYS_pipe = 22,
   SYS_sched_yield = 24,
   SYS_sched_setaffinity = 203,  // (pid, len, const uint64_t* mask): CPUs 0..63 in the first word

@@ -5,6 +5,7 @@
 #include "base/console/console.h"
 #include "arch/finish.h"
 #include "kernel/proc/exec.h"
+#include "kernel/proc/linux_calls.h"
 #include "kernel/proc/sigmask_calls.h"
 #include "kernel/proc/file.h"
 #include "kernel/proc/fs_calls.h"
@@ -303,8 +304,8 @@ extern "C" void syscall_dispatch(TrapFrame* f) {
     case abi::SYS_pvk_probe: ret = sys_pvk_probe(a); break;
     default:
       if (!fs_path_call(f->rax, a, ret) && !fs_fd_call(f->rax, a, ret) && !cpu_call(f->rax, a, ret) &&
-          !signal_mask_call(f->rax, a, ret))
-        ret = result(Errno::ENOSYS);
+          !signal_mask_call(f->rax, a, ret) && !linux_call(f->rax, a, ret))
+        ret = unimplemented_call(f->rax);
       break;
   }
   f->rax = static_cast<uint64_t>(ret);

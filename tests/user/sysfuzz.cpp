@@ -129,6 +129,11 @@ constexpr uint64_t kFileCalls[] = {
 // arguments when a random number names one (a random mask pins the child
 // somewhere, or is refused).
 constexpr uint64_t kCpuCalls[] = {SYS_sched_setaffinity, SYS_sched_getaffinity, SYS_getcpu};
+// The calls glibc programs make (kernel/proc/linux_calls.cpp, sigmask_calls.cpp):
+// reached through the random numbers, with random arguments.
+constexpr uint64_t kLinuxCalls[] = {SYS_rt_sigprocmask, SYS_rt_sigsuspend, SYS_uname,     SYS_getuid,
+                                    SYS_getgid,         SYS_geteuid,       SYS_getegid,   SYS_prctl,
+                                    SYS_getrlimit,      SYS_prlimit64,     SYS_set_robust_list, SYS_getrandom};
 
 bool implemented(uint64_t nr) {
   for (uint64_t n : kNr)
@@ -138,6 +143,8 @@ bool implemented(uint64_t nr) {
   for (uint64_t n : kThreadCalls)
     if (n == nr) return true;
   for (uint64_t n : kCpuCalls)
+    if (n == nr) return true;
+  for (uint64_t n : kLinuxCalls)
     if (n == nr) return true;
   // SYS_pvk_cpa and SYS_pvk_probe answer EINVAL/EFAULT to random arguments, never ENOSYS.
   return nr == SYS_pvk_shutdown || nr == SYS_pvk_cpa || nr == SYS_pvk_probe;
