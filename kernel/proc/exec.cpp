@@ -11,6 +11,7 @@
 #include "kernel/proc/fpu_state.h"
 #include "kernel/proc/process.h"
 #include "kernel/proc/random.h"
+#include "kernel/proc/shebang.h"
 #include "base/console/record.h"
 #include "kernel/proc/programs.h"
 #include "base/frames/frame_allocator.h"
@@ -250,8 +251,45 @@ ErrorOr<void> check_exec_file(const char* path) {
   return {};
 }
 
-ErrorOr<void> exec_program(Process& p, const char* path, const char* const* argv, const char* const* envp) {
-  ExecFile file = TRY(open_exec_file(path));
+namespace {
+
+ErrorOr<void> exec_elf(Process& p, ExecFile& file, const char* path, const char* const* argv, const char* const* envp);
+
+// A file of the tree that starts with "#!" runs its interpreter instead:
+// argv becomes interpreter, its optional argument, the script's path, then
+// the caller's argv[1...] (Linux's order). The interpreter must be a
+// program, not another script (ELOOP: each level costs kernel stack).
+ErrorOr<void> exec_file(Process& p, ExecFile& file, const char* path, const char* const* argv,
+                        const char* const* envp, bool nested) {
+  if (file.node) {
+    char head[kShebangBytes];
+    const uint64_t n = file.size < sizeof head ? file.size : sizeof head;
+    if (auto r = file.read(0, head, n); r.is_error()) return file.release(), r.error();
+    Shebang script;
+    auto is_script = parse_shebang(head, static_cast<size_t>(n), /*whole_file=*/file.size < sizeof head, script);
+    if (is_script.is_error() || is_script.value()) {
+      file.release();
+      if (is_script.is_error()) return is_script.error();
+      if (nested) return Errno::ELOOP;
+      constexpr unsigned kMax = 64;
+      const char* args[kMax + 1];
+      unsigned k = 0;
+      args[k++] = script.interpreter;
+      if (script.argument) args[k++] = script.argument;
+      args[k++] = path;
+      for (unsigned i = 1; argv && argv[0] && argv[i]; ++i) {
+        if (k == kMax) return Errno::E2BIG;
+        args[k++] = argv[i];
+      }
+      args[k] = nullptr;
+      ExecFile interp = TRY(open_exec_file(script.interpreter));
+      return exec_file(p, interp, script.interpreter, args, envp, /*nested=*/true);
+    }
+  }
+  return exec_elf(p, file, path, argv, envp);
+}
+
+ErrorOr<void> exec_elf(Process& p, ExecFile& file, const char* path, const char* const* argv, const char* const* envp) {
   // Checked before anything is built: a malformed image costs nothing.
   ElfImage elf;  // ~700 bytes of a 16 KiB kernel stack
   if (auto r = parse_headers(file, elf); r.is_error()) {
@@ -259,7 +297,9 @@ ErrorOr<void> exec_program(Process& p, const char* path, const char* const* argv
     file.release();
     return r.error();
   }
-  AddressSpace* as = TRY(AddressSpace::try_create());
+  auto made = AddressSpace::try_create();
+  if (made.is_error()) return file.release(), made.error();
+  AddressSpace* as = made.value();
   auto sp = load(*as, file, elf, path, argv, envp);
   if (sp.is_error()) {
     file.release();
@@ -291,6 +331,13 @@ ErrorOr<void> exec_program(Process& p, const char* path, const char* const* argv
   for (const char* c = file.name; *c && n < sizeof p.name - 1; ++c) p.name[n++] = *c;
   p.name[n] = 0;
   return {};
+}
+
+}  // namespace
+
+ErrorOr<void> exec_program(Process& p, const char* path, const char* const* argv, const char* const* envp) {
+  ExecFile file = TRY(open_exec_file(path));
+  return exec_file(p, file, path, argv, envp, /*nested=*/false);
 }
 
 }  // namespace pvk

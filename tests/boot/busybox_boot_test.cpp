@@ -26,7 +26,8 @@ namespace fs = std::filesystem;
 constexpr const char* kBusybox = "/bin/busybox";
 
 // $1 is a directory the script may write (pvk's /tmp; a fresh one on the
-// host) and leaves empty; nothing printed depends on it.
+// host) and leaves empty, $2 the tree's root (where bin/greet, a `#!`
+// script, is); nothing printed depends on either.
 constexpr const char* kScript = R"SH(
 D=$1
 echo "start $#"
@@ -53,12 +54,15 @@ sleep 0 & wait $!
 echo "waited $?"
 false || echo "false failed as it should"
 echo abc | tr a-c x-z | sed 's/z/!/'
+"$2/bin/greet" one "two three"
+echo "greet said $?"
 rm "$D/lines" "$D/doc"
 echo done
 )SH";
 
 std::string host_output(const fs::path& script, const fs::path& tmp) {
-  const std::string cmd = fmt::format("{} sh {} {} 2>&1", kBusybox, script.string(), tmp.string());
+  const std::string cmd =
+      fmt::format("{} sh {} {} {} 2>&1", kBusybox, script.string(), tmp.string(), script.parent_path().string());
   FILE* p = ::popen(cmd.c_str(), "r");
   if (!p) return "popen failed";
   std::string out;
@@ -95,6 +99,8 @@ class Busybox : public ::testing::TestWithParam<Case> {
     fs::create_directories(dir_ / "hosttmp");
     fs::copy_file(kBusybox, dir_ / "tree/bin/busybox");
     std::ofstream(dir_ / "tree/script.sh") << kScript;
+    std::ofstream(dir_ / "tree/bin/greet") << "#!/bin/busybox sh\necho \"greet: $# $*\"\nexit 3\n";
+    fs::permissions(dir_ / "tree/bin/greet", fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec);
   }
   void TearDown() override { fs::remove_all(dir_); }
   fs::path dir_;
@@ -107,7 +113,7 @@ TEST_P(Busybox, AScriptPrintsWhatItPrintsOnTheHost) {
   const fs::path archive = dir_ / "rootfs.cpio";
   std::ofstream(archive, std::ios::binary) << cpio_pack_directory(dir_ / "tree");
   const RunResult r = boot_with_initrd(
-      GetParam().platform, fmt::format("mmu={} init=/bin/busybox init_args=sh,/script.sh,/tmp", GetParam().mmu), archive);
+      GetParam().platform, fmt::format("mmu={} init=/bin/busybox init_args=sh,/script.sh,/tmp,/", GetParam().mmu), archive);
   EXPECT_EQ(guest_output(r), expected) << transcript(r);
   ASSERT_TRUE(r.pass) << transcript(r);
   const auto exit = find_record(r, "init_exit");
