@@ -7,6 +7,12 @@
 // interrupt on the target). Each rep times `count` events and `2 x count`
 // and keeps the difference, so what a call costs around its events (the
 // probe system call, the counter reads, mapping the probe page) cancels.
+// What interrupts did does not: a tick that lands in the `n` sample and not
+// in the `2 x n` one takes its events (under Xen, the hypercall re-arming
+// the one-shot timer; natively, its return to user mode) off the
+// difference, so a counter can come out below the events the probe made.
+// "baseline_interrupts" (the interrupts the `n` sample of the reported rep
+// took) bounds how far.
 //
 // An event this machine cannot time (hypercalls natively, an IPI with one
 // CPU online, Xen refusing the ptwr assist) gets a record with
@@ -44,6 +50,14 @@ constexpr Event kEvents[] = {
     {"walk", PROBE_walk},
 };
 constexpr uint64_t kNumEvents = sizeof kEvents / sizeof kEvents[0];
+
+// A counter's place in Counters::v (base/counters.inc's order).
+enum CounterIndex : unsigned {
+#define PVK_MMU_COUNTER(name) kCounter_##name,
+#define PVK_MM_COUNTER(name) kCounter_##name,
+#define PVK_CPU_COUNTER(name) kCounter_##name,
+#include "base/counters.inc"
+};
 
 struct Sample {
   int64_t rc = 0;  // 0, or the probe's negative errno
@@ -123,6 +137,7 @@ void run_calibrate(Run& r) {
   if (!hostile_arguments_refused(r)) return;
   const Event& e = kEvents[event];
   r.ops = n;
+  uint64_t baseline_interrupts[kMaxReps] = {};
   for (unsigned rep = 0; rep < r.reps; ++rep) {
     const Sample once = measure(e, n);
     const Sample twice = once.rc < 0 ? once : measure(e, 2 * n);
@@ -139,12 +154,15 @@ void run_calibrate(Run& r) {
     // The difference of the two: `n` events and nothing else.
     r.ns.add(twice.ns > once.ns ? twice.ns - once.ns : 0);
     r.cycles.add(0);
+    baseline_interrupts[r.ns.n - 1] = once.moved.v[kCounter_interrupt_entries];
     Counters& d = r.deltas[r.ns.n - 1];
     for (unsigned i = 0; i < kNumCounters; ++i)
       d.v[i] = twice.moved.v[i] > once.moved.v[i] ? twice.moved.v[i] - once.moved.v[i] : 0;
     d.free_frames = twice.moved.free_frames;
   }
   r.extra("timed", 1);
+  // Of the rep whose counters the record carries (the driver's median).
+  if (r.ns.n) r.extra("baseline_interrupts", baseline_interrupts[r.ns.median_index()]);
   printf("bench: calibrate: %s timed over %lu + %lu events\n", e.name, n, 2 * n);
 }
 
