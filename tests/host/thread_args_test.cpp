@@ -34,7 +34,9 @@ TEST(CloneArgs, ThreadLibraryFlagsMakeAThread) {
 }
 
 TEST(CloneArgs, ForkLikeFlagsMakeAProcess) {
-  for (uint64_t flags : {uint64_t{0}, kSigchld, kSigchld | kChildCleartid | kParentSettid, kSettls, kFs}) {
+  for (uint64_t flags : {uint64_t{0}, kSigchld, kSigchld | kChildCleartid | kParentSettid,
+                         kSigchld | kChildCleartid | kChildSettid,  // glibc's fork
+                         kSettls, kFs}) {
     auto r = check_clone_args(flags, 0, 0x600000);
     ASSERT_FALSE(r.is_error()) << flags;
     EXPECT_EQ(r.value(), CloneKind::Process) << flags;
@@ -52,7 +54,6 @@ TEST(CloneArgs, WhatPvkCannotHonourIsEinval) {
   EXPECT_EQ(clone_error(kVm), Errno::EINVAL);                            // a shared space, not a thread
   EXPECT_EQ(clone_error(kVm | kSighand | kThread), Errno::EINVAL);  // a thread with its own files
   EXPECT_EQ(clone_error(kFiles), Errno::EINVAL);                         // files shared between processes
-  EXPECT_EQ(clone_error(kChildSettid), Errno::EINVAL);
   EXPECT_EQ(clone_error(kThreadFlags | kVfork), Errno::EINVAL);
   EXPECT_EQ(clone_error(kThreadFlags | kParent), Errno::EINVAL);
   EXPECT_EQ(clone_error(kThreadFlags | (uint64_t{1} << 40)), Errno::EINVAL);  // unknown bits
