@@ -166,6 +166,9 @@ void time_mprotect_cycles(Run& r, void* region, uint64_t len, uint64_t loops, vo
 
 // The benchmarks (one function per name).
 void run_getpid(Run&);
+void run_shell_exec(Run&);
+void run_bash_exec(Run&);
+void run_sh_script(Run&);
 void run_getppid(Run&);
 void run_segv(Run&);
 void run_divzero(Run&);

@@ -52,7 +52,9 @@ rm -rf "$scratch/orig"
 grep '"direct2"' "$src/pvops/backends/backends.inc"
 
 # Build the kernel image and the CLI only.
-out="$scratch/build"
+# Inside the copy, as build/ is inside the tree: the same relative paths, so
+# ccache (cmake/ccache.cmake) serves every file the two edits left alone.
+out="$src/build"
 "$cmake" -S "$src" -B "$out" -G Ninja -DCMAKE_MAKE_PROGRAM="$ninja" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DPVK_BUILTIN_IMAGE=OFF >"$scratch/configure.log" 2>&1 || { tail -40 "$scratch/configure.log"; fail "configure"; }
 "$ninja" -C "$out" -j "$jobs" pvk_kernel pvk-cli >"$scratch/build.log" 2>&1 || { tail -60 "$scratch/build.log"; fail "build"; }

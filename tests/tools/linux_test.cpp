@@ -74,15 +74,16 @@ TEST(LinuxCommandLine, BenchItemsBecomeInitArguments) {
             "console=ttyS0,115200 panic=-1 quiet transparent_hugepage=always -- getpid");
 }
 
-TEST(LinuxInitramfs, BenchIsInitBesideKbworker) {
+TEST(LinuxInitramfs, BenchIsInitBesideKbworkerAndTheRealPrograms) {
   const fs::path dir = fs::temp_directory_path() / ("pvk_linux_initramfs_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const fs::path src = dir / "src";
+  fs::create_directories(src / "bench" / "rootfs" / "bin");
+  std::ofstream(src / "bench" / "rootfs" / "bin" / "job.sh") << "echo job";
   std::ofstream(dir / "bench") << "the driver";
-  EXPECT_THROW(bench_initramfs(dir), std::runtime_error);  // no kbworker
+  EXPECT_THROW(bench_initramfs(dir, src), std::runtime_error);  // no kbworker
   std::ofstream(dir / "kbworker") << "the worker!";
-  const auto entries = read_cpio(bench_initramfs(dir));
+  const auto entries = read_cpio(bench_initramfs(dir, src));
   fs::remove_all(dir);
-  ASSERT_EQ(entries.size(), 4u);
   EXPECT_EQ(entries.at("init").data, "the driver");
   EXPECT_EQ(entries.at("init").mode, 0100755u);
   EXPECT_EQ(entries.at("kbworker").data, "the worker!");
@@ -90,6 +91,16 @@ TEST(LinuxInitramfs, BenchIsInitBesideKbworker) {
   EXPECT_EQ(entries.at("dev/console").mode, 020600u);
   EXPECT_EQ(entries.at("dev/console").major, 5u);
   EXPECT_EQ(entries.at("dev/console").minor, 1u);
+  EXPECT_EQ(entries.at("dev/null").major, 1u);
+  EXPECT_EQ(entries.at("dev/null").minor, 3u);
+  // The real programs at pvk's paths: busybox and its sh link, bash, the
+  // worker again and the scripts.
+  EXPECT_EQ(entries.at("bin/sh").mode, 0120777u);
+  EXPECT_EQ(entries.at("bin/sh").data, "busybox");
+  EXPECT_GT(entries.at("bin/busybox").data.size(), 100000u);
+  EXPECT_GT(entries.at("bin/bash").data.size(), 100000u);
+  EXPECT_EQ(entries.at("bin/kbworker").data, "the worker!");
+  EXPECT_EQ(entries.at("bin/job.sh").data, "echo job");
 }
 
 TEST(LinuxArgv, NativeIsPvksMachineWithFourLevelPaging) {

@@ -1,5 +1,6 @@
 #include "pvk/bench/cli.hpp"
 
+#include "pvk/bench_rootfs.hpp"
 #include "pvk/cpio.hpp"
 #include "pvk/bench/compare.hpp"
 #include "pvk/bench/figures.hpp"
@@ -187,6 +188,11 @@ struct Commands::State {
     q.smp = smp;
     q.cancel = &g_cancel;
     q.initrd = rootfs_archive(rootfs, initrd, build_dir);
+    // Without a root filesystem of the user's, the real-program benchmarks'
+    // files (the same a Linux boot's initramfs holds).
+    if (q.initrd.empty())
+      q.initrd = bench_rootfs_archive({.user_dir = build_dir / "user", .source_dir = source_dir},
+                                      build_dir / "cache" / "rootfs");
     if (!fs::is_regular_file(q.kernel))
       throw std::runtime_error(fmt::format("kernel image {} not found (build target pvk_kernel)", q.kernel.string()));
     return q;
@@ -371,7 +377,8 @@ Commands::Commands(CLI::App& app, const fs::path& build_dir, const fs::path& sou
       ->excludes(icount_flag);
   b->add_option("--initrd", s.initrd, "every boot's root filesystem: this newc cpio archive")
       ->excludes(b->add_option("--rootfs", s.rootfs, "pack this host directory as a newc cpio archive: every "
-                               "boot's root filesystem (docs/rootfs.md)"));
+                               "boot's root filesystem (docs/rootfs.md); without either, the real-program "
+                               "benchmarks' busybox, bash and kbworker under /bin"));
   b->add_option("--icount-spec", s.icount_spec, "the -icount argument virtual time passes to QEMU")->capture_default_str();
   b->add_option("--smp", s.smp, "CPUs of every machine instead of the default matrix's own (one CPU, plus native and "
                 "Xen batched at 2, --full 4): QEMU -smp N, Xen dom0_max_vcpus=N; with N > 1 the default list runs "

@@ -95,7 +95,10 @@ std::string cpio_pack_directory(const fs::path& dir) {
 }
 
 fs::path cpio_pack_directory_to(const fs::path& dir, const fs::path& cache_dir) {
-  const std::string archive = cpio_pack_directory(dir);
+  return cpio_write_to_cache(cpio_pack_directory(dir), cache_dir);
+}
+
+fs::path cpio_write_to_cache(const std::string& archive, const fs::path& cache_dir) {
   fs::create_directories(cache_dir);
   const fs::path path = cache_dir / fmt::format("rootfs-{:016x}-{}.cpio", std::hash<std::string>{}(archive), archive.size());
   if (fs::exists(path) && fs::file_size(path) == archive.size()) return path;

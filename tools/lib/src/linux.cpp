@@ -1,5 +1,6 @@
 #include "pvk/linux.hpp"
 
+#include "pvk/bench_rootfs.hpp"
 #include "pvk/cpio.hpp"
 #include "pvk/native.hpp"
 #include "pvk/process.hpp"
@@ -115,10 +116,14 @@ std::string linux_command_line(Platform platform, std::string_view params) {
   return line;
 }
 
-std::string bench_initramfs(const fs::path& user_dir) {
+std::string bench_initramfs(const fs::path& user_dir, const fs::path& source_dir) {
   std::string out;
   cpio_append(out, "dev", 040755);
   cpio_append(out, "dev/console", 020600, {}, 5, 1);
+  cpio_append(out, "dev/null", 020666, {}, 1, 3);
+  cpio_append(out, "tmp", 041777);
+  // The real-program benchmarks' files, where pvk's root filesystem has them.
+  for (const auto& e : bench_program_files({.user_dir = user_dir, .source_dir = source_dir})) cpio_append(out, e);
   for (const char* program : {"bench", "kbworker"}) {
     const fs::path file = user_dir / program;
     if (!fs::is_regular_file(file))
@@ -172,7 +177,7 @@ RunResult run_linux(const RunOptions& options, const ConsoleEcho& echo, std::chr
   static std::atomic<int> runs{0};
   TempFile initrd{options.linux_cache_dir / fmt::format("bench-{}-{}.cpio", ::getpid(), ++runs)};
   {
-    const std::string archive = bench_initramfs(options.user_dir);
+    const std::string archive = bench_initramfs(options.user_dir, options.tools_dir.parent_path());
     std::ofstream file(initrd.path, std::ios::binary | std::ios::trunc);
     file.write(archive.data(), static_cast<std::streamsize>(archive.size()));
     if (!file.flush()) throw std::runtime_error(fmt::format("cannot write {}", initrd.path.string()));

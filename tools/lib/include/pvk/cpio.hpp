@@ -47,6 +47,10 @@ std::string cpio_pack_directory(const std::filesystem::path& dir);
 // an archive) and returns its path.
 std::filesystem::path cpio_pack_directory_to(const std::filesystem::path& dir, const std::filesystem::path& cache_dir);
 
+// Writes `archive` into `cache_dir` under a name made of its content (as
+// cpio_pack_directory_to) and returns its path.
+std::filesystem::path cpio_write_to_cache(const std::string& archive, const std::filesystem::path& cache_dir);
+
 // The archive a boot gets from --rootfs DIR (packed into the build's cache)
 // or --initrd FILE (as it is); empty when neither is given. The command
 // lines make the two exclusive.

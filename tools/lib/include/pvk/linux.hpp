@@ -56,9 +56,11 @@ std::string linux_command_line(Platform platform, std::string_view params);
 std::vector<std::string> linux_init_args(std::string_view params);
 
 // The initramfs of one boot (newc cpio): /init = user_dir/bench,
-// /kbworker = user_dir/kbworker, /dev, /dev/console (5:1). Throws
-// std::runtime_error when a program is missing.
-std::string bench_initramfs(const std::filesystem::path& user_dir);
+// /kbworker = user_dir/kbworker, /dev, /dev/console (5:1), /dev/null (1:3),
+// /tmp, and the real-program benchmarks' files (pvk/bench_rootfs.hpp) at
+// the paths pvk's root filesystem has them. Throws std::runtime_error when
+// a program is missing.
+std::string bench_initramfs(const std::filesystem::path& user_dir, const std::filesystem::path& source_dir);
 
 // QEMU for Linux natively: the same machine as pvk's native platform (TCG,
 // -cpu max, -m, one CPU) except that LA57 is off, so Linux walks 4-level
