@@ -19,7 +19,8 @@
 namespace bench {
 namespace {
 
-constexpr int kExecFailed = 100;
+// Above what shells exit with (126, 127, 128 + a signal).
+constexpr int kExecFailed = 200;
 
 // fork + exec(path, argv) + wait, `iters` times per rep.
 void time_exec_loop(Run& r, const char* path, const char* const* argv) {
@@ -31,7 +32,7 @@ void time_exec_loop(Run& r, const char* path, const char* const* argv) {
       const int64_t pid = fork();
       if (pid == 0) {
         const int64_t rc = execve(path, argv, pvk_environ);
-        exit_group(kExecFailed + static_cast<int>(-rc < 100 ? -rc : 99));
+        exit_group(kExecFailed + static_cast<int>(-rc < 55 ? -rc : 55));
       }
       if (pid < 0) {
         r.fail("fork returned %ld", pid);
