@@ -15,6 +15,7 @@
 // so a boot without the programs fails the item with the path and errno
 // rather than timing nothing.
 #include "bench/bench.h"
+#include "base/lib/format.h"
 
 namespace bench {
 namespace {
@@ -54,21 +55,44 @@ void time_exec_loop(Run& r, const char* path, const char* const* argv) {
   }
 }
 
+// Where the programs are: / on pvk and on a Linux booted by pvk bench; on
+// the build host, the copy the build stages (PVK_BENCH_ROOT, set by the
+// host smoke test), so that run execs the same files. The scripts read the
+// same variable, and the children inherit it.
+const char* programs_root() {
+  constexpr char kName[] = "PVK_BENCH_ROOT=";
+  for (char** e = pvk_environ; e && *e; ++e) {
+    unsigned i = 0;
+    while (kName[i] && (*e)[i] == kName[i]) ++i;
+    if (!kName[i]) return *e + i;
+  }
+  return "";
+}
+
+// root + path in `buf`.
+const char* in_root(char* buf, unsigned size, const char* path) {
+  pvk::format(buf, size, "%s%s", programs_root(), path);
+  return buf;
+}
+
 }  // namespace
 
 void run_shell_exec(Run& r) {
-  const char* argv[] = {"sh", "-c", "/bin/kbworker", nullptr};
-  time_exec_loop(r, "/bin/sh", argv);
+  char sh[256], worker[256];
+  const char* argv[] = {"sh", "-c", in_root(worker, sizeof worker, "/bin/kbworker"), nullptr};
+  time_exec_loop(r, in_root(sh, sizeof sh, "/bin/sh"), argv);
 }
 
 void run_bash_exec(Run& r) {
+  char bash[256];
   const char* argv[] = {"bash", "-c", ":", nullptr};
-  time_exec_loop(r, "/bin/bash", argv);
+  time_exec_loop(r, in_root(bash, sizeof bash, "/bin/bash"), argv);
 }
 
 void run_sh_script(Run& r) {
-  const char* argv[] = {"sh", "/bin/workload.sh", nullptr};
-  time_exec_loop(r, "/bin/sh", argv);
+  char sh[256], script[256];
+  const char* argv[] = {"sh", in_root(script, sizeof script, "/bin/workload.sh"), nullptr};
+  time_exec_loop(r, in_root(sh, sizeof sh, "/bin/sh"), argv);
 }
 
 }  // namespace bench

@@ -151,6 +151,10 @@ class LinuxRun : public ::testing::Test {
            "echo 6.1.0-test-amd64 >\"$1/version\"\n";
     std::ofstream(dir_ / "user/bench") << "bench";
     std::ofstream(dir_ / "user/kbworker") << "kbworker";
+    // The initramfs carries the tree's bench/rootfs scripts (the tree is
+    // tools_dir's parent).
+    fs::create_directories(dir_ / "bench/rootfs/bin");
+    std::ofstream(dir_ / "bench/rootfs/bin/workload.sh") << "echo workload\n";
     std::ofstream(dir_ / "xen.raw") << "not really xen";
     ASSERT_EQ(std::system(("gzip -c " + (dir_ / "xen.raw").string() + " > " + (dir_ / "xen.gz").string()).c_str()), 0);
   }

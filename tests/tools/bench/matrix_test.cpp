@@ -17,10 +17,12 @@ namespace {
 // that runs fork_dirty.
 const std::string kDensity = "fork_dirty:pages=12800:stride=2+10+100+512";
 // The seed variations' benchmarks (forkwait, forkexec and kernbench
-// beside each seed's own).
-const std::string kPgdCacheOff = "getpid,getppid,segv,divzero,forkwait,lat_pipe,ctx,forkexec,kernbench";
+// beside each seed's own; shell exec too).
+const std::string kPgdCacheOff = "getpid,getppid,segv,divzero,forkwait,lat_pipe,ctx,forkexec,shell_exec,kernbench";
+// ptshare=on: fork and mprotect, and shell exec for its target.
+const std::string kPtshareOn = "fork_dirty,mprotect,shell_exec";
 const std::string kZeroPageOff =
-    "fault_zero_read,fault_zero_cow,fault_write,poke_full,memset_present,forkexec,forkwait,kernbench";
+    "fault_zero_read,fault_zero_cow,fault_write,poke_full,memset_present,forkexec,forkwait,shell_exec,kernbench";
 
 std::set<std::string> ids(const Plan& plan) {
   std::set<std::string> out;
@@ -112,7 +114,7 @@ TEST(Matrix, DefaultIsEveryBackendPlusTheSeedVariations) {
   EXPECT_EQ(boots_of(plan, "native mmu=native zero_page=off")[0]->bench, kZeroPageOff);
   EXPECT_EQ(boots_of(plan, "xen mmu=batched pte=flags")[0]->bench, "seed002");
   EXPECT_EQ(boots_of(plan, "xen mmu=direct ptshare=on")[0]->cmdline,
-            "mmu=direct ptshare=on bench=fork_dirty,mprotect," + kDensity);
+            "mmu=direct ptshare=on bench=" + kPtshareOn + "," + kDensity);
   // Standard machines except for the 128,000-page boots, and the heaviest
   // boots are scheduled first.
   for (const auto& b : plan.boots) {
@@ -160,9 +162,9 @@ TEST(Matrix, PtshareOnIsAVariationOfForkAndMprotectOnEveryBackend) {
         continue;
       }
       ++standard;
-      EXPECT_EQ(b->group, "ptshare=on: fork_dirty,mprotect");
+      EXPECT_EQ(b->group, "ptshare=on: " + kPtshareOn);
       EXPECT_EQ(b->machine.memory, spec->standard.memory) << on;
-      EXPECT_EQ(b->cmdline, c.cmdline() + " bench=fork_dirty,mprotect" + (b->rep == 1 ? "," + kDensity : ""));
+      EXPECT_EQ(b->cmdline, c.cmdline() + " bench=" + kPtshareOn + (b->rep == 1 ? "," + kDensity : ""));
     }
     EXPECT_EQ(standard, 3) << on;
   }
@@ -186,7 +188,7 @@ TEST(Matrix, DensitySeriesOnceInTheFirstBootOfEachForkConfiguration) {
   std::map<std::string, int> with;    // configuration -> boots carrying the series
   for (const auto& b : plan.boots) {
     const bool has = b.bench.find("stride=") != std::string::npos;
-    const bool runs_fork = b.group == "all" || b.group == "ptshare=on: fork_dirty,mprotect" ||
+    const bool runs_fork = b.group == "all" || b.group == "ptshare=on: " + kPtshareOn ||
                            b.group == "mmu=unhook: fork_dirty,mprotect" || b.group == "mmu=auto: fork_dirty,mprotect" ||
                            b.group == "pvpatch=off: fork_dirty,mprotect,fault_write,forkwait";
     EXPECT_EQ(has, b.rep == 1 && runs_fork) << plan.describe_boot(b);
@@ -272,8 +274,8 @@ TEST(Matrix, FullReplacesTheTableSizesWithTheLargeGroup) {
   for (const auto& b : plan.boots) EXPECT_NE(b.group, "128000") << plan.describe_boot(b);
   std::map<std::string, int> on;
   for (const Boot* b : boots_of(plan, "xen mmu=batched ptshare=on")) ++on[b->bench];
-  EXPECT_EQ(on, (std::map<std::string, int>{{"fork_dirty,mprotect," + kDensity, 1},
-                                           {"fork_dirty,mprotect", 1},
+  EXPECT_EQ(on, (std::map<std::string, int>{{kPtshareOn + "," + kDensity, 1},
+                                           {kPtshareOn, 1},
                                            {"fork_dirty:pages=64000+128000,mprotect:pages=65536+128000", 2}}));
 }
 
