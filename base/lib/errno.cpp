@@ -17,6 +17,7 @@ const char* errno_name(Errno e) {
     case Errno::EMFILE: return "EMFILE";
     case Errno::EPIPE: return "EPIPE";
     case Errno::EIO: return "EIO";
+    case Errno::ENXIO: return "ENXIO";
     case Errno::ENOMEM: return "ENOMEM";
     case Errno::EFAULT: return "EFAULT";
     case Errno::EBUSY: return "EBUSY";
@@ -37,6 +38,8 @@ const char* errno_name(Errno e) {
     case Errno::ENAMETOOLONG: return "ENAMETOOLONG";
     case Errno::ENOTEMPTY: return "ENOTEMPTY";
     case Errno::ELOOP: return "ELOOP";
+    case Errno::ENODEV: return "ENODEV";
+    case Errno::EOVERFLOW: return "EOVERFLOW";
   }
   return "E?";
 }

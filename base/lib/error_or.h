@@ -17,6 +17,7 @@ enum class Errno : int {
   ESRCH = 3,
   EINTR = 4,
   EIO = 5,
+  ENXIO = 6,
   E2BIG = 7,
   ENOEXEC = 8,
   EBADF = 9,
@@ -44,6 +45,8 @@ enum class Errno : int {
   ENAMETOOLONG = 36,
   ENOTEMPTY = 39,
   ELOOP = 40,
+  ENODEV = 19,
+  EOVERFLOW = 75,
 };
 
 const char* errno_name(Errno e);

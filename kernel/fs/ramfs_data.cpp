@@ -1,7 +1,14 @@
 // File data: each file's frames through up to kIndexFrames index frames
 // of 512 entries (pfn + 1; 0 is a hole, read as zeros). Frames come from
 // the frame allocator; a file holds exactly the frames its data touches.
+//
+// A data frame may also be mapped into address spaces (exec and mmap map a
+// file's pages privately, copy-on-write: fs::page_frame): the file holds
+// one reference of its frame_refs count and each mapping another, so a
+// frame the file lets go of (truncate, the last close of an unlinked file)
+// lives on until its last mapping goes.
 #include "base/frames/frame_allocator.h"
+#include "base/frames/frame_refs.h"
 #include "base/frames/physmap.h"
 #include "base/lib/kstring.h"
 #include "kernel/fs/ramfs.h"
@@ -37,13 +44,24 @@ void free_frame(Inode* n, uint64_t slot) {
   --n->frames;
 }
 
+// A data frame: the file's reference goes; the frame with it unless an
+// address space still maps it.
+void put_data_frame(Inode* n, uint64_t slot) {
+  if (frame_refs().dec(Pfn{slot - 1}) == 0) frames().must_free(Pfn{slot - 1});
+  --n->frames;
+}
+
 // The data frame of `page`, made (with its index frame) if it is a hole.
 ErrorOr<uint8_t*> writable_frame(Inode* n, uint64_t page) {
   uint64_t& islot = n->index[page / kPerIndex];
   if (!islot) islot = raw(TRY(zeroed_frame(n))) + 1;
   uint64_t* idx = phys_to_virt<uint64_t>(Pfn{islot - 1});
   uint64_t& dslot = idx[page % kPerIndex];
-  if (!dslot) dslot = raw(TRY(zeroed_frame(n))) + 1;
+  if (!dslot) {
+    const Pfn data = TRY(zeroed_frame(n));
+    frame_refs().set(data, 1);  // the file's reference
+    dslot = raw(data) + 1;
+  }
   return phys_to_virt<uint8_t>(Pfn{dslot - 1});
 }
 
@@ -55,7 +73,7 @@ void free_from(Inode* n, uint64_t first) {
     bool empty = true;
     for (uint64_t k = 0; k < kPerIndex; ++k) {
       const uint64_t page = i * kPerIndex + k;
-      if (idx[k] && page >= first) free_frame(n, idx[k]), idx[k] = 0;
+      if (idx[k] && page >= first) put_data_frame(n, idx[k]), idx[k] = 0;
       empty &= !idx[k];
     }
     if (empty) free_frame(n, n->index[i]), n->index[i] = 0;
@@ -63,6 +81,13 @@ void free_from(Inode* n, uint64_t first) {
 }
 
 }  // namespace
+
+ErrorOr<Pfn> page_frame(const Inode* n, uint64_t page) {
+  if (!n->is_reg() || page >= (n->size + kPageSize - 1) / kPageSize) return Errno::ENXIO;
+  const uint64_t* idx = index_frame(n, page);
+  if (!idx || !idx[page % kPerIndex]) return Errno::ENXIO;  // a hole
+  return Pfn{idx[page % kPerIndex] - 1};
+}
 
 const char* symlink_target(const Inode* n) {
   return n->is_symlink() ? reinterpret_cast<const char*>(data_frame(n, 0)) : nullptr;

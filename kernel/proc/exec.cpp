@@ -3,6 +3,7 @@
 #include <elf.h>
 
 #include "base/arch/cpu.h"
+#include "base/counters.h"
 #include "base/arch/platform.h"
 #include "base/lib/kstring.h"
 #include "kernel/fs/path.h"
@@ -108,19 +109,15 @@ uint32_t segment_prot(uint32_t pflags) {
   return prot;
 }
 
-// Frames for one segment (checked by parse_elf_image), filled from the
-// image, mapped at once: programs are small and eager loading keeps the
-// fault path for anonymous memory. A page the file fills is copied, with only
-// its bytes outside the file zeroed; only pages without file bytes (.bss) are
-// cleared whole (the page_clear_cycles counter showed exec clearing every
-// page before copying over it: 41 % of forkexec natively).
-ErrorOr<void> load_segment(AddressSpace& as, const ExecFile& file, const ElfSegment& seg) {
-  const uint64_t start = align_down(seg.vaddr, kPageSize);
-  const uint64_t end = align_up(seg.vaddr + seg.memsz, kPageSize);
-  const uint32_t prot = segment_prot(seg.flags);
-  TRY(as.mmap(VirtAddr{start}, end - start, prot, 0, /*fixed=*/true));
+// Pages [va, end) of a segment in fresh frames, filled from the file, mapped
+// at once: a page the file fills is copied, with only its bytes outside
+// the file zeroed; only pages without file bytes (.bss) are cleared whole
+// (the page_clear_cycles counter showed exec clearing every page before
+// copying over it: 41 % of forkexec natively).
+ErrorOr<void> fill_pages(AddressSpace& as, const ExecFile& file, const ElfSegment& seg, uint64_t va, uint64_t end,
+                         uint32_t prot) {
   Pfn chunk[64];
-  for (uint64_t va = start; va < end;) {
+  while (va < end) {
     unsigned n = 0;
     for (; n < 64 && va + n * kPageSize < end; ++n) {
       auto f = frames().try_alloc();
@@ -136,6 +133,7 @@ ErrorOr<void> load_segment(AddressSpace& as, const ExecFile& file, const ElfSegm
       const uint64_t to_file = seg.vaddr + seg.filesz;
       const uint64_t to = page + kPageSize < to_file ? page + kPageSize : to_file;
       if (to > from) {
+        count_event(g_mm_stats.exec_pages_filled);
         memset(dst, 0, from - page);
         memset(dst + (to - page), 0, page + kPageSize - to);
         if (auto r = file.read(seg.offset + (from - seg.vaddr), dst + (from - page), to - from); r.is_error()) {
@@ -150,6 +148,54 @@ ErrorOr<void> load_segment(AddressSpace& as, const ExecFile& file, const ElfSegm
     va += n * kPageSize;
   }
   return {};
+}
+
+// Pages [va, end) of a segment whose every byte comes from the file, as the
+// file's own frames, copy-on-write (Linux maps a program's pages from its
+// page cache the same way): exec copies nothing a process only reads. The
+// pages of a segment start at the file page holding its first byte (the
+// bytes before it in that page are mapped too, as on Linux). Returns where
+// it stopped: at `end`, or at a hole of the file (filled by copying).
+ErrorOr<uint64_t> share_file_pages(AddressSpace& as, const ExecFile& file, const ElfSegment& seg, uint64_t va,
+                                   uint64_t end, uint32_t prot) {
+  const uint64_t first_page = align_down(seg.offset, kPageSize) / kPageSize;
+  const uint64_t base = align_down(seg.vaddr, kPageSize);
+  Pfn chunk[64];
+  while (va < end) {
+    unsigned n = 0;
+    for (; n < 64 && va + n * kPageSize < end; ++n) {
+      auto f = fs::page_frame(file.node, first_page + (va + n * kPageSize - base) / kPageSize);
+      if (f.is_error()) break;
+      chunk[n] = f.value();
+    }
+    if (n == 0) break;
+    TRY(as.map_cow_frames(VirtAddr{va}, chunk, n, prot));
+    va += n * kPageSize;
+  }
+  return va;
+}
+
+// One segment (checked by parse_elf_image): its VMA, then its pages — a
+// file's whole pages shared with the file, the rest (an embedded image, a
+// partial last page, .bss) in frames of its own.
+ErrorOr<void> load_segment(AddressSpace& as, const ExecFile& file, const ElfSegment& seg) {
+  const uint64_t start = align_down(seg.vaddr, kPageSize);
+  const uint64_t end = align_up(seg.vaddr + seg.memsz, kPageSize);
+  const uint32_t prot = segment_prot(seg.flags);
+  TRY(as.mmap(VirtAddr{start}, end - start, prot, 0, /*fixed=*/true));
+  // A file page can stand for a page of the segment only where their
+  // offsets agree within the page (the linkers' layout; ELF asks it).
+  const bool congruent = seg.offset % kPageSize == seg.vaddr % kPageSize;
+  const uint64_t whole_end = align_down(seg.vaddr + seg.filesz, kPageSize);  // past the last page the file fills
+  uint64_t va = start;
+  while (file.node && congruent && va < whole_end) {
+    va = TRY(share_file_pages(as, file, seg, va, whole_end, prot));
+    if (va < whole_end) {  // a hole: one page of its own
+      TRY(fill_pages(as, file, seg, va, va + kPageSize, prot));
+      va += kPageSize;
+    }
+  }
+  return fill_pages(as, file, seg, va, end, prot);
 }
 
 // Linux's initial stack: argc, argv[], NULL, envp[], NULL, the auxiliary

@@ -8,6 +8,7 @@
 #include "kernel/proc/linux_calls.h"
 #include "kernel/proc/sigmask_calls.h"
 #include "kernel/proc/file.h"
+#include "kernel/proc/file_mmap.h"
 #include "kernel/proc/fs_calls.h"
 #include "kernel/proc/syscall_result.h"
 #include "kernel/proc/futex.h"
@@ -110,7 +111,13 @@ int64_t sys_dup2(const Args& a) {
 int64_t sys_mmap(const Args& a) {
   const uint64_t prot = a[2], flags = a[3];
   const bool shared = flags & abi::MAP_SHARED, priv = flags & abi::MAP_PRIVATE;
-  if (!(flags & abi::MAP_ANONYMOUS) || shared == priv || (prot & ~uint64_t{7})) return result(Errno::EINVAL);
+  if (shared == priv || (prot & ~uint64_t{7})) return result(Errno::EINVAL);
+  if (!(flags & abi::MAP_ANONYMOUS)) {
+    const FileRef f = fd_get(a[4]);
+    if (!f) return result(Errno::EBADF);
+    return result(mmap_file(f.get(), VirtAddr{a[0]}, a[1], static_cast<uint32_t>(prot), shared, flags & abi::MAP_FIXED,
+                            a[5]));
+  }
   return result(current()->as->mmap(VirtAddr{a[0]}, a[1], static_cast<uint32_t>(prot), shared ? vm::Shared : 0,
                                      flags & abi::MAP_FIXED));
 }

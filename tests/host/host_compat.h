@@ -70,5 +70,8 @@
 #undef ENAMETOOLONG
 #undef ENOTEMPTY
 #undef ELOOP
+#undef ENXIO
+#undef ENODEV
+#undef EOVERFLOW
 
 #include "base/lib/error_or.h"
