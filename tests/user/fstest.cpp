@@ -283,6 +283,84 @@ void devices_and_descriptors() {
   CHECK_EQ(pipe2(p, 1), -EINVAL);
 }
 
+// mmap of a file, MAP_PRIVATE: the file's bytes (zeros past its end in
+// the last page), at an offset; a write through the mapping (also after
+// mprotect gives write to a read-only one, also in a forked child) changes
+// the process' copy, never the file; a mapping outlives the unlinked file
+// it maps; and Linux's errors.
+void file_mappings() {
+  const int b = static_cast<int>(open("/data/nested/deep/file.bin", O_RDONLY));
+  CHECK(b >= 0);
+  auto* m = reinterpret_cast<uint8_t*>(mmap(nullptr, 3 * 4096, PROT_READ, MAP_PRIVATE, b, 0));
+  CHECK(!is_err(reinterpret_cast<int64_t>(m)));
+  if (is_err(reinterpret_cast<int64_t>(m))) return;
+  bool same = true, zeros = true;
+  for (uint64_t i = 0; i < 10000; ++i) same &= m[i] == pattern(i);
+  for (uint64_t i = 10000; i < 3 * 4096; ++i) zeros &= m[i] == 0;
+  CHECK(same);
+  CHECK(zeros);
+  // Writable after mprotect: the page gets a copy, the file keeps its bytes.
+  CHECK_EQ(mprotect(m, 4096, PROT_READ | PROT_WRITE), 0);
+  m[1] = static_cast<uint8_t>(pattern(1) + 1);
+  uint8_t back[2];
+  CHECK_EQ(pread(b, back, 2, 0), 2);
+  CHECK(back[1] == pattern(1));
+  CHECK(m[1] == static_cast<uint8_t>(pattern(1) + 1));
+  CHECK_EQ(munmap(m, 3 * 4096), 0);
+  // At an offset, writable from the start; a child's writes stay its own.
+  auto* w = reinterpret_cast<uint8_t*>(mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE, b, 4096));
+  CHECK(!is_err(reinterpret_cast<int64_t>(w)));
+  if (!is_err(reinterpret_cast<int64_t>(w))) {
+    CHECK(w[0] == pattern(4096) && w[4095] == pattern(8191));
+    const int64_t pid = fork();
+    if (pid == 0) {
+      w[0] = static_cast<uint8_t>(pattern(4096) + 7);
+      exit_group(w[0] == static_cast<uint8_t>(pattern(4096) + 7) ? 0 : 1);
+    }
+    int st = -1;
+    CHECK_EQ(wait4(pid, &st, 0), pid);
+    CHECK_EQ(st, 0);
+    CHECK(w[0] == pattern(4096));
+    w[5] = 0;
+    CHECK_EQ(pread(b, back, 1, 4096 + 5), 1);
+    CHECK(back[0] == pattern(4096 + 5));
+    CHECK_EQ(munmap(w, 4096), 0);
+  }
+  // Linux's errors.
+  CHECK_EQ(mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE, b, 100), -EINVAL);
+  CHECK_EQ(mmap(nullptr, 4096, PROT_READ, MAP_SHARED, b, 0), -ENODEV);
+  CHECK_EQ(mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE, 99, 0), -EBADF);
+  CHECK_EQ(mmap(nullptr, 0, PROT_READ, MAP_PRIVATE, b, 0), -EINVAL);
+  int p[2] = {-1, -1};
+  CHECK_EQ(pipe2(p, 0), 0);
+  CHECK_EQ(mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE, p[0], 0), -ENODEV);
+  CHECK_EQ(close(p[0]), 0);
+  CHECK_EQ(close(p[1]), 0);
+  const int d = static_cast<int>(open("/data", O_RDONLY));
+  CHECK_EQ(mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE, d, 0), -ENODEV);
+  CHECK_EQ(close(d), 0);
+  CHECK_EQ(close(b), 0);
+  // A file of /tmp, mapped, then unlinked and closed: the mapping keeps its
+  // frames (freed with it: the leak check at the end of init), and a file
+  // opened only for writing cannot be mapped.
+  const int t = static_cast<int>(open("/tmp/mapped", O_RDWR | O_CREAT, 0644));
+  CHECK(t >= 0);
+  static uint8_t data[8192];
+  for (uint64_t i = 0; i < sizeof data; ++i) data[i] = static_cast<uint8_t>(i * 7);
+  CHECK_EQ(write(t, data, sizeof data), 8192);
+  auto* u = reinterpret_cast<uint8_t*>(mmap(nullptr, 8192, PROT_READ, MAP_PRIVATE, t, 0));
+  CHECK(!is_err(reinterpret_cast<int64_t>(u)));
+  const int wo = static_cast<int>(open("/tmp/mapped", O_WRONLY));
+  CHECK_EQ(mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE, wo, 0), -EACCES);
+  CHECK_EQ(close(wo), 0);
+  CHECK_EQ(unlink("/tmp/mapped"), 0);
+  CHECK_EQ(close(t), 0);
+  if (!is_err(reinterpret_cast<int64_t>(u))) {
+    CHECK(u[1] == 7 && u[8191] == static_cast<uint8_t>(8191 * 7));
+    CHECK_EQ(munmap(u, 8192), 0);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv, char**) {
@@ -295,6 +373,7 @@ int main(int argc, char** argv, char**) {
   write_tmp();
   bad_calls();
   devices_and_descriptors();
+  file_mappings();
   // Everything made under /tmp is gone again: the kernel's leak check
   // at the end of init sees whether its frames are too.
   Record("fstest").u64("checks", g_checks).u64("failures", g_failures);
