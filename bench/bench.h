@@ -13,7 +13,6 @@ using namespace pvk::user;
 
 inline constexpr unsigned kMaxParams = 4;
 inline constexpr unsigned kMaxReps = 64;
-inline constexpr unsigned kMaxExtras = 128;  // fork_dirty: 3 phases x (4 + every counter) + 2
 
 class Run;
 
@@ -83,6 +82,10 @@ inline constexpr unsigned kNumCounters = 0
 #include "base/counters.inc"
     ;
 extern const char* const kCounterNames[kNumCounters];
+// Extra record fields one Run can carry: fork_dirty's four phases (fork,
+// exit, rewrite, total) x (4 timings + every counter), and a few more. Sized
+// from the counter list so a new counter cannot push fields out.
+inline constexpr unsigned kMaxExtras = 4 * (4 + kNumCounters) + 16;
 struct Counters {
   uint64_t v[kNumCounters] = {};
   uint64_t free_frames = 0;

@@ -155,7 +155,10 @@ void Run::extra(const char* key, uint64_t v) {
       extras[i].value = v;
       return;
     }
-  if (n_extras < kMaxExtras) extras[n_extras++] = {key, v};
+  if (n_extras < kMaxExtras)
+    extras[n_extras++] = {key, v};
+  else
+    fail("too many record fields (kMaxExtras %u): %s dropped", kMaxExtras, key);
 }
 
 int wait_child(Run& r, int64_t pid) {

@@ -33,11 +33,13 @@ constexpr uint64_t kWordsPerPage = kPage / 8;
 constexpr unsigned kChecked = 9;
 
 // "prefix_suffix" keys for Run::extra, which keeps the pointer: interned in
-// a static pool (the set of names is fixed, so the pool does not grow).
+// a static pool (the set of names is fixed, so the pool does not grow; it is
+// sized for every phase's fields at the longest key a field may have).
+constexpr size_t kKeyMax = 64;
 const char* key(const char* prefix, const char* suffix) {
-  static char pool[3072];
+  static char pool[kMaxExtras * kKeyMax];
   static size_t used = 0;
-  char want[64];
+  char want[kKeyMax];
   pvk::format(want, sizeof want, "%s_%s", prefix, suffix);
   for (size_t at = 0; at < used; at += strlen(pool + at) + 1)
     if (strcmp(pool + at, want) == 0) return pool + at;
