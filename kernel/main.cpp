@@ -93,7 +93,11 @@ void split_list(const char (&list)[N], char (&copy)[N], const char** argv) {
 
 bool run_init(const char* const* argv) {
   const char* program = argv[0];
-  set_mm_policy({g_params.zero_page == Switch::On, g_params.pgd_cache == Switch::On, g_params.ptshare == Switch::On});
+  set_mm_policy({.zero_page = g_params.zero_page == Switch::On,
+                 .pgd_cache = g_params.pgd_cache == Switch::On,
+                 .ptshare = g_params.ptshare == Switch::On,
+                 .file_demand = g_params.file_map == FileMap::Demand,
+                 .fault_around = g_params.fault_around});
   const uint64_t before = frames().free_count();
   configure_fault_injection();
   // Which CPUs run processes. Under Xen only the boot vCPU unless asked:
@@ -238,6 +242,8 @@ void kernel_main(Platform& platform, BootInfo& info) {
         .str("zero_page", on_off(g_params.zero_page))
         .str("pgd_cache", on_off(g_params.pgd_cache))
         .str("ptshare", on_off(g_params.ptshare))
+        .str("file_map", g_params.file_map == FileMap::Demand ? "demand" : "eager")
+        .u64("fault_around", g_params.fault_around)
         .str("sched_cpus", g_params.sched_cpus == SchedCpus::All    ? "all"
                            : g_params.sched_cpus == SchedCpus::Boot ? "boot"
                                                                     : "default")

@@ -98,6 +98,7 @@ ErrorOr<AddressSpace*> AddressSpace::try_fork() {
     SpinGuard guard(lock_);
     memcpy(child->vmas_, vmas_, sizeof vmas_);
     child->count_ = count_;
+    for (unsigned i = 0; i < count_; ++i) vmas_[i].source.hold();  // the child's VMAs map them too
     child->brk_base_ = brk_base_;
     child->brk_end_ = brk_end_;
     // The parent's leaves are write-protected as they are shared: that must
@@ -168,6 +169,7 @@ ErrorOr<void> AddressSpace::destroy() {
       panic("address space teardown: CPU %u still runs on root 0x%lx and cannot be asked to leave it", refused.next(0),
             raw(root_));
   }
+  drop_sources();
   count_ = 0;
   in_use_ = false;
   return release_root(root_);

@@ -16,6 +16,7 @@
 #include "base/lib/cpumask.h"
 #include "base/lib/error_or.h"
 #include "base/lib/spinlock.h"
+#include "mm/page_source.h"
 #include "pvops/mmu_ops.h"
 
 namespace pvk {
@@ -30,6 +31,7 @@ struct Vma {
   VirtAddr end;    // exclusive, page aligned
   uint32_t prot;   // vm::Read | vm::Write | vm::Exec
   uint32_t flags;  // vm::Shared, vm::Heap, vm::Stack
+  PageSource source = {};  // file-backed (private): where its pages come from
   uint64_t pages() const { return (end - start) >> kPageShift; }
 };
 
@@ -60,6 +62,12 @@ struct MmPolicy {
   // (copied on the first write through them), and mprotect of whole tables
   // changes the L2 entry instead of 512 leaves.
   bool ptshare = false;
+  // file_map=demand: file-backed VMAs (exec's segments, mmap of a file) are
+  // demand-paged, a read fault mapping the aligned window of fault_around
+  // pages around it (a power of two, 1..512; Linux's default is 16). Off
+  // (eager): every page the file has is mapped when the VMA is made.
+  bool file_demand = false;
+  unsigned fault_around = 16;
 };
 void set_mm_policy(const MmPolicy& policy);
 const MmPolicy& mm_policy();
@@ -86,16 +94,21 @@ inline constexpr LockClass kAddressSpaceLockClass{"address_space", LockRank::Mm}
 class AddressSpace {
  public:
   static constexpr unsigned kMaxVmas = 64;
+  // Pages a file-backed VMA's mapping takes from its source per section.
+  static constexpr unsigned kSourceChunk = 64;
 
   static ErrorOr<AddressSpace*> try_create();
   ErrorOr<AddressSpace*> try_fork();
   // Unmaps everything and gives the root back (to the cache if enabled).
   ErrorOr<void> destroy();
 
-  // Anonymous mappings. mmap places the region itself unless fixed.
-  // Addresses are VirtAddr, lengths byte counts; the syscall layer converts
-  // the user's register values at its boundary.
-  ErrorOr<VirtAddr> mmap(VirtAddr addr, uint64_t len, uint32_t prot, uint32_t flags, bool fixed);
+  // Anonymous mappings, or private mappings of a page source (a file:
+  // demand-paged from it, copy-on-write; the new VMA holds the source).
+  // mmap places the region itself unless fixed. Addresses are VirtAddr,
+  // lengths byte counts; the syscall layer converts the user's register
+  // values at its boundary.
+  ErrorOr<VirtAddr> mmap(VirtAddr addr, uint64_t len, uint32_t prot, uint32_t flags, bool fixed,
+                         PageSource source = {});
   ErrorOr<void> munmap(VirtAddr addr, uint64_t len);
   ErrorOr<void> mprotect(VirtAddr addr, uint64_t len, uint32_t prot);
   ErrorOr<VirtAddr> brk(VirtAddr new_end);
@@ -145,6 +158,17 @@ class AddressSpace {
     bool valid = false;
   };
   FaultOutcome handle_fault_locked(VirtAddr va, Access access, SpareFrame& spare);
+  // A not-present page of a file-backed VMA whose source has a frame for
+  // it (mm/source_fault.cpp); false: the source has none, map zeros.
+  bool fault_from_source(const Vma& v, VirtAddr page, bool write, SpareFrame& spare, FaultOutcome& out);
+  // Maps what v's source has of [lo, hi) (at most kSourceChunk pages of
+  // it), copy-on-write, in one lazy-MMU section; skip_mapped leaves pages
+  // this space maps already. On error, what did not stick is given back.
+  ErrorOr<void> map_source_pages(const Vma& v, VirtAddr lo, VirtAddr hi, bool skip_mapped);
+  // file_map=eager: every page of a fresh file-backed VMA the source has.
+  ErrorOr<void> populate_from_source(const Vma& v);
+  // Drops the VMAs' holds on their sources (teardown).
+  void drop_sources();
   ErrorOr<void> map_frames_locked(VirtAddr addr, const Pfn* frames, uint64_t count, uint32_t prot);
   // Everything but the lock, as a fresh space has it.
   void reset();

@@ -1,5 +1,5 @@
 // Page faults of an AddressSpace: demand paging (a fresh cleared frame or
-// the zero page), copy-on-write, write access returned, a stale
+// the zero page; a file's page: mm/source_fault.cpp), copy-on-write, write access returned, a stale
 // translation flushed; the fresh frame taken before the space's lock.
 #include "mm/address_space.h"
 
@@ -61,6 +61,10 @@ FaultOutcome AddressSpace::handle_fault_locked(VirtAddr va, Access access, Spare
     if (opened.is_error()) return FaultOutcome::out_of_memory(opened.error());
   }
   auto pte = PVOP(range.lookup)(root_, page);
+  if (pte.is_error() && v->source) {
+    FaultOutcome out = FaultOutcome::handled();
+    if (fault_from_source(*v, page, write, spare, out)) return out;
+  }
 
   // A fault only grants access, so a refused update is not retried: the
   // tables are read back afterwards and say whether the new frame made it.

@@ -21,9 +21,11 @@ ErrorOr<void> AddressSpace::unmap_pages(VirtAddr start, VirtAddr end) {
   return finish(section, r);
 }
 
-ErrorOr<VirtAddr> AddressSpace::mmap(VirtAddr addr, uint64_t len, uint32_t prot, uint32_t flags, bool fixed) {
+ErrorOr<VirtAddr> AddressSpace::mmap(VirtAddr addr, uint64_t len, uint32_t prot, uint32_t flags, bool fixed,
+                                     PageSource source) {
   SpinGuard guard(lock_);
   if (len == 0 || (raw(addr) & (kPageSize - 1)) || len > abi::kUserTop) return Errno::EINVAL;
+  if (source && (flags & vm::Shared)) return Errno::EINVAL;  // only private file mappings exist
   const uint64_t size = pages_of(len) << kPageShift;
   if (fixed) {
     if (raw(addr) < kPageSize || raw(addr + size) > abi::kUserTop || addr + size < addr) return Errno::EINVAL;
@@ -39,7 +41,14 @@ ErrorOr<VirtAddr> AddressSpace::mmap(VirtAddr addr, uint64_t len, uint32_t prot,
     }
     if (raw(addr + size) > abi::kUserStackTop - abi::kUserStackPages * kPageSize) return Errno::ENOMEM;
   }
-  TRY(add_vma(Vma{addr, addr + size, prot, flags}));
+  TRY(add_vma(Vma{addr, addr + size, prot, flags, source}));
+  source.hold();
+  if (source && !g_policy.file_demand) {
+    if (auto r = populate_from_source(*find(addr)); r.is_error()) {
+      must(munmap_locked(addr, size), "undo file mmap");
+      return r.error();
+    }
+  }
   if (flags & vm::Shared) {
     // Shared anonymous memory has no backing object to fault pages in from:
     // every sharer must see the same frames, so they exist from the start.
@@ -85,8 +94,12 @@ ErrorOr<void> AddressSpace::munmap_locked(VirtAddr addr, uint64_t len) {
   TRY(carve(addr, end));
   TRY(unmap_pages(addr, end));
   unsigned out = 0;
-  for (unsigned i = 0; i < count_; ++i)
-    if (vmas_[i].end <= addr || vmas_[i].start >= end) vmas_[out++] = vmas_[i];
+  for (unsigned i = 0; i < count_; ++i) {
+    if (vmas_[i].end <= addr || vmas_[i].start >= end)
+      vmas_[out++] = vmas_[i];
+    else
+      vmas_[i].source.drop();
+  }
   count_ = out;
   return {};
 }

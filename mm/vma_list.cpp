@@ -1,6 +1,7 @@
 // The VMA list of an AddressSpace: kept sorted (add_vma), split at a
 // range's ends (carve), joined again where neighbours agree
-// (merge_neighbours); find is inline in address_space.h.
+// (merge_neighbours); find is inline in address_space.h. A file-backed
+// VMA's pieces each hold its source, at the page each piece starts at.
 #include "mm/address_space.h"
 
 namespace pvk {
@@ -32,8 +33,10 @@ ErrorOr<void> AddressSpace::carve(VirtAddr start, VirtAddr end) {
       if (cut > v.start && cut < v.end) {
         Vma right = v;
         right.start = cut;
+        right.source = v.source.advanced((cut - v.start) >> kPageShift);
         v.end = cut;
-        TRY(add_vma(right));
+        TRY(add_vma(right));  // cannot fail: the slots were counted above
+        right.source.hold();
         break;
       }
     }
@@ -41,12 +44,22 @@ ErrorOr<void> AddressSpace::carve(VirtAddr start, VirtAddr end) {
   return {};
 }
 
+namespace {
+// Whether b continues a with the same rights, kind and backing: anonymous
+// both, or the same source at the page where a's ends.
+bool joins(const Vma& a, const Vma& b) {
+  if (a.end != b.start || a.prot != b.prot || a.flags != b.flags) return false;
+  if (!a.source && !b.source) return true;
+  return a.source.same_object(b.source) && a.source.first_page + a.pages() == b.source.first_page;
+}
+}  // namespace
+
 void AddressSpace::merge_neighbours() {
   unsigned out = 0;
   for (unsigned i = 0; i < count_; ++i) {
-    if (out && vmas_[out - 1].end == vmas_[i].start && vmas_[out - 1].prot == vmas_[i].prot &&
-        vmas_[out - 1].flags == vmas_[i].flags) {
+    if (out && joins(vmas_[out - 1], vmas_[i])) {
       vmas_[out - 1].end = vmas_[i].end;
+      vmas_[i].source.drop();  // one VMA where there were two
       continue;
     }
     vmas_[out++] = vmas_[i];

@@ -18,6 +18,7 @@ enum class LockRank : uint8_t {
   Kernel = 10,    // the kernel lock (kernel/kernel_lock.h): taken first on entry
   RunQueue = 20,  // scheduler state, were it ever split from the kernel lock
   Mm = 30,        // one address space's page tables
+  FilePages = 35, // the root filesystem's file-page index (a fault maps a file's page under Mm)
   Frames = 40,    // the frame allocator
   CrossCpu = 50,  // mailboxes of cross-CPU requests
   Console = 60,   // console output: innermost, so a report can be made from under any lock

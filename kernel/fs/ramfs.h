@@ -98,11 +98,14 @@ ErrorOr<void> truncate(Inode* n, uint64_t size);
 ErrorOr<uint64_t> write_bytes(Inode* n, uint64_t offset, const void* src, uint64_t len);
 ErrorOr<uint64_t> read_bytes(Inode* n, uint64_t offset, void* dst, uint64_t len);
 
-// The frame holding page `page` of regular file n, for a private mapping
-// of it (the mapper takes its own reference: AddressSpace::map_file_frames).
-// ENXIO for a hole or a page past the end. The bytes of the last page past
-// the file's size read as zeros (write and truncate keep them so).
-ErrorOr<Pfn> page_frame(const Inode* n, uint64_t page);
+// The frames holding pages page, page + 1, ... (at most count) of regular
+// file n, for a private mapping of them, each with one frame_refs
+// reference taken for the mapper (under the file-page lock, so the file
+// cannot free one in between; may run without the kernel lock, from a page
+// fault). Stops at a hole or the end of the file; returns how many it
+// took. The bytes of the last page past the file's size read as zeros
+// (write and truncate keep them so).
+unsigned take_page_frames(const Inode* n, uint64_t page, unsigned count, Pfn* out);
 
 // A symlink's target (n->size bytes, in its one data frame), or null.
 const char* symlink_target(const Inode* n);

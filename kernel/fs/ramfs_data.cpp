@@ -3,18 +3,29 @@
 // the frame allocator; a file holds exactly the frames its data touches.
 //
 // A data frame may also be mapped into address spaces (exec and mmap map a
-// file's pages privately, copy-on-write: fs::page_frame): the file holds
-// one reference of its frame_refs count and each mapping another, so a
-// frame the file lets go of (truncate, the last close of an unlinked file)
+// file's pages privately, copy-on-write: fs::take_page_frames): the file
+// holds one reference of its frame_refs count and each mapping another, so
+// a frame the file lets go of (truncate, the last close of an unlinked file)
 // lives on until its last mapping goes.
+//
+// Locking: the kernel lock orders every call that reads or changes a file,
+// but a page fault maps a file's page with only its address space's lock
+// held (on any CPU). So the index — which frame is page k — changes only
+// under g_file_pages too, and take_page_frames looks a frame up and takes its
+// reference under it: a frame the file drops is either found with its
+// reference taken first, or not found.
 #include "base/frames/frame_allocator.h"
 #include "base/frames/frame_refs.h"
 #include "base/frames/physmap.h"
 #include "base/lib/kstring.h"
+#include "base/lib/spinlock.h"
 #include "kernel/fs/ramfs.h"
 
 namespace pvk::fs {
 namespace {
+
+constexpr LockClass kFilePagesLockClass{"file_pages", LockRank::FilePages};
+Spinlock g_file_pages{kFilePagesLockClass};
 
 constexpr uint64_t kPerIndex = kPageSize / sizeof(uint64_t);
 alignas(16) const uint8_t kZeros[kPageSize] = {};
@@ -53,6 +64,7 @@ void put_data_frame(Inode* n, uint64_t slot) {
 
 // The data frame of `page`, made (with its index frame) if it is a hole.
 ErrorOr<uint8_t*> writable_frame(Inode* n, uint64_t page) {
+  SpinGuard guard(g_file_pages);
   uint64_t& islot = n->index[page / kPerIndex];
   if (!islot) islot = raw(TRY(zeroed_frame(n))) + 1;
   uint64_t* idx = phys_to_virt<uint64_t>(Pfn{islot - 1});
@@ -67,6 +79,7 @@ ErrorOr<uint8_t*> writable_frame(Inode* n, uint64_t page) {
 
 // Frees every data frame from page `first` on, and index frames left empty.
 void free_from(Inode* n, uint64_t first) {
+  SpinGuard guard(g_file_pages);
   for (unsigned i = 0; i < kIndexFrames; ++i) {
     if (!n->index[i]) continue;
     uint64_t* idx = phys_to_virt<uint64_t>(Pfn{n->index[i] - 1});
@@ -82,11 +95,19 @@ void free_from(Inode* n, uint64_t first) {
 
 }  // namespace
 
-ErrorOr<Pfn> page_frame(const Inode* n, uint64_t page) {
-  if (!n->is_reg() || page >= (n->size + kPageSize - 1) / kPageSize) return Errno::ENXIO;
-  const uint64_t* idx = index_frame(n, page);
-  if (!idx || !idx[page % kPerIndex]) return Errno::ENXIO;  // a hole
-  return Pfn{idx[page % kPerIndex] - 1};
+unsigned take_page_frames(const Inode* n, uint64_t page, unsigned count, Pfn* out) {
+  SpinGuard guard(g_file_pages);
+  if (!n->is_reg()) return 0;
+  const uint64_t pages = (n->size + kPageSize - 1) / kPageSize;
+  unsigned taken = 0;
+  for (; taken < count && page + taken < pages; ++taken) {
+    const uint64_t at = page + taken;
+    const uint64_t* idx = index_frame(n, at);
+    if (!idx || !idx[at % kPerIndex]) break;  // a hole
+    out[taken] = Pfn{idx[at % kPerIndex] - 1};
+    frame_refs().inc(out[taken]);
+  }
+  return taken;
 }
 
 const char* symlink_target(const Inode* n) {

@@ -23,6 +23,7 @@ constexpr Choice kBackends[] = {
 constexpr Choice kPteAccess[] = {{"attrs", uint8_t(PteAccess::Attrs)}, {"flags", uint8_t(PteAccess::Flags)}};
 constexpr Choice kOnOff[] = {{"on", uint8_t(Switch::On)}, {"off", uint8_t(Switch::Off)}};
 constexpr Choice kSchedCpus[] = {{"all", uint8_t(SchedCpus::All)}, {"boot", uint8_t(SchedCpus::Boot)}};
+constexpr Choice kFileMap[] = {{"eager", uint8_t(FileMap::Eager)}, {"demand", uint8_t(FileMap::Demand)}};
 constexpr Choice kShootdown[] = {{"hypercall", uint8_t(Shootdown::Hypercall)}, {"ipi", uint8_t(Shootdown::Ipi)}};
 
 enum class Kind { Choice, Number, Text, List, Seed, Fail };
@@ -51,7 +52,8 @@ constexpr Param text(const char* key, size_t offset, size_t size) {
 constexpr Param list(const char* key, size_t offset, size_t size, uint32_t max_items) {
   return {key, Kind::List, nullptr, 0, offset, size, 1, max_items};
 }
-static_assert(sizeof(MmuBackend) == 1 && sizeof(PteAccess) == 1 && sizeof(Switch) == 1 && sizeof(Shootdown) == 1);
+static_assert(sizeof(MmuBackend) == 1 && sizeof(PteAccess) == 1 && sizeof(Switch) == 1 && sizeof(Shootdown) == 1 &&
+              sizeof(FileMap) == 1);
 
 constexpr const char* kFailKinds[] = {"mmu_update", "mmuext_op", "frame_alloc"};
 static_assert(sizeof kFailKinds / sizeof kFailKinds[0] == size_t(FailKind::Count));
@@ -66,6 +68,8 @@ constexpr Param kParams[] = {
     choice("zero_page", kOnOff, offsetof(BootParams, zero_page)),
     choice("pgd_cache", kOnOff, offsetof(BootParams, pgd_cache)),
     choice("ptshare", kOnOff, offsetof(BootParams, ptshare)),
+    choice("file_map", kFileMap, offsetof(BootParams, file_map)),
+    number("fault_around", offsetof(BootParams, fault_around), 1, 512),
     choice("sched_cpus", kSchedCpus, offsetof(BootParams, sched_cpus)),
     choice("shootdown", kShootdown, offsetof(BootParams, shootdown)),
     text("selftest", offsetof(BootParams, selftest), sizeof(BootParams::selftest)),
@@ -289,7 +293,7 @@ ErrorOr<void, ParamError> parse_boot_params(const char* cmdline, BootParams& out
     if (!param)
       return refusal(
           "pvk: unknown boot parameter '%s' (known: mmu pte pvpatch batch auto_threshold zero_page pgd_cache ptshare "
-          "sched_cpus shootdown selftest bench init init_args fail fail_seed)",
+          "file_map fault_around sched_cpus shootdown selftest bench init init_args fail fail_seed)",
           word, klen);
     if (eq == p) return refusal("pvk: boot parameter '%s' needs a value ('%s=...')", word, len, word, len);
     if (seen[index]) return refusal("pvk: boot parameter '%s' given twice", word, klen);
@@ -302,6 +306,9 @@ ErrorOr<void, ParamError> parse_boot_params(const char* cmdline, BootParams& out
   if (init_seen && bench_seen)
     return param_error(
         "pvk: boot parameters 'init' and 'bench' together: bench= runs the bench driver as init, give one");
+  if (out.fault_around & (out.fault_around - 1))
+    return param_error("pvk: boot parameter 'fault_around=%u': a power of two from 1 to 512 (pages of an aligned window)",
+                       out.fault_around);
   if (init_args_seen && !init_seen)
     return param_error("pvk: boot parameter 'init_args' without 'init': they are init's arguments");
   return {};

@@ -35,6 +35,8 @@ const char* fail_kind_name(FailKind k);
 const char* backend_name(MmuBackend b);
 
 enum class SchedCpus : uint8_t { Default, All, Boot };
+// file_map=: how exec and mmap map a file's pages (mm/source_fault.cpp).
+enum class FileMap : uint8_t { Eager, Demand };
 
 struct BootParams {
   MmuBackend mmu = MmuBackend::Default;
@@ -47,6 +49,8 @@ struct BootParams {
   Switch zero_page = Switch::On;
   Switch pgd_cache = Switch::On;
   Switch ptshare = Switch::Off;  // fork shares L1 tables; mprotect works at L2 where it can
+  FileMap file_map = FileMap::Eager;
+  uint32_t fault_around = 16;  // file_map=demand: pages a read fault maps (a power of two)
   // sched_cpus=all|boot: which CPUs run processes (not given: all natively,
   // the boot vCPU under Xen: kernel/main.cpp decides).
   SchedCpus sched_cpus = SchedCpus::Default;

@@ -6,6 +6,7 @@
 #include "base/counters.h"
 #include "base/arch/platform.h"
 #include "base/lib/kstring.h"
+#include "kernel/fs/file_pages.h"
 #include "kernel/fs/path.h"
 #include "kernel/fs/ramfs.h"
 #include "kernel/proc/elf_image.h"
@@ -150,51 +151,29 @@ ErrorOr<void> fill_pages(AddressSpace& as, const ExecFile& file, const ElfSegmen
   return {};
 }
 
-// Pages [va, end) of a segment whose every byte comes from the file, as the
-// file's own frames, copy-on-write (Linux maps a program's pages from its
-// page cache the same way): exec copies nothing a process only reads. The
-// pages of a segment start at the file page holding its first byte (the
-// bytes before it in that page are mapped too, as on Linux). Returns where
-// it stopped: at `end`, or at a hole of the file (filled by copying).
-ErrorOr<uint64_t> share_file_pages(AddressSpace& as, const ExecFile& file, const ElfSegment& seg, uint64_t va,
-                                   uint64_t end, uint32_t prot) {
-  const uint64_t first_page = align_down(seg.offset, kPageSize) / kPageSize;
-  const uint64_t base = align_down(seg.vaddr, kPageSize);
-  Pfn chunk[64];
-  while (va < end) {
-    unsigned n = 0;
-    for (; n < 64 && va + n * kPageSize < end; ++n) {
-      auto f = fs::page_frame(file.node, first_page + (va + n * kPageSize - base) / kPageSize);
-      if (f.is_error()) break;
-      chunk[n] = f.value();
-    }
-    if (n == 0) break;
-    TRY(as.map_cow_frames(VirtAddr{va}, chunk, n, prot));
-    va += n * kPageSize;
-  }
-  return va;
-}
-
-// One segment (checked by parse_elf_image): its VMA, then its pages — a
-// file's whole pages shared with the file, the rest (an embedded image, a
-// partial last page, .bss) in frames of its own.
+// One segment (checked by parse_elf_image): the pages the file fills whole
+// are a private mapping of the file, demand-paged from its own frames
+// copy-on-write (mm/page_source.h; Linux maps a program from its page cache
+// the same way), so exec maps nothing a run does not touch; the rest (an
+// embedded image, a partial last page, .bss) is anonymous memory filled
+// now. A segment's pages start at the file page holding its first byte
+// (the bytes before it in that page are mapped too, as on Linux).
 ErrorOr<void> load_segment(AddressSpace& as, const ExecFile& file, const ElfSegment& seg) {
   const uint64_t start = align_down(seg.vaddr, kPageSize);
   const uint64_t end = align_up(seg.vaddr + seg.memsz, kPageSize);
   const uint32_t prot = segment_prot(seg.flags);
-  TRY(as.mmap(VirtAddr{start}, end - start, prot, 0, /*fixed=*/true));
   // A file page can stand for a page of the segment only where their
   // offsets agree within the page (the linkers' layout; ELF asks it).
   const bool congruent = seg.offset % kPageSize == seg.vaddr % kPageSize;
   const uint64_t whole_end = align_down(seg.vaddr + seg.filesz, kPageSize);  // past the last page the file fills
   uint64_t va = start;
-  while (file.node && congruent && va < whole_end) {
-    va = TRY(share_file_pages(as, file, seg, va, whole_end, prot));
-    if (va < whole_end) {  // a hole: one page of its own
-      TRY(fill_pages(as, file, seg, va, va + kPageSize, prot));
-      va += kPageSize;
-    }
+  if (file.node && congruent && whole_end > start) {
+    const uint64_t first_page = align_down(seg.offset, kPageSize) / kPageSize;
+    TRY(as.mmap(VirtAddr{start}, whole_end - start, prot, 0, /*fixed=*/true, fs::file_pages(file.node, first_page)));
+    va = whole_end;
   }
+  if (va == end) return {};
+  TRY(as.mmap(VirtAddr{va}, end - va, prot, 0, /*fixed=*/true));
   return fill_pages(as, file, seg, va, end, prot);
 }
 

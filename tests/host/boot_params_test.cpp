@@ -40,6 +40,9 @@ std::string diff(const BootParams& a, const BootParams& b) {
   if (a.batch != b.batch) d += " batch";
   if (a.zero_page != b.zero_page) d += " zero_page";
   if (a.pgd_cache != b.pgd_cache) d += " pgd_cache";
+  if (a.ptshare != b.ptshare) d += " ptshare";
+  if (a.file_map != b.file_map) d += " file_map";
+  if (a.fault_around != b.fault_around) d += " fault_around";
   if (a.sched_cpus != b.sched_cpus) d += " sched_cpus";
   if (a.shootdown != b.shootdown) d += " shootdown";
   if (strcmp(a.selftest, b.selftest)) d += " selftest";
@@ -105,6 +108,7 @@ std::vector<ChoiceCase> choice_cases() {
   auto zero_page = [](BootParams& b) -> uint8_t& { return reinterpret_cast<uint8_t&>(b.zero_page); };
   auto pgd_cache = [](BootParams& b) -> uint8_t& { return reinterpret_cast<uint8_t&>(b.pgd_cache); };
   auto sched_cpus = [](BootParams& b) -> uint8_t& { return reinterpret_cast<uint8_t&>(b.sched_cpus); };
+  auto file_map = [](BootParams& b) -> uint8_t& { return reinterpret_cast<uint8_t&>(b.file_map); };
   auto shootdown = [](BootParams& b) -> uint8_t& { return reinterpret_cast<uint8_t&>(b.shootdown); };
   const uint8_t on = uint8_t(Switch::On), off = uint8_t(Switch::Off);
   return {
@@ -120,6 +124,8 @@ std::vector<ChoiceCase> choice_cases() {
       {"zero_page", "off", zero_page, off, on},
       {"pgd_cache", "on", pgd_cache, on, off},
       {"pgd_cache", "off", pgd_cache, off, on},
+      {"file_map", "eager", file_map, uint8_t(FileMap::Eager), uint8_t(FileMap::Demand)},
+      {"file_map", "demand", file_map, uint8_t(FileMap::Demand), uint8_t(FileMap::Eager)},
       {"sched_cpus", "all", sched_cpus, uint8_t(SchedCpus::All), uint8_t(SchedCpus::Default)},
       {"sched_cpus", "boot", sched_cpus, uint8_t(SchedCpus::Boot), uint8_t(SchedCpus::All)},
       {"shootdown", "hypercall", shootdown, uint8_t(Shootdown::Hypercall), uint8_t(Shootdown::Ipi)},
@@ -240,6 +246,26 @@ TEST(BootParams, BatchOutOfRangeOrMalformed) {
     expect_error(p);
     EXPECT_THAT(p.error(), AllOf(HasSubstr("'batch'"), HasSubstr("'" + v + "'"), HasSubstr(range)));
     EXPECT_EQ(p.params.batch, BootParams{}.batch) << "unchanged";
+  }
+}
+
+TEST(BootParams, FaultAroundIsAPowerOfTwoUpToATable) {
+  for (uint32_t n : {1u, 2u, 16u, 64u, 512u}) {
+    const std::string line = "file_map=demand fault_around=" + std::to_string(n);
+    SCOPED_TRACE(line);
+    const Parsed p = parse(line.c_str());
+    expect_ok(p);
+    EXPECT_EQ(p.params.fault_around, n);
+    EXPECT_EQ(p.params.file_map, FileMap::Demand);
+  }
+  EXPECT_EQ(BootParams{}.fault_around, 16u) << "Linux's default window";
+  EXPECT_EQ(BootParams{}.file_map, FileMap::Eager);
+  for (const char* v : {"0", "3", "24", "513", "1024", "x"}) {
+    const std::string line = std::string("fault_around=") + v;
+    SCOPED_TRACE(line);
+    const Parsed p = parse(line.c_str());
+    expect_error(p);
+    EXPECT_THAT(p.error(), HasSubstr("fault_around"));
   }
 }
 
