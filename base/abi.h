@@ -200,7 +200,9 @@ inline constexpr uint64_t kCloneThreadFlags = CLONE_VM | CLONE_FS | CLONE_FILES 
                                               CLONE_CHILD_CLEARTID;
 
 // futex operations (Linux's). The command is op & FUTEX_CMD_MASK.
-inline constexpr uint64_t FUTEX_WAIT = 0, FUTEX_WAKE = 1;
+inline constexpr uint64_t FUTEX_WAIT = 0, FUTEX_WAKE = 1, FUTEX_WAIT_BITSET = 9, FUTEX_WAKE_BITSET = 10;
+// The bitset FUTEX_WAIT and FUTEX_WAKE imply: every waiter matches every wake.
+inline constexpr uint32_t FUTEX_BITSET_MATCH_ANY = 0xffffffff;
 inline constexpr uint64_t FUTEX_PRIVATE_FLAG = 128, FUTEX_CLOCK_REALTIME = 256;
 inline constexpr uint64_t FUTEX_CMD_MASK = ~(FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME);
 

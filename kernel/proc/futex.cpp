@@ -6,11 +6,14 @@
 #include "base/abi.h"
 #include "base/arch/cpu.h"
 #include "base/arch/platform.h"
+#include "arch/finish.h"
 #include "kernel/proc/process.h"
 #include "kernel/proc/thread_args.h"
 #include "kernel/proc/user_copy.h"
 
 namespace pvk {
+
+extern uint64_t g_boot_tsc;
 
 namespace {
 
@@ -18,6 +21,7 @@ struct Waiter {
   const AddressSpace* as;
   uint64_t uaddr;
   FutexScope scope;
+  uint32_t bitset;
   Process* thread;
   bool woken;
   Waiter* next;
@@ -33,22 +37,44 @@ void unlink(Waiter& w) {
     }
 }
 
-ErrorOr<uint64_t> timeout_from_user(uint64_t user_ts) {
+// The timeout argument as futex_wait takes it (relative ns, 0 for none):
+// FUTEX_WAIT's is relative, FUTEX_WAIT_BITSET's an absolute clock time.
+ErrorOr<uint64_t> timeout_from_user(uint64_t user_ts, bool absolute) {
   if (!user_ts) return uint64_t{0};
   abi::Timespec ts;
   TRY(copy_from_user(&ts, user_ts, sizeof ts));
+  if (absolute) return futex_deadline_timeout_ns(ts, tsc_to_ns(cpu::rdtsc() - g_boot_tsc));
   return futex_timeout_ns(ts);
+}
+
+ErrorOr<int> wait_call(const uint64_t (&a)[6], FutexScope scope, bool bitset_form) {
+  const uint64_t timeout = TRY(timeout_from_user(a[3], bitset_form));
+  const uint32_t bitset = bitset_form ? static_cast<uint32_t>(a[5]) : abi::FUTEX_BITSET_MATCH_ANY;
+  if (!bitset) return Errno::EINVAL;
+  return futex_wait(a[0], scope, static_cast<uint32_t>(a[2]), timeout, bitset);
+}
+
+ErrorOr<int> wake_call(const uint64_t (&a)[6], FutexScope scope, bool bitset_form) {
+  const uint64_t uaddr = a[0];
+  const uint32_t bitset = bitset_form ? static_cast<uint32_t>(a[5]) : abi::FUTEX_BITSET_MATCH_ANY;
+  if (!bitset) return Errno::EINVAL;
+  // Nothing is read, but the address must be a user one (Linux's access_ok).
+  if (!user_range_ok(uaddr, sizeof(uint32_t))) return Errno::EFAULT;
+  if (uaddr & 3) return Errno::EINVAL;
+  // val is an int: a count of 0 or less still wakes one, as on Linux.
+  const int n = static_cast<int>(a[2]);
+  return futex_wake(current()->as, uaddr, scope, n < 1 ? 1 : n, bitset);
 }
 
 }  // namespace
 
-ErrorOr<int> futex_wait(uint64_t uaddr, FutexScope scope, uint32_t expected, uint64_t timeout_ns) {
+ErrorOr<int> futex_wait(uint64_t uaddr, FutexScope scope, uint32_t expected, uint64_t timeout_ns, uint32_t bitset) {
   if (uaddr & 3) return Errno::EINVAL;
   uint32_t value;
   TRY(copy_from_user(&value, uaddr, sizeof value));
   if (value != expected) return Errno::EAGAIN;
   Process& self = *current();
-  Waiter w{self.as, uaddr, scope, &self, false, g_waiters};
+  Waiter w{self.as, uaddr, scope, bitset, &self, false, g_waiters};
   g_waiters = &w;
   // A timed wait sleeps on a timer like any other sleep: off the CPU, the
   // kernel lock released, until woken, signalled or past the deadline.
@@ -68,11 +94,11 @@ ErrorOr<int> futex_wait(uint64_t uaddr, FutexScope scope, uint32_t expected, uin
   return Errno::EINTR;
 }
 
-int futex_wake(const AddressSpace* as, uint64_t uaddr, FutexScope scope, int n) {
+int futex_wake(const AddressSpace* as, uint64_t uaddr, FutexScope scope, int n, uint32_t bitset) {
   int woken = 0;
   for (Waiter** at = &g_waiters; *at && woken < n;) {
     Waiter& w = **at;
-    if (w.as != as || w.uaddr != uaddr || w.scope != scope) {
+    if (w.as != as || w.uaddr != uaddr || w.scope != scope || !(w.bitset & bitset)) {
       at = &w.next;
       continue;
     }
@@ -87,31 +113,17 @@ int futex_wake(const AddressSpace* as, uint64_t uaddr, FutexScope scope, int n) 
 void futex_forget_all() { g_waiters = nullptr; }
 
 int64_t sys_futex(const uint64_t (&a)[6]) {
-  const uint64_t uaddr = a[0], op = a[1];
-  const uint32_t val = static_cast<uint32_t>(a[2]);
+  const uint64_t op = a[1], cmd = op & abi::FUTEX_CMD_MASK;
   const FutexScope scope = (op & abi::FUTEX_PRIVATE_FLAG) ? FutexScope::Private : FutexScope::Shared;
+  // As on Linux, FUTEX_CLOCK_REALTIME means something only to the calls
+  // with an absolute timeout; with any other it is ENOSYS.
+  if ((op & abi::FUTEX_CLOCK_REALTIME) && cmd != abi::FUTEX_WAIT_BITSET) return -static_cast<int64_t>(Errno::ENOSYS);
   ErrorOr<int> r = Errno::ENOSYS;
-  switch (op & abi::FUTEX_CMD_MASK) {
-    case abi::FUTEX_WAIT: {
-      auto timeout = timeout_from_user(a[3]);
-      r = timeout.is_error() ? ErrorOr<int>(timeout.error()) : futex_wait(uaddr, scope, val, timeout.value());
-      break;
-    }
-    case abi::FUTEX_WAKE: {
-      // Nothing is read, but the address must be a user one (Linux's access_ok).
-      if (!user_range_ok(uaddr, sizeof(uint32_t))) {
-        r = Errno::EFAULT;
-        break;
-      }
-      if (uaddr & 3) {
-        r = Errno::EINVAL;
-        break;
-      }
-      // val is an int: a count of 0 or less still wakes one, as on Linux.
-      const int n = static_cast<int>(val);
-      r = futex_wake(current()->as, uaddr, scope, n < 1 ? 1 : n);
-      break;
-    }
+  switch (cmd) {
+    case abi::FUTEX_WAIT: r = wait_call(a, scope, false); break;
+    case abi::FUTEX_WAIT_BITSET: r = wait_call(a, scope, true); break;
+    case abi::FUTEX_WAKE: r = wake_call(a, scope, false); break;
+    case abi::FUTEX_WAKE_BITSET: r = wake_call(a, scope, true); break;
     default: break;
   }
   return r.is_error() ? -static_cast<int64_t>(r.error()) : r.value();

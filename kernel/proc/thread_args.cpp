@@ -41,6 +41,11 @@ ErrorOr<uint64_t> futex_timeout_ns(const abi::Timespec& ts) {
   return ns ? ns : 1;  // 0 means "no timeout" to futex_wait
 }
 
+ErrorOr<uint64_t> futex_deadline_timeout_ns(const abi::Timespec& at, uint64_t now_ns) {
+  const uint64_t at_ns = TRY(futex_timeout_ns(at));  // validated, capped (1 for the epoch itself: past anyway)
+  return at_ns > now_ns ? at_ns - now_ns : 1;
+}
+
 uint64_t ns_to_tsc_cycles(uint64_t ns, uint64_t tsc_khz) {
   constexpr uint64_t kNsPerSec = 1000000000;
   uint64_t whole;

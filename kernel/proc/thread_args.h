@@ -20,6 +20,12 @@ ErrorOr<CloneKind> check_clone_args(uint64_t flags, uint64_t newsp, uint64_t tls
 // A relative futex timeout in ns (at least 1; capped where the sum would
 // overflow); EINVAL for a negative or unnormalised timespec.
 ErrorOr<uint64_t> futex_timeout_ns(const abi::Timespec& ts);
+// FUTEX_WAIT_BITSET's timeout is an absolute time of the clock (pvk's
+// CLOCK_MONOTONIC and CLOCK_REALTIME are the same, boot-relative): the
+// relative timeout left from now_ns, at least 1 (a time already past still
+// expires, once the futex word has been checked, as on Linux). The same
+// refusals as futex_timeout_ns.
+ErrorOr<uint64_t> futex_deadline_timeout_ns(const abi::Timespec& at, uint64_t now_ns);
 
 // ns of time as TSC cycles at tsc_khz, without overflow: whole seconds and
 // the rest are converted apart (ns/1000 * khz/1000 would overflow 64 bits

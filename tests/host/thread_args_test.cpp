@@ -90,6 +90,20 @@ TEST(FutexTimeout, RefusesBadTimespecs) {
   EXPECT_EQ(futex_timeout_ns(Timespec{0, 1000000000}).error(), Errno::EINVAL);
 }
 
+// FUTEX_WAIT_BITSET's absolute times: what is left of them from now.
+TEST(FutexDeadline, IsWhatIsLeftFromNow) {
+  EXPECT_EQ(futex_deadline_timeout_ns(Timespec{5, 0}, 2000000000).value(), 3000000000u);
+  EXPECT_EQ(futex_deadline_timeout_ns(Timespec{2, 1}, 2000000000).value(), 1u);
+  // Now or past: a timeout that expires at once (0 would mean none).
+  EXPECT_EQ(futex_deadline_timeout_ns(Timespec{2, 0}, 2000000000).value(), 1u);
+  EXPECT_EQ(futex_deadline_timeout_ns(Timespec{0, 0}, 2000000000).value(), 1u);
+  EXPECT_EQ(futex_deadline_timeout_ns(Timespec{0, 0}, 0).value(), 1u);
+  EXPECT_EQ(futex_deadline_timeout_ns(Timespec{0, 1000000000}, 0).error(), Errno::EINVAL);
+  EXPECT_EQ(futex_deadline_timeout_ns(Timespec{-1, 0}, 0).error(), Errno::EINVAL);
+  // Far ahead: capped, never wrapped.
+  EXPECT_GT(futex_deadline_timeout_ns(Timespec{INT64_MAX, 0}, 5).value(), 1000000000ull * 999999999ull);
+}
+
 // The conversion that once overflowed: (ns/1000) * khz / 1000 wraps past
 // 2^64 / 2.7e6 us (~79 days at 2.7 GHz), so a long timeout expired at once.
 TEST(TscCycles, LongTimeoutsDoNotWrap) {

@@ -118,11 +118,49 @@ void futex_waiter(void* p) {
   g_fw.result[i] = futex(&g_fw.word, FUTEX_WAIT, 0);
 }
 
+// The _BITSET forms take a sixth argument, the bitset.
+int64_t futex_bitset(volatile uint32_t* uaddr, uint64_t op, uint32_t val, const Timespec* timeout, uint32_t bitset) {
+  return syscall6(SYS_futex, u(uaddr), op, val, u(timeout), 0, bitset);
+}
+
+// A CLOCK_MONOTONIC time ns from now, as FUTEX_WAIT_BITSET's absolute timeout.
+Timespec monotonic_in(uint64_t ns) {
+  const uint64_t at = now_ns() + ns;
+  return Timespec{static_cast<int64_t>(at / 1000000000), static_cast<int64_t>(at % 1000000000)};
+}
+
+// FUTEX_WAIT_BITSET and FUTEX_WAKE_BITSET as glibc's threads use them
+// (pthread_join waits with FUTEX_WAIT_BITSET | FUTEX_CLOCK_REALTIME).
+void check_futex_bitsets() {
+  volatile uint32_t word = 5;
+  constexpr uint32_t kAny = FUTEX_BITSET_MATCH_ANY;
+  CHECK_EQ(futex_bitset(&word, FUTEX_WAIT_BITSET, 4, nullptr, kAny), -EAGAIN);
+  CHECK_EQ(futex_bitset(&word, FUTEX_WAIT_BITSET | FUTEX_CLOCK_REALTIME, 4, nullptr, kAny), -EAGAIN);
+  CHECK_EQ(futex_bitset(&word, FUTEX_WAIT_BITSET, 5, nullptr, 0), -EINVAL);  // an empty bitset
+  CHECK_EQ(futex_bitset(&word, FUTEX_WAKE_BITSET, 1, nullptr, 0), -EINVAL);
+  CHECK_EQ(futex_bitset(&word, FUTEX_WAKE_BITSET, 1, nullptr, kAny), 0);     // nobody waits
+  // FUTEX_CLOCK_REALTIME belongs to the absolute-timeout calls only.
+  CHECK_EQ(futex(&word, FUTEX_WAIT | FUTEX_CLOCK_REALTIME, 5), -ENOSYS);
+  CHECK_EQ(futex(&word, FUTEX_WAKE | FUTEX_CLOCK_REALTIME, 1), -ENOSYS);
+  // The timeout is an absolute CLOCK_MONOTONIC time: one already past
+  // expires at once, one 20 ms ahead after at least 20 ms.
+  const Timespec past{0, 1};
+  CHECK_EQ(futex_bitset(&word, FUTEX_WAIT_BITSET, 5, &past, kAny), -ETIMEDOUT);
+  const uint64_t t0 = now_ns();
+  const Timespec soon = monotonic_in(20 * 1000 * 1000);
+  CHECK_EQ(futex_bitset(&word, FUTEX_WAIT_BITSET, 5, &soon, kAny), -ETIMEDOUT);
+  CHECK(now_ns() - t0 >= 20 * 1000 * 1000);
+  const Timespec bad{0, 1000 * 1000 * 1000};
+  CHECK_EQ(futex_bitset(&word, FUTEX_WAIT_BITSET, 5, &bad, kAny), -EINVAL);
+}
+
 }  // namespace
 
 // FUTEX_WAIT's refusals (EAGAIN, EFAULT, EINVAL), unknown operations
-// (ENOSYS), a timeout, and FUTEX_WAKE's counts with three sleepers.
+// (ENOSYS), a timeout, FUTEX_WAKE's counts with three sleepers, and the
+// _BITSET forms.
 void test_threads_futex() {
+  check_futex_bitsets();
   volatile uint32_t word = 5;
   CHECK_EQ(futex(&word, FUTEX_WAIT, 4), -EAGAIN);
   CHECK_EQ(futex(&word, FUTEX_WAIT | FUTEX_PRIVATE_FLAG, 4), -EAGAIN);
@@ -162,7 +200,8 @@ void test_threads_futex() {
   CHECK_EQ(futex(&g_fw.word, FUTEX_WAKE, 2), 2);
   // As on Linux, a private wake does not reach a shared waiter.
   CHECK_EQ(futex(&g_fw.word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 5), 0);
-  CHECK_EQ(futex(&g_fw.word, FUTEX_WAKE, 5), 1);
+  // A FUTEX_WAIT waiter matches any bitset.
+  CHECK_EQ(futex_bitset(&g_fw.word, FUTEX_WAKE_BITSET, 5, nullptr, 0x10), 1);
   CHECK_EQ(futex(&g_fw.word, FUTEX_WAKE, 1), 0);
   for (unsigned i = 0; i < 3; ++i) {
     CHECK_EQ(thread_join(&threads[i]), 0);
