@@ -16,7 +16,9 @@ namespace {
 // A 2 MiB stretch of the kernel's scratch region no selftest uses.
 constexpr VirtAddr kCalibrationVa{PVK_SCRATCH_BASE + (uint64_t{64} << 30)};
 // Three rounds, the cheapest of each timing kept (a round the host
-// preempted does not count, unless all three were). The queued slope comes
+// preempted does not count, unless all three were). Then the same table with
+// one leaf left gives the rehook's cost for a nearly empty table (Xen
+// validates present entries only). The queued slope comes
 // from kQueuedEntries entries (512 queued entries cost a millisecond under
 // TCG and measured the same slope); the plain slope from a whole table, as a
 // plain store is ~10x cheaper than a queued entry and 64 of them vanish in a
@@ -100,6 +102,22 @@ ErrorOr<AutoCalibration> calibrate_auto(Pfn kernel_root) {
   c.queued_ticks = queued > queued_one ? (queued - queued_one) / (kQueuedEntries - 1) : 0;
   c.plain_ticks = full > one ? (full - one) / (kPlainEntries - 1) : 0;
   c.table_cycle_ticks = one > queued_one ? one - queued_one : 0;
+  // The table with one leaf left: its rehook validates one entry.
+  {
+    LazyMmuSection section(kernel_root, OnRefusal::Retry);
+    Tables::configure(TableMode::Auto, {0, 0});
+    auto r = Walk::unmap(kernel_root, kCalibrationVa + kPageSize, kEntriesPerTable - 1, {}, section);
+    must(section.finish(), "calibration thinning");
+    must(r, "calibration thinning");
+  }
+  uint64_t queued_sparse = ~uint64_t{0}, one_sparse = ~uint64_t{0};
+  for (unsigned round = 0; round < kRounds; ++round) {
+    Tables::configure(TableMode::Auto, {0, 0});
+    queued_sparse = min_of(queued_sparse, timed_protect<Walk>(kernel_root, 1, write, {}));
+    Tables::configure(TableMode::Auto, {1, 0});
+    one_sparse = min_of(one_sparse, timed_protect<Walk>(kernel_root, 1, {}, write));
+  }
+  c.empty_cycle_ticks = one_sparse > queued_sparse ? one_sparse - queued_sparse : 0;
   lap(c.rounds_ticks);
   // One L2 store (a gate toggle, as ptshare makes them), timed.
   {
@@ -126,7 +144,7 @@ ErrorOr<AutoCalibration> calibrate_auto(Pfn kernel_root) {
   {
     LazyMmuSection section(kernel_root, OnRefusal::Retry);
     Tables::configure(TableMode::Auto, {1, 0});
-    auto r = Walk::unmap(kernel_root, kCalibrationVa, kEntriesPerTable, {}, section);
+    auto r = Walk::unmap(kernel_root, kCalibrationVa, 1, {}, section);
     must(section.finish(), "calibration teardown");
     must(r, "calibration unmap");
   }
@@ -136,6 +154,7 @@ ErrorOr<AutoCalibration> calibrate_auto(Pfn kernel_root) {
   if (c.thresholds.unhook_at == 0) {
     c.calibrated = true;
     c.thresholds.unhook_at = threshold_from_costs(c.queued_ticks, c.plain_ticks, c.table_cycle_ticks);
+    c.thresholds.unhook_at_empty = threshold_from_costs(c.queued_ticks, c.plain_ticks, c.empty_cycle_ticks);
     c.thresholds.share_at = share_threshold_from_costs(c.queued_ticks, c.l2_store_ticks, c.table_cycle_ticks);
   }
   Tables::configure(TableMode::Auto, c.thresholds);

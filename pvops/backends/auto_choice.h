@@ -5,10 +5,15 @@
 // A queued entry costs Xen one validation (and a share of one hypercall);
 // unhooking costs a fixed amount per table whatever the count — an L2 clear
 // that devalidates the table, two alias remaps, an L2 store that validates
-// all 512 entries — plus a plain store per entry. So below some count the
+// the table again — plus a plain store per entry. So below some count the
 // queue wins and above it the unhook does: the threshold is that break-even,
-// measured at boot (calibrate_auto in pvops/backends/auto_calibration.cpp) or given by
-// auto_threshold=.
+// measured at boot (calibrate_auto in pvops/backends/auto_calibration.cpp) or
+// given by auto_threshold=. The table's cost is not one constant: Xen's
+// revalidation checks each present entry (get_page_from_l1e) and passes
+// over empty ones, so a table holding 64 leaves rehooks for much less than
+// a full one. The break-even is measured at both ends — a full table and a
+// nearly empty one — and the threshold for a table of p present entries
+// lies on the line between them.
 #pragma once
 #include <stdint.h>
 
@@ -18,16 +23,36 @@ enum class TableMode : uint8_t { Unhook, Auto };
 enum class Strategy : uint8_t { Queue, Unhook };
 
 struct AutoThresholds {
-  // Entries of one table an operation must store for auto to unhook it;
-  // 0 never unhooks (a threshold of 1 always does).
+  // Entries of one full table (512 present leaves) an operation must store
+  // for auto to unhook it; 0 never unhooks (a threshold of 1 always does).
   unsigned unhook_at = 0;
   // Mapped leaves a table needs for auto to let fork share it (ptshare=on)
   // instead of copying its leaves.
   unsigned share_at = 0;
+  // unhook_at's counterpart for a table with no present leaf (its rehook
+  // validates nothing); 0: as unhook_at (one threshold whatever the table holds).
+  unsigned unhook_at_empty = 0;
 };
 
+// The threshold for a table holding `present` leaves (0..512).
+inline unsigned unhook_threshold(AutoThresholds t, unsigned present) {
+  if (t.unhook_at == 0 || t.unhook_at_empty == 0 || t.unhook_at_empty >= t.unhook_at) return t.unhook_at;
+  const unsigned span = t.unhook_at - t.unhook_at_empty;
+  return t.unhook_at_empty + (span * (present > 512 ? 512 : present) + 511) / 512;
+}
+
+// count_present() is asked only when the entry count lies between the two
+// ends (reading a table's 512 entries costs about what one queued entry does).
+template <typename CountPresent>
+Strategy choose_strategy(unsigned entries, AutoThresholds t, CountPresent count_present) {
+  if (t.unhook_at == 0) return Strategy::Queue;
+  if (entries >= t.unhook_at) return Strategy::Unhook;
+  const unsigned low = t.unhook_at_empty ? t.unhook_at_empty : t.unhook_at;
+  if (entries < low) return Strategy::Queue;
+  return entries >= unhook_threshold(t, count_present()) ? Strategy::Unhook : Strategy::Queue;
+}
 inline Strategy choose_strategy(unsigned entries, AutoThresholds t) {
-  return t.unhook_at != 0 && entries >= t.unhook_at ? Strategy::Unhook : Strategy::Queue;
+  return choose_strategy(entries, t, [] { return 512u; });
 }
 
 inline bool choose_share(unsigned mapped_leaves, AutoThresholds t) { return mapped_leaves >= t.share_at; }

@@ -36,6 +36,7 @@
 //   bool lazy();                                    inside a lazy-MMU section?
 //   Pfn pfn_of(Pte); Pfn pfn_of_slot(const Pte*);   frames of an entry / a slot
 //   unsigned holders(Pfn l1);                       L2 entries referencing l1
+//   unsigned present_leaves(Pfn l1);                present entries of table l1
 //   ErrorOr<void> set_l2(Pte* slot, Pte v);         an immediate, checked L2 update
 //   ErrorOr<void> set_alias(Pfn l1, bool writable); the physmap alias's rights
 //   ErrorOr<void> queued(Pte* slot, Pte v, bool preserve_ad);  the fallback L1 path
@@ -77,7 +78,14 @@ class UnhookTables {
     const Pte saved = *l2_slot;
     if (!(saved.raw & pte_bit::Present)) return {};
     if (mode_ == TableMode::Auto) {
-      if (choose_strategy(entries, thresholds_) == Strategy::Queue) {
+      // The rehook validates the leaves present then: those there now, or
+      // at least the ones this operation stores (fork fills a child's empty
+      // table; mprotect rewrites leaves already there).
+      const auto present = [&] {
+        const unsigned now = Env::present_leaves(Env::pfn_of(saved));
+        return now > entries ? now : entries;
+      };
+      if (choose_strategy(entries, thresholds_, present) == Strategy::Queue) {
         count_event(g_mmu_counters.auto_queued);
         return {};
       }

@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <vector>
 
@@ -58,6 +59,10 @@ struct FakeEnv {
   static unsigned holders(Pfn l1) {
     const unsigned n = frame_refs().get(l1);
     return n ? n : 1;
+  }
+  static unsigned present_leaves(Pfn l1) {
+    const Pte* t = phys_to_virt<const Pte>(l1);
+    return static_cast<unsigned>(std::count_if(t, t + kEntriesPerTable, [](Pte e) { return (e.raw & pte_bit::Present) != 0; }));
   }
   static ErrorOr<void> set_l2(Pte* slot, Pte v) {
     // Xen sends its queue before an immediate update; so does the fake's flush.
@@ -395,6 +400,33 @@ TEST(AutoChoice, ThresholdSplitsQueueFromUnhook) {
   EXPECT_EQ(choose_strategy(1, AutoThresholds{1, 0}), Strategy::Unhook) << "1: always";
   EXPECT_FALSE(choose_share(31, t));
   EXPECT_TRUE(choose_share(32, t));
+}
+
+TEST(AutoChoice, ATablesThresholdFollowsItsPresentLeaves) {
+  // 200 entries for a full table, 20 for an empty one.
+  const AutoThresholds t{200, 32, 20};
+  EXPECT_EQ(unhook_threshold(t, 0), 20u);
+  EXPECT_EQ(unhook_threshold(t, 512), 200u);
+  EXPECT_EQ(unhook_threshold(t, 64), 43u) << "20 + 180 * 64 / 512, rounded up";
+  EXPECT_EQ(unhook_threshold(t, 1000), 200u) << "clamped to a table";
+  unsigned asked = 0;
+  auto present = [&](unsigned p) {
+    return [&asked, p] {
+      ++asked;
+      return p;
+    };
+  };
+  EXPECT_EQ(choose_strategy(64, t, present(64)), Strategy::Unhook) << "a 64-leaf table rehooks cheaply";
+  EXPECT_EQ(choose_strategy(64, t, present(512)), Strategy::Queue) << "a full one does not";
+  EXPECT_EQ(asked, 2u);
+  EXPECT_EQ(choose_strategy(19, t, present(0)), Strategy::Queue);
+  EXPECT_EQ(choose_strategy(200, t, present(512)), Strategy::Unhook);
+  EXPECT_EQ(asked, 2u) << "below the empty table's threshold and at the full one's, the table is not read";
+  // One threshold (auto_threshold=, or no empty-table figure): no reading.
+  EXPECT_EQ(choose_strategy(64, AutoThresholds{100, 32}, present(0)), Strategy::Queue);
+  EXPECT_EQ(choose_strategy(64, AutoThresholds{64, 32}, present(512)), Strategy::Unhook);
+  EXPECT_EQ(asked, 2u);
+  EXPECT_EQ(unhook_threshold(AutoThresholds{0, 0, 5}, 0), 0u) << "0 still never unhooks";
 }
 
 TEST(AutoChoice, ThresholdIsTheBreakEvenOfTheMeasuredCosts) {
