@@ -96,7 +96,7 @@ ErrorOr<AddressSpace*> AddressSpace::try_fork() {
     // The parent's lock: its threads' faults wait while its leaves turn
     // read-only. The child is reachable by nobody yet.
     SpinGuard guard(lock_);
-    memcpy(child->vmas_, vmas_, sizeof vmas_);
+    memcpy(child->vmas_, vmas_, count_ * sizeof(Vma));  // the slots in use only
     child->count_ = count_;
     for (unsigned i = 0; i < count_; ++i) vmas_[i].source.hold();  // the child's VMAs map them too
     child->brk_base_ = brk_base_;

@@ -95,9 +95,10 @@ ErrorOr<void> AddressSpace::munmap_locked(VirtAddr addr, uint64_t len) {
   TRY(unmap_pages(addr, end));
   unsigned out = 0;
   for (unsigned i = 0; i < count_; ++i) {
-    if (vmas_[i].end <= addr || vmas_[i].start >= end)
-      vmas_[out++] = vmas_[i];
-    else
+    if (vmas_[i].end <= addr || vmas_[i].start >= end) {
+      if (out != i) vmas_[out] = vmas_[i];
+      ++out;
+    } else
       vmas_[i].source.drop();
   }
   count_ = out;

@@ -62,7 +62,8 @@ void AddressSpace::merge_neighbours() {
       vmas_[i].source.drop();  // one VMA where there were two
       continue;
     }
-    vmas_[out++] = vmas_[i];
+    if (out != i) vmas_[out] = vmas_[i];  // (a VMA is 48 bytes: no copy onto itself)
+    ++out;
   }
   count_ = out;
 }
