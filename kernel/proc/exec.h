@@ -6,6 +6,7 @@
 namespace pvk {
 
 struct Process;
+class ExecArgs;
 
 // Whether exec_program would find something to run at `path` (an embedded
 // program, or an executable regular file of the root filesystem): ENOENT,
@@ -13,7 +14,8 @@ struct Process;
 ErrorOr<void> check_exec_file(const char* path);
 
 // Replaces p's address space with the named program and sets its user
-// frame to the entry point, argv and envp on the stack. On error p is unchanged.
-ErrorOr<void> exec_program(Process& p, const char* name, const char* const* argv, const char* const* envp);
+// frame to the entry point, argv and envp (args) on the stack. On error p
+// is unchanged. A script's exec rewrites args' argv[0] (exec_args.h).
+ErrorOr<void> exec_program(Process& p, const char* name, ExecArgs& args);
 
 }  // namespace pvk

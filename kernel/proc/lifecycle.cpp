@@ -9,6 +9,7 @@
 #include "base/lib/kstring.h"
 #include "kernel/kernel_lock.h"
 #include "kernel/proc/exec.h"
+#include "kernel/proc/exec_args.h"
 #include "kernel/proc/file.h"
 #include "kernel/proc/fpu_state.h"
 #include "kernel/proc/futex.h"
@@ -180,7 +181,13 @@ ErrorOr<int> start_init(const char* const* argv) {
   }
   for (int fd = 0; fd < 3; ++fd) p->fds[fd] = console_file();
   this_cpu()->current = p;  // exec works on the current process
-  if (auto r = exec_program(*p, argv[0], argv, envp); r.is_error()) {
+  // The strings' frames go back as soon as they are on init's stack.
+  auto r = [&]() -> ErrorOr<void> {
+    ExecArgs args;
+    TRY(args.from_kernel(argv, envp, strlen(argv[0]) + 1));
+    return exec_program(*p, argv[0], args);
+  }();
+  if (r.is_error()) {
     release_resources(*p);
     fpu_release(*p);
     p->state = ProcState::Free;
