@@ -36,6 +36,16 @@ enum Syscall : uint64_t {
   SYS_getrlimit = 97,
   SYS_prlimit64 = 302,
   SYS_set_robust_list = 273,
+  SYS_gettimeofday = 96,  // (Timeval* tv, Timezone* tz)
+  SYS_time = 201,          // (int64_t* tloc) -> seconds
+  SYS_sysinfo = 99,        // (Sysinfo* info)
+  SYS_setpgid = 109,
+  SYS_getpgrp = 111,
+  SYS_setsid = 112,
+  SYS_getpgid = 121,
+  SYS_getsid = 124,
+  SYS_fadvise64 = 221,     // (fd, offset, len, advice)
+  SYS_getpeername = 52,    // (fd, sockaddr*, socklen_t*): pvk has no sockets
   SYS_getrandom = 318,  // (const uint64_t* mask, sigsetsize = 8) -> -EINTR once a signal is handled
   SYS_pipe = 22,
   SYS_sched_yield = 24,

@@ -177,6 +177,7 @@ ErrorOr<void> do_execve(uint64_t user_path, uint64_t user_argv, uint64_t user_en
   TRY(become_single_threaded(*current()));
   TRY(exec_program(*current(), path, args));
   reset_thread_state_after_exec(*current());
+  current()->leader->did_exec = true;
   fscall::close_on_exec();
   return {};
 }
