@@ -418,7 +418,14 @@ void test_bash_calls() {
     }
     CHECK(kid > 0);
     int st = -1;
-    CHECK_EQ(wait4(-self, &st, 0), kid);
+    CHECK_EQ(wait4(kid, &st, 0), kid);
+    CHECK_EQ(st, 0);
+    // A child that stays in the group: wait4(-group) reaps it, and then
+    // the group has no child left.
+    const int64_t stays = fork();
+    if (stays == 0) exit_group(syscall0(SYS_getpgrp) == self ? 0 : 5);
+    CHECK(stays > 0);
+    CHECK_EQ(wait4(-self, &st, 0), stays);
     CHECK_EQ(st, 0);
     CHECK_EQ(wait4(-self, &st, WNOHANG), -ECHILD);
     helper_exit();
