@@ -22,6 +22,21 @@
 #include "pvops/call/pvop.h"
 
 namespace pvk {
+
+ErrorOr<void> ExecFile::read(uint64_t offset, void* dst, uint64_t len) const {
+  if (image) {
+    memcpy(dst, image + offset, len);
+    return {};
+  }
+  const uint64_t got = TRY(fs::read_bytes(node, offset, dst, len));
+  if (got != len) return Errno::EIO;  // the file shrank since its headers were checked
+  return {};
+}
+
+void ExecFile::release() {
+  if (node) fs::inode_put(node), node = nullptr;
+}
+
 namespace {
 
 const PvkEmbeddedProgram* find_program(const char* name) {
@@ -33,28 +48,6 @@ const PvkEmbeddedProgram* find_program(const char* name) {
     if (!strcmp(pvk_programs[i].name, base)) return &pvk_programs[i];
   return nullptr;
 }
-
-// What exec loads from: an image embedded in the kernel, or a regular file
-// of the root filesystem (a reference held while exec reads it).
-struct ExecFile {
-  const uint8_t* image = nullptr;
-  fs::Inode* node = nullptr;
-  uint64_t size = 0;
-  const char* name = nullptr;  // what the process is called: the file's last path component
-
-  ErrorOr<void> read(uint64_t offset, void* dst, uint64_t len) const {
-    if (image) {
-      memcpy(dst, image + offset, len);
-      return {};
-    }
-    const uint64_t got = TRY(fs::read_bytes(node, offset, dst, len));
-    if (got != len) return Errno::EIO;  // the file shrank since its headers were checked
-    return {};
-  }
-  void release() {
-    if (node) fs::inode_put(node), node = nullptr;
-  }
-};
 
 const char* last_component(const char* path) {
   const char* base = path;
@@ -293,53 +286,50 @@ ErrorOr<void> check_exec_file(const char* path) {
   return {};
 }
 
-namespace {
-
-ErrorOr<void> exec_elf(Process& p, ExecFile& file, const char* path, const ExecArgs& args);
-
-// A file of the tree that starts with "#!" runs its interpreter instead:
-// argv becomes interpreter, its optional argument, the script's path, then
-// the caller's argv[1...] (Linux's order). The interpreter must be a
-// program, not another script (ELOOP: each level costs kernel stack).
-ErrorOr<void> exec_file(Process& p, ExecFile& file, const char* path, ExecArgs& args, bool nested) {
-  if (file.node) {
-    char head[kShebangBytes];
-    const uint64_t n = file.size < sizeof head ? file.size : sizeof head;
-    if (auto r = file.read(0, head, n); r.is_error()) return file.release(), r.error();
+// The interpreter of a `#!` script must be a program, not another script
+// (ELOOP; Linux allows a few levels, each costing kernel stack here).
+ErrorOr<void> prepare_exec(ExecPlan& plan, const char* path, ExecArgs& args) {
+  plan.file.release();
+  plan.file = TRY(open_exec_file(path));
+  plan.path = path;
+  if (plan.file.node) {
+    const uint64_t n = plan.file.size < sizeof plan.head ? plan.file.size : sizeof plan.head;
+    TRY(plan.file.read(0, plan.head, n));
     Shebang script;
-    auto is_script = parse_shebang(head, static_cast<size_t>(n), /*whole_file=*/file.size < sizeof head, script);
-    if (is_script.is_error() || is_script.value()) {
-      file.release();
-      if (is_script.is_error()) return is_script.error();
-      if (nested) return Errno::ELOOP;
+    if (TRY(parse_shebang(plan.head, static_cast<size_t>(n), /*whole_file=*/plan.file.size < sizeof plan.head,
+                          script))) {
+      // argv becomes interpreter, its optional argument, the script's
+      // path, then the caller's argv[1...] (Linux's order).
+      plan.file.release();
       const char* with[3];
       unsigned k = 0;
       with[k++] = script.interpreter;
       if (script.argument) with[k++] = script.argument;
       with[k++] = path;
-      ExecFile interp = TRY(open_exec_file(script.interpreter));
-      if (auto r = args.replace_argv0(with, k, strlen(script.interpreter) + 1); r.is_error())
-        return interp.release(), r.error();
-      return exec_file(p, interp, script.interpreter, args, /*nested=*/true);
+      plan.file = TRY(open_exec_file(script.interpreter));
+      plan.path = script.interpreter;
+      if (plan.file.node && plan.file.size >= 2) {
+        char magic[2];
+        TRY(plan.file.read(0, magic, 2));
+        if (magic[0] == '#' && magic[1] == '!') return Errno::ELOOP;
+      }
+      TRY(args.replace_argv0(with, k, strlen(script.interpreter) + 1));
     }
   }
-  return exec_elf(p, file, path, args);
-}
-
-ErrorOr<void> exec_elf(Process& p, ExecFile& file, const char* path, const ExecArgs& args) {
   // Checked before anything is built: a malformed image costs nothing.
-  ElfImage elf;  // ~700 bytes of a 16 KiB kernel stack
-  if (auto r = parse_headers(file, elf); r.is_error()) {
-    if (elf.interp) Record("exec_refused").str("path", path).str("reason", "dynamic executable (PT_INTERP)");
-    file.release();
+  if (auto r = parse_headers(plan.file, plan.elf); r.is_error()) {
+    if (plan.elf.interp) Record("exec_refused").str("path", plan.path).str("reason", "dynamic executable (PT_INTERP)");
     return r.error();
   }
-  auto made = AddressSpace::try_create();
-  if (made.is_error()) return file.release(), made.error();
-  AddressSpace* as = made.value();
-  auto sp = load(*as, file, elf, path, args);
+  return {};
+}
+
+ErrorOr<void> commit_exec(Process& p, ExecPlan& plan, const ExecArgs& args) {
+  ExecFile& file = plan.file;
+  const ElfImage& elf = plan.elf;
+  AddressSpace* as = TRY(AddressSpace::try_create());
+  auto sp = load(*as, file, elf, plan.path, args);
   if (sp.is_error()) {
-    file.release();
     must(as->destroy(), "destroy failed exec space");
     return sp.error();
   }
@@ -370,11 +360,10 @@ ErrorOr<void> exec_elf(Process& p, ExecFile& file, const char* path, const ExecA
   return {};
 }
 
-}  // namespace
-
 ErrorOr<void> exec_program(Process& p, const char* path, ExecArgs& args) {
-  ExecFile file = TRY(open_exec_file(path));
-  return exec_file(p, file, path, args, /*nested=*/false);
+  ExecPlan plan;  // ~1 KiB of a 16 KiB kernel stack
+  TRY(prepare_exec(plan, path, args));
+  return commit_exec(p, plan, args);
 }
 
 }  // namespace pvk

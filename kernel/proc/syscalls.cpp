@@ -162,7 +162,8 @@ int64_t sys_set_tid_address(const Args& a) {
 }
 
 // Linux's order: the file is found (ENOENT, EACCES...) before argv and
-// envp are read (EFAULT, E2BIG), and both before the other threads end.
+// envp are read (EFAULT, E2BIG), then the file is checked (ENOEXEC,
+// ELOOP), and all of it before the other threads end.
 // The strings go to frames of their own (exec_args.h): the call sleeps
 // (waiting for the other threads to end) between copying them in and
 // laying them out, and up to 2 MiB of them fit no kernel stack.
@@ -174,8 +175,10 @@ ErrorOr<void> do_execve(uint64_t user_path, uint64_t user_argv, uint64_t user_en
   TRY(check_exec_file(path));
   ExecArgs args;
   TRY(args.from_user(user_argv, user_envp, strlen(path) + 1));
+  ExecPlan plan;  // ~1 KiB of the kernel stack; its file reference goes with it
+  TRY(prepare_exec(plan, path, args));
   TRY(become_single_threaded(*current()));
-  TRY(exec_program(*current(), path, args));
+  TRY(commit_exec(*current(), plan, args));
   reset_thread_state_after_exec(*current());
   current()->leader->did_exec = true;
   fscall::close_on_exec();

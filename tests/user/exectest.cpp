@@ -9,6 +9,7 @@
 // with large arguments: `hello` reports the argc it got.
 #include "base/console/record.h"
 #include "bench/libc/files.h"
+#include "bench/libc/thread.h"
 
 using namespace pvk;
 using namespace pvk::user;
@@ -159,6 +160,50 @@ void too_big() {
   CHECK_EQ(munmap(big, kMaxArgStrlen + kPg), 0);
 }
 
+// A refused exec is refused before the caller's other threads end (they
+// end only once exec cannot fail for the file's sake): a thread counting
+// keeps counting across every kind of refusal.
+volatile uint64_t g_count = 0;
+volatile bool g_stop = false;
+
+void counter(void*) {
+  while (!g_stop) {
+    g_count = g_count + 1;
+    sched_yield();
+  }
+  thread_exit(0);
+}
+
+bool still_counting() {
+  const uint64_t seen = g_count;
+  for (unsigned i = 0; i < 100000; ++i) {
+    if (g_count != seen) return true;
+    sched_yield();
+  }
+  return false;
+}
+
+void threads_survive() {
+  Thread t;
+  CHECK(thread_create(&t, counter, nullptr) > 0);  // its tid
+  CHECK(still_counting());
+  const char* gone[] = {"x", reinterpret_cast<const char*>(kKernelAddr), nullptr};
+  CHECK_EQ(execve("/bad/text", kArgv, kEnvp), -ENOEXEC);
+  CHECK(still_counting());
+  CHECK_EQ(execve("/bad/dynamic", kArgv, kEnvp), -ENOEXEC);
+  CHECK(still_counting());
+  CHECK_EQ(execve("/bad/script_loop", kArgv, kEnvp), -ELOOP);
+  CHECK(still_counting());
+  CHECK_EQ(execve("/bad/overlap", kArgv, kEnvp), -ENOEXEC);
+  CHECK(still_counting());
+  CHECK_EQ(execve("hello", gone, kEnvp), -EFAULT);
+  CHECK(still_counting());
+  CHECK_EQ(execve("/bad/dir", kArgv, kEnvp), -EACCES);
+  CHECK(still_counting());
+  g_stop = true;
+  CHECK_EQ(thread_join(&t), 0);
+}
+
 }  // namespace
 
 int main(int, char**, char**) {
@@ -168,6 +213,7 @@ int main(int, char**, char**) {
   g_heap[511] = 0xcafef00d;
   CHECK_EQ(pipe(g_pipe), 0);
   bad_files();
+  threads_survive();
   bad_pointers();
   too_big();
   close(g_pipe[0]);
