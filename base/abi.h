@@ -36,6 +36,16 @@ enum Syscall : uint64_t {
   SYS_getrlimit = 97,
   SYS_prlimit64 = 302,
   SYS_set_robust_list = 273,
+  SYS_gettimeofday = 96,  // (Timeval* tv, Timezone* tz)
+  SYS_time = 201,          // (int64_t* tloc) -> seconds
+  SYS_sysinfo = 99,        // (Sysinfo* info)
+  SYS_setpgid = 109,
+  SYS_getpgrp = 111,
+  SYS_setsid = 112,
+  SYS_getpgid = 121,
+  SYS_getsid = 124,
+  SYS_fadvise64 = 221,     // (fd, offset, len, advice)
+  SYS_getpeername = 52,    // (fd, sockaddr*, socklen_t*): pvk has no sockets
   SYS_getrandom = 318,  // (const uint64_t* mask, sigsetsize = 8) -> -EINTR once a signal is handled
   SYS_pipe = 22,
   SYS_sched_yield = 24,
@@ -134,7 +144,7 @@ enum Errno : int64_t {
   EPERM = 1, ENOENT = 2, ESRCH = 3, EINTR = 4, EIO = 5, E2BIG = 7, ENOEXEC = 8, EBADF = 9, ECHILD = 10,
   EAGAIN = 11, ENOMEM = 12, EFAULT = 14, EBUSY = 16, EEXIST = 17, EINVAL = 22, EMFILE = 24, EPIPE = 32,
   ENOSYS = 38, EOPNOTSUPP = 95, ETIMEDOUT = 110,
-  EACCES = 13, EXDEV = 18, ENOTDIR = 20, EISDIR = 21, ENOTTY = 25, EFBIG = 27, ENOSPC = 28, ESPIPE = 29, ERANGE = 34, ENAMETOOLONG = 36, ENOTEMPTY = 39, ELOOP = 40, ENODEV = 19, EOVERFLOW = 75,
+  EACCES = 13, EXDEV = 18, ENOTDIR = 20, EISDIR = 21, ENOTTY = 25, EFBIG = 27, ENOSPC = 28, ESPIPE = 29, ERANGE = 34, ENAMETOOLONG = 36, ENOTEMPTY = 39, ELOOP = 40, ENODEV = 19, EOVERFLOW = 75, ENOTSOCK = 88,
 };
 
 // open flags, *at flags, lseek, fcntl and ioctl requests (Linux x86-64's).

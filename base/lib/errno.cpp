@@ -40,6 +40,7 @@ const char* errno_name(Errno e) {
     case Errno::ELOOP: return "ELOOP";
     case Errno::ENODEV: return "ENODEV";
     case Errno::EOVERFLOW: return "EOVERFLOW";
+    case Errno::ENOTSOCK: return "ENOTSOCK";
   }
   return "E?";
 }

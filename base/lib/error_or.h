@@ -47,6 +47,7 @@ enum class Errno : int {
   ELOOP = 40,
   ENODEV = 19,
   EOVERFLOW = 75,
+  ENOTSOCK = 88,
 };
 
 const char* errno_name(Errno e);

@@ -10,6 +10,7 @@
 #include "kernel/fs/path.h"
 #include "kernel/fs/ramfs.h"
 #include "kernel/proc/elf_image.h"
+#include "kernel/proc/exec_args.h"
 #include "kernel/proc/fpu_state.h"
 #include "kernel/proc/process.h"
 #include "kernel/proc/random.h"
@@ -22,6 +23,21 @@
 #include "pvops/call/pvop.h"
 
 namespace pvk {
+
+ErrorOr<void> ExecFile::read(uint64_t offset, void* dst, uint64_t len) const {
+  if (image) {
+    memcpy(dst, image + offset, len);
+    return {};
+  }
+  const uint64_t got = TRY(fs::read_bytes(node, offset, dst, len));
+  if (got != len) return Errno::EIO;  // the file shrank since its headers were checked
+  return {};
+}
+
+void ExecFile::release() {
+  if (node) fs::inode_put(node), node = nullptr;
+}
+
 namespace {
 
 const PvkEmbeddedProgram* find_program(const char* name) {
@@ -33,28 +49,6 @@ const PvkEmbeddedProgram* find_program(const char* name) {
     if (!strcmp(pvk_programs[i].name, base)) return &pvk_programs[i];
   return nullptr;
 }
-
-// What exec loads from: an image embedded in the kernel, or a regular file
-// of the root filesystem (a reference held while exec reads it).
-struct ExecFile {
-  const uint8_t* image = nullptr;
-  fs::Inode* node = nullptr;
-  uint64_t size = 0;
-  const char* name = nullptr;  // what the process is called: the file's last path component
-
-  ErrorOr<void> read(uint64_t offset, void* dst, uint64_t len) const {
-    if (image) {
-      memcpy(dst, image + offset, len);
-      return {};
-    }
-    const uint64_t got = TRY(fs::read_bytes(node, offset, dst, len));
-    if (got != len) return Errno::EIO;  // the file shrank since its headers were checked
-    return {};
-  }
-  void release() {
-    if (node) fs::inode_put(node), node = nullptr;
-  }
-};
 
 const char* last_component(const char* path) {
   const char* base = path;
@@ -179,52 +173,43 @@ ErrorOr<void> load_segment(AddressSpace& as, const ExecFile& file, const ElfSegm
 
 // Linux's initial stack: argc, argv[], NULL, envp[], NULL, the auxiliary
 // vector glibc's static startup reads, then (above) AT_RANDOM's 16 bytes,
-// the platform string, the strings of argv and envp and the file name
-// (AT_EXECFN) — in the top page of the stack, filled through the physmap
-// before it is mapped.
+// the platform string, the strings of argv and envp and, at the top, the
+// file name (AT_EXECFN). It is built in frames of its own through the
+// physmap (as many as it takes: up to 2 MiB of strings), which are then
+// mapped at the top of the stack VMA; the VMA keeps kUserStackPages
+// pages below the page that holds the lowest word.
 constexpr unsigned kAuxPairs = 20;
 
-ErrorOr<uint64_t> build_stack(AddressSpace& as, const ElfImage& elf, const char* execfn, const char* const* argv,
-                              const char* const* envp) {
-  const uint64_t top = abi::kUserStackTop;
-  TRY(as.mmap(VirtAddr{top - abi::kUserStackPages * kPageSize}, abi::kUserStackPages * kPageSize, vm::Read | vm::Write,
-              vm::Stack, /*fixed=*/true));
-  const Pfn page = TRY(frames().try_alloc());
-  uint8_t* mem = phys_to_virt<uint8_t>(page);
-  clear_user_page(page);
-  constexpr unsigned kMaxStrings = 64;
-  constexpr uint64_t kVectors = 8 * (kMaxStrings + 3 + 2 * kAuxPairs) + 32;  // words below the strings
-  uint64_t strings = kPageSize;  // offset within the page, growing down
-  auto push = [&](const void* src, size_t len) -> ErrorOr<uint64_t> {
-    if (strings < len + kVectors) return Errno::E2BIG;
-    strings -= len;
-    memcpy(mem + strings, src, len);
-    return top - kPageSize + strings;
-  };
-  auto fail = [&](Errno e) -> ErrorOr<uint64_t> {
-    frames().must_free(page);
-    return e;
-  };
-  auto fn = push(execfn, strlen(execfn) + 1);
-  if (fn.is_error()) return fail(fn.error());
-  uint64_t ptrs[kMaxStrings];
-  unsigned count[2] = {0, 0};
-  const char* const* lists[2] = {argv, envp};
-  unsigned n = 0;
-  for (unsigned l = 0; l < 2; ++l) {
-    for (unsigned i = 0; lists[l] && lists[l][i]; ++i, ++n, ++count[l]) {
-      if (n == kMaxStrings) return fail(Errno::E2BIG);
-      auto at = push(lists[l][i], strlen(lists[l][i]) + 1);
-      if (at.is_error()) return fail(at.error());
-      ptrs[n] = at.value();
-    }
-  }
+ErrorOr<uint64_t> build_stack(AddressSpace& as, const ElfImage& elf, const char* execfn, const ExecArgs& args) {
   static constexpr char kPlatform[] = "x86_64";
-  const uint64_t platform = push(kPlatform, sizeof kPlatform).value();  // room kept by kVectors
+  const uint64_t top = abi::kUserStackTop;
+  const uint64_t fn_len = strlen(execfn) + 1;
+  const uint64_t fn_at = top - fn_len;
+  const uint64_t strings_at = fn_at - args.string_bytes();
+  const uint64_t platform_at = strings_at - sizeof kPlatform;
+  const uint64_t rand_at = align_down(platform_at, 16) - 16;
+  const uint64_t argc = args.argc(), envc = args.envc();
+  const uint64_t words_count = 1 + argc + 1 + envc + 1 + 2 * kAuxPairs;
+  const uint64_t sp = align_down(rand_at - 8 * words_count, 16);
+  const uint64_t base = align_down(sp, kPageSize);
+  const uint64_t pages = (top - base) / kPageSize;
+  const uint64_t vma_pages = abi::kUserStackPages + pages - 1;
+  TRY(as.mmap(VirtAddr{top - vma_pages * kPageSize}, vma_pages * kPageSize, vm::Read | vm::Write, vm::Stack,
+              /*fixed=*/true));
+  FrameBytes mem;  // offset 0 is `base`; cleared: nothing of the kernel's shows below sp
+  TRY(mem.reserve(pages * kPageSize, /*clear=*/true));
+  auto put = [&](uint64_t addr, const void* src, uint64_t len) { mem.write(addr - base, src, len); };
+  auto word = [&](uint64_t i, uint64_t value) { put(sp + 8 * i, &value, 8); };
+  // The strings, and argv[]/envp[] pointing at them (envp's words come
+  // after argv's NULL).
+  args.lay_out(mem, strings_at - base, [&](uint64_t k, uint64_t pos) {
+    word(k < argc ? 1 + k : 2 + k, strings_at + pos);
+  });
+  put(fn_at, execfn, fn_len);
+  put(platform_at, kPlatform, sizeof kPlatform);
   uint8_t random[16];
   random_bytes(random, sizeof random);
-  strings = align_down(strings, 16);
-  const uint64_t rand_at = push(random, sizeof random).value();
+  put(rand_at, random, sizeof random);
   uint32_t a, b, c, d;
   cpu::cpuid(1, 0, a, b, c, d);
   const uint64_t aux[kAuxPairs][2] = {
@@ -241,31 +226,35 @@ ErrorOr<uint64_t> build_stack(AddressSpace& as, const ElfImage& elf, const char*
       {AT_SECURE, 0},
       {AT_RANDOM, rand_at},
       {AT_HWCAP2, 0},
-      {AT_EXECFN, fn.value()},
-      {AT_PLATFORM, platform},
+      {AT_EXECFN, fn_at},
+      {AT_PLATFORM, platform_at},
       {AT_NULL, 0},
       {AT_NULL, 0},
   };
-  const unsigned argc = count[0], envc = count[1];
-  const uint64_t words_count = 1 + argc + 1 + envc + 1 + 2 * kAuxPairs;
-  const uint64_t sp = align_down(strings - 8 * words_count, 16);
-  auto* words = reinterpret_cast<uint64_t*>(mem + sp);
-  unsigned w = 0;
-  words[w++] = argc;
-  for (unsigned i = 0; i < argc; ++i) words[w++] = ptrs[i];
-  words[w++] = 0;  // argv terminator
-  for (unsigned i = 0; i < envc; ++i) words[w++] = ptrs[argc + i];
-  words[w++] = 0;  // envp terminator
-  for (const auto& pair : aux) words[w++] = pair[0], words[w++] = pair[1];
-  TRY(as.map_frames(VirtAddr{top - kPageSize}, &page, 1, vm::Read | vm::Write));
-  return top - kPageSize + sp;
+  word(0, argc);
+  word(1 + argc, 0);             // argv terminator
+  word(2 + argc + envc, 0);      // envp terminator
+  uint64_t w = 3 + argc + envc;
+  for (const auto& pair : aux) word(w++, pair[0]), word(w++, pair[1]);
+  // Mapped a chunk at a time; a chunk handed to map_frames is its, on
+  // success or failure, and the rest stays the buffer's to free.
+  for (unsigned i = 0; i < pages;) {
+    Pfn chunk[64];
+    unsigned n = 0;
+    for (; n < 64 && i + n < pages; ++n) chunk[n] = mem.page(i + n);
+    auto r = as.map_frames(VirtAddr{base + uint64_t{i} * kPageSize}, chunk, n, vm::Read | vm::Write);
+    mem.give_away(i + n);
+    TRY(r);
+    i += n;
+  }
+  return sp;
 }
 
 ErrorOr<uint64_t> load(AddressSpace& as, const ExecFile& file, const ElfImage& elf, const char* execfn,
-                       const char* const* argv, const char* const* envp) {
+                       const ExecArgs& args) {
   for (unsigned i = 0; i < elf.count; ++i) TRY(load_segment(as, file, elf.segments[i]));
   as.set_brk_base(VirtAddr{elf.brk_base});
-  return build_stack(as, elf, execfn, argv, envp);
+  return build_stack(as, elf, execfn, args);
 }
 
 }  // namespace
@@ -276,58 +265,50 @@ ErrorOr<void> check_exec_file(const char* path) {
   return {};
 }
 
-namespace {
-
-ErrorOr<void> exec_elf(Process& p, ExecFile& file, const char* path, const char* const* argv, const char* const* envp);
-
-// A file of the tree that starts with "#!" runs its interpreter instead:
-// argv becomes interpreter, its optional argument, the script's path, then
-// the caller's argv[1...] (Linux's order). The interpreter must be a
-// program, not another script (ELOOP: each level costs kernel stack).
-ErrorOr<void> exec_file(Process& p, ExecFile& file, const char* path, const char* const* argv,
-                        const char* const* envp, bool nested) {
-  if (file.node) {
-    char head[kShebangBytes];
-    const uint64_t n = file.size < sizeof head ? file.size : sizeof head;
-    if (auto r = file.read(0, head, n); r.is_error()) return file.release(), r.error();
+// The interpreter of a `#!` script must be a program, not another script
+// (ELOOP; Linux allows a few levels, each costing kernel stack here).
+ErrorOr<void> prepare_exec(ExecPlan& plan, const char* path, ExecArgs& args) {
+  plan.file.release();
+  plan.file = TRY(open_exec_file(path));
+  plan.path = path;
+  if (plan.file.node) {
+    const uint64_t n = plan.file.size < sizeof plan.head ? plan.file.size : sizeof plan.head;
+    TRY(plan.file.read(0, plan.head, n));
     Shebang script;
-    auto is_script = parse_shebang(head, static_cast<size_t>(n), /*whole_file=*/file.size < sizeof head, script);
-    if (is_script.is_error() || is_script.value()) {
-      file.release();
-      if (is_script.is_error()) return is_script.error();
-      if (nested) return Errno::ELOOP;
-      constexpr unsigned kMax = 64;
-      const char* args[kMax + 1];
+    if (TRY(parse_shebang(plan.head, static_cast<size_t>(n), /*whole_file=*/plan.file.size < sizeof plan.head,
+                          script))) {
+      // argv becomes interpreter, its optional argument, the script's
+      // path, then the caller's argv[1...] (Linux's order).
+      plan.file.release();
+      const char* with[3];
       unsigned k = 0;
-      args[k++] = script.interpreter;
-      if (script.argument) args[k++] = script.argument;
-      args[k++] = path;
-      for (unsigned i = 1; argv && argv[0] && argv[i]; ++i) {
-        if (k == kMax) return Errno::E2BIG;
-        args[k++] = argv[i];
+      with[k++] = script.interpreter;
+      if (script.argument) with[k++] = script.argument;
+      with[k++] = path;
+      plan.file = TRY(open_exec_file(script.interpreter));
+      plan.path = script.interpreter;
+      if (plan.file.node && plan.file.size >= 2) {
+        char magic[2];
+        TRY(plan.file.read(0, magic, 2));
+        if (magic[0] == '#' && magic[1] == '!') return Errno::ELOOP;
       }
-      args[k] = nullptr;
-      ExecFile interp = TRY(open_exec_file(script.interpreter));
-      return exec_file(p, interp, script.interpreter, args, envp, /*nested=*/true);
+      TRY(args.replace_argv0(with, k, strlen(script.interpreter) + 1));
     }
   }
-  return exec_elf(p, file, path, argv, envp);
-}
-
-ErrorOr<void> exec_elf(Process& p, ExecFile& file, const char* path, const char* const* argv, const char* const* envp) {
   // Checked before anything is built: a malformed image costs nothing.
-  ElfImage elf;  // ~700 bytes of a 16 KiB kernel stack
-  if (auto r = parse_headers(file, elf); r.is_error()) {
-    if (elf.interp) Record("exec_refused").str("path", path).str("reason", "dynamic executable (PT_INTERP)");
-    file.release();
+  if (auto r = parse_headers(plan.file, plan.elf); r.is_error()) {
+    if (plan.elf.interp) Record("exec_refused").str("path", plan.path).str("reason", "dynamic executable (PT_INTERP)");
     return r.error();
   }
-  auto made = AddressSpace::try_create();
-  if (made.is_error()) return file.release(), made.error();
-  AddressSpace* as = made.value();
-  auto sp = load(*as, file, elf, path, argv, envp);
+  return {};
+}
+
+ErrorOr<void> commit_exec(Process& p, ExecPlan& plan, const ExecArgs& args) {
+  ExecFile& file = plan.file;
+  const ElfImage& elf = plan.elf;
+  AddressSpace* as = TRY(AddressSpace::try_create());
+  auto sp = load(*as, file, elf, plan.path, args);
   if (sp.is_error()) {
-    file.release();
     must(as->destroy(), "destroy failed exec space");
     return sp.error();
   }
@@ -358,11 +339,10 @@ ErrorOr<void> exec_elf(Process& p, ExecFile& file, const char* path, const char*
   return {};
 }
 
-}  // namespace
-
-ErrorOr<void> exec_program(Process& p, const char* path, const char* const* argv, const char* const* envp) {
-  ExecFile file = TRY(open_exec_file(path));
-  return exec_file(p, file, path, argv, envp, /*nested=*/false);
+ErrorOr<void> exec_program(Process& p, const char* path, ExecArgs& args) {
+  ExecPlan plan;  // ~1 KiB of a 16 KiB kernel stack
+  TRY(prepare_exec(plan, path, args));
+  return commit_exec(p, plan, args);
 }
 
 }  // namespace pvk

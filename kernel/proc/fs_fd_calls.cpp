@@ -307,6 +307,17 @@ int64_t sys_pipe2(const SyscallArgs& a) {
 
 }  // namespace
 
+// posix_fadvise: advice only (pvk's files are all in memory), checked as
+// Linux checks it: EBADF, ESPIPE for a pipe, EINVAL for an unknown advice
+// or a negative length.
+int64_t sys_fadvise64(const SyscallArgs& a) {
+  const FileRef f = fd_get(a[0]);
+  if (!f) return result(Errno::EBADF);
+  if (f.get()->kind == File::Kind::PipeRead || f.get()->kind == File::Kind::PipeWrite) return result(Errno::ESPIPE);
+  if (a[3] > 5 || static_cast<int64_t>(a[2]) < 0) return result(Errno::EINVAL);  // POSIX_FADV_NORMAL..NOREUSE
+  return 0;
+}
+
 bool fs_fd_call(uint64_t nr, const SyscallArgs& a, int64_t& ret) {
   switch (nr) {
     case abi::SYS_fstat: ret = sys_fstat(a); return true;
@@ -321,6 +332,8 @@ bool fs_fd_call(uint64_t nr, const SyscallArgs& a, int64_t& ret) {
     case abi::SYS_dup: ret = sys_dup_at_least(a, 0, false); return true;
     case abi::SYS_dup3: ret = sys_dup3(a); return true;
     case abi::SYS_pipe2: ret = sys_pipe2(a); return true;
+    case abi::SYS_fadvise64: ret = sys_fadvise64(a); return true;
+    case abi::SYS_getpeername: ret = fd_get(a[0]) ? result(Errno::ENOTSOCK) : result(Errno::EBADF); return true;
     default: return false;
   }
 }

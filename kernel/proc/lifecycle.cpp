@@ -9,6 +9,7 @@
 #include "base/lib/kstring.h"
 #include "kernel/kernel_lock.h"
 #include "kernel/proc/exec.h"
+#include "kernel/proc/exec_args.h"
 #include "kernel/proc/file.h"
 #include "kernel/proc/fpu_state.h"
 #include "kernel/proc/futex.h"
@@ -65,6 +66,8 @@ ErrorOr<int> do_fork() {
   const Process& group = *parent.leader;
   child->as = as.value();
   child->ppid = parent.tgid;
+  child->pgid = group.pgid;
+  child->sid = group.sid;
   memcpy(child->actions, group.actions, sizeof group.actions);
   child->blocked = parent.blocked;
   child->fs_base = parent.fs_base;
@@ -144,11 +147,14 @@ void do_thread_exit(int wait_status) {
 
 ErrorOr<int> do_wait(int pid, uint64_t user_status, int options) {
   Process& self = *running_here();
+  if (pid == INT32_MIN) return Errno::ESRCH;  // no group -INT_MIN (Linux)
   for (;;) {
     bool have_child = false;
     for (Process& c : g_procs) {
       // Children are processes (their leaders), never threads.
       if (c.state == ProcState::Free || c.tgid != c.pid || c.ppid != self.tgid || (pid > 0 && c.pid != pid)) continue;
+      // 0: a child of the caller's process group; -g: of group g.
+      if ((pid == 0 && c.pgid != self.leader->pgid) || (pid < -1 && c.pgid != -pid)) continue;
       have_child = true;
       if (c.state != ProcState::Zombie || c.live_threads > 0) continue;
       if (user_status) TRY(copy_to_user(user_status, &c.wait_status, sizeof c.wait_status));
@@ -179,8 +185,15 @@ ErrorOr<int> start_init(const char* const* argv) {
     return Errno::EAGAIN;
   }
   for (int fd = 0; fd < 3; ++fd) p->fds[fd] = console_file();
+  p->pgid = p->sid = p->pid;  // init leads its own group and session
   this_cpu()->current = p;  // exec works on the current process
-  if (auto r = exec_program(*p, argv[0], argv, envp); r.is_error()) {
+  // The strings' frames go back as soon as they are on init's stack.
+  auto r = [&]() -> ErrorOr<void> {
+    ExecArgs args;
+    TRY(args.from_kernel(argv, envp, strlen(argv[0]) + 1));
+    return exec_program(*p, argv[0], args);
+  }();
+  if (r.is_error()) {
     release_resources(*p);
     fpu_release(*p);
     p->state = ProcState::Free;

@@ -1,5 +1,7 @@
 // uname, the uid/gid calls, prctl's task name, getrlimit/prlimit64,
-// set_robust_list and getrandom, with Linux's layouts and errors.
+// set_robust_list, getrandom, gettimeofday, time, sysinfo, and process
+// groups and sessions (getpgrp, getpgid, setpgid, getsid, setsid), with
+// Linux's layouts and errors.
 //
 // uname answers as a current Linux would: glibc checks the release at
 // startup and refuses a kernel it thinks too old. Every process is root
@@ -12,12 +14,18 @@
 
 #include "base/console/record.h"
 #include "base/lib/kstring.h"
+#include "arch/finish.h"
+#include "base/arch/cpu.h"
+#include "base/frames/frame_allocator.h"
 #include "kernel/proc/process.h"
 #include "kernel/proc/random.h"
 #include "kernel/proc/syscall_result.h"
 #include "kernel/proc/user_copy.h"
 
 namespace pvk {
+
+extern uint64_t g_boot_tsc;
+
 namespace {
 
 struct Utsname {  // Linux's new_utsname: six fields of 65 bytes
@@ -123,6 +131,105 @@ int64_t sys_getrandom(uint64_t user_buf, uint64_t len, uint64_t flags) {
   return static_cast<int64_t>(done);
 }
 
+// The clocks: CLOCK_REALTIME is the boot-relative TSC here, as for
+// clock_gettime (sys_clock_gettime), so these agree with it.
+uint64_t now_ns() { return tsc_to_ns(cpu::rdtsc() - g_boot_tsc); }
+
+int64_t sys_gettimeofday(uint64_t user_tv, uint64_t user_tz) {
+  const uint64_t ns = now_ns();
+  if (user_tv) {
+    const int64_t tv[2] = {static_cast<int64_t>(ns / 1000000000), static_cast<int64_t>(ns % 1000000000 / 1000)};
+    if (auto r = copy_to_user(user_tv, tv, sizeof tv); r.is_error()) return syscall_result(r);
+  }
+  if (user_tz) {
+    const int32_t tz[2] = {0, 0};  // minutes west of Greenwich, DST kind: UTC
+    if (auto r = copy_to_user(user_tz, tz, sizeof tz); r.is_error()) return syscall_result(r);
+  }
+  return 0;
+}
+
+int64_t sys_time(uint64_t user_t) {
+  const int64_t t = static_cast<int64_t>(now_ns() / 1000000000);
+  if (user_t)
+    if (auto r = copy_to_user(user_t, &t, sizeof t); r.is_error()) return syscall_result(r);
+  return t;
+}
+
+struct Sysinfo {  // Linux's struct sysinfo on x86-64: 112 bytes
+  int64_t uptime;
+  uint64_t loads[3];
+  uint64_t totalram, freeram, sharedram, bufferram, totalswap, freeswap;
+  uint16_t procs;
+  uint16_t pad;
+  uint32_t pad2;
+  uint64_t totalhigh, freehigh;
+  uint32_t mem_unit;
+  char reserved[4];
+};
+static_assert(sizeof(Sysinfo) == 112, "Linux's struct sysinfo");
+
+int64_t sys_sysinfo(uint64_t user_info) {
+  Sysinfo s{};
+  s.uptime = static_cast<int64_t>(now_ns() / 1000000000);
+  s.totalram = frames().max_pfn() * kPageSize;  // frames the allocator covers (holes included)
+  s.freeram = frames().free_count() * kPageSize;
+  uint16_t procs = 0;
+  for (const Process& q : process_table()) procs += q.state != ProcState::Free && q.state != ProcState::Zombie;
+  s.procs = procs;
+  s.mem_unit = 1;
+  return syscall_result(copy_to_user(user_info, &s, sizeof s));
+}
+
+// Process groups and sessions, kept on each process's leader. Linux's
+// rules: setpgid moves the caller or a child of it (ESRCH otherwise) that
+// has not called execve since its fork (EACCES) and is of its session
+// (EPERM), never a session leader (EPERM), into a new group named by its
+// pid or an existing group of the same session (EPERM otherwise).
+Process* live_leader(int pid) {
+  Process* p = find_process(pid);
+  if (!p || p->leader != p || p->state == ProcState::Free || p->live_threads == 0) return nullptr;
+  return p;
+}
+
+int64_t sys_getpgid(uint64_t pid, bool session) {
+  if (pid > INT32_MAX) return syscall_result(Errno::ESRCH);
+  const Process* p = pid ? live_leader(static_cast<int>(pid)) : current()->leader;
+  if (!p) return syscall_result(Errno::ESRCH);
+  return session ? p->sid : p->pgid;
+}
+
+int64_t sys_setpgid(uint64_t pid_arg, uint64_t pgid_arg) {
+  const int64_t pid64 = static_cast<int32_t>(pid_arg), pgid64 = static_cast<int32_t>(pgid_arg);
+  if (pgid64 < 0) return syscall_result(Errno::EINVAL);
+  Process& self = *current()->leader;
+  const int pid = pid64 ? static_cast<int>(pid64) : self.pid;
+  if (pid < 0) return syscall_result(Errno::ESRCH);
+  const int pgid = pgid64 ? static_cast<int>(pgid64) : pid;
+  Process* target = live_leader(pid);
+  if (!target || (target != &self && target->ppid != self.pid)) return syscall_result(Errno::ESRCH);
+  if (target != &self) {
+    if (target->sid != self.sid) return syscall_result(Errno::EPERM);
+    if (target->did_exec) return syscall_result(Errno::EACCES);
+  }
+  if (target->sid == target->pid) return syscall_result(Errno::EPERM);
+  if (pgid != target->pid) {
+    bool exists = false;
+    for (const Process& q : process_table())
+      exists |= q.state != ProcState::Free && q.leader == &q && q.pgid == pgid && q.sid == self.sid;
+    if (!exists) return syscall_result(Errno::EPERM);
+  }
+  target->pgid = pgid;
+  return 0;
+}
+
+int64_t sys_setsid() {
+  Process& self = *current()->leader;
+  for (const Process& q : process_table())  // a group named by the caller's pid exists: it leads or could lead one
+    if (q.state != ProcState::Free && q.leader == &q && q.pgid == self.pid) return syscall_result(Errno::EPERM);
+  self.pgid = self.sid = self.pid;
+  return self.sid;
+}
+
 uint64_t g_reported[8];  // bit n: number n reported (0..511); under the kernel lock
 
 }  // namespace
@@ -139,6 +246,14 @@ bool linux_call(uint64_t nr, const uint64_t (&a)[6], int64_t& ret) {
     case abi::SYS_prlimit64: ret = sys_prlimit64(a[0], a[1], a[2], a[3]); return true;
     case abi::SYS_set_robust_list: ret = sys_set_robust_list(a[0], a[1]); return true;
     case abi::SYS_getrandom: ret = sys_getrandom(a[0], a[1], a[2]); return true;
+    case abi::SYS_gettimeofday: ret = sys_gettimeofday(a[0], a[1]); return true;
+    case abi::SYS_time: ret = sys_time(a[0]); return true;
+    case abi::SYS_sysinfo: ret = sys_sysinfo(a[0]); return true;
+    case abi::SYS_getpgrp: ret = current()->leader->pgid; return true;
+    case abi::SYS_getpgid: ret = sys_getpgid(a[0], /*session=*/false); return true;
+    case abi::SYS_getsid: ret = sys_getpgid(a[0], /*session=*/true); return true;
+    case abi::SYS_setpgid: ret = sys_setpgid(a[0], a[1]); return true;
+    case abi::SYS_setsid: ret = sys_setsid(); return true;
     default: return false;
   }
 }

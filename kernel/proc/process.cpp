@@ -60,4 +60,6 @@ Process* find_process(int pid) {
   return nullptr;
 }
 
+ProcessTable process_table() { return {g_procs, kMaxProcs}; }
+
 }  // namespace pvk

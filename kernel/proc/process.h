@@ -78,6 +78,12 @@ struct Process {
   // every thread's `as` points at the same space, and its files and
   // actions are the leader's (`leader->fds`, `leader->actions`).
   int tgid = 0;
+  // On the leader: its process group and session (fork inherits them;
+  // setpgid and setsid change them), and whether it has called execve
+  // since its fork (setpgid on such a child is EACCES).
+  int pgid = 0;
+  int sid = 0;
+  bool did_exec = false;
   Process* leader = nullptr;   // this, for a leader
   unsigned live_threads = 0;   // on the leader: threads not yet exited, itself included
   bool group_exiting = false;  // on the leader: exit_group or a fatal signal ends every thread
@@ -132,6 +138,15 @@ ErrorOr<int> do_fork();
 // Only the calling thread ends (exit); the process ends with its last thread.
 [[noreturn]] void do_thread_exit(int wait_status);
 Process* find_process(int pid);
+// Every slot of the process table, free ones too (kill of a group,
+// setpgid, sysinfo look at all processes).
+struct ProcessTable {
+  Process* slots;
+  unsigned count;
+  Process* begin() const { return slots; }
+  Process* end() const { return slots + count; }
+};
+ProcessTable process_table();
 // For kernel/proc/thread.cpp: a fresh slot (its own group of one) or null,
 // a slot handed back before it ever ran, a new slot's first switch laid
 // out, and the table (slot i, null past the end).

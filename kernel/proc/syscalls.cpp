@@ -5,6 +5,8 @@
 #include "base/console/console.h"
 #include "arch/finish.h"
 #include "kernel/proc/exec.h"
+#include "kernel/proc/exec_args.h"
+#include "base/lib/kstring.h"
 #include "kernel/proc/linux_calls.h"
 #include "kernel/proc/sigmask_calls.h"
 #include "kernel/proc/file.h"
@@ -159,55 +161,32 @@ int64_t sys_set_tid_address(const Args& a) {
   return current()->pid;
 }
 
-// Copies a NULL-terminated array of user strings into kernel storage.
-ErrorOr<unsigned> strings_from_user(uint64_t user_array, char (*store)[128], unsigned cap, const char** out) {
-  unsigned n = 0;
-  for (; user_array; ++n) {
-    uint64_t ptr;
-    TRY(copy_from_user(&ptr, user_array + n * 8, 8));
-    if (!ptr) break;
-    if (n == cap) return Errno::E2BIG;
-    TRY(string_from_user(store[n], ptr, sizeof store[n]));
-    out[n] = store[n];
-  }
-  out[n] = nullptr;
-  return n;
-}
-
-// execve's copies of argv and envp: one frame of the caller's own, since
-// the call sleeps (waiting for the other threads to end) between copying
-// them in and laying them out: storage shared between callers would hand
-// this exec another process' arguments and environment.
-constexpr unsigned kMaxExecArgs = 16;
-struct ExecStrings {
-  char args[kMaxExecArgs][128];
-  char envs[kMaxExecArgs][128];
-};
-static_assert(sizeof(ExecStrings) <= kPageSize, "execve's strings fit one frame");
-
-ErrorOr<void> execve_with(ExecStrings& store, const char* path, uint64_t user_argv, uint64_t user_envp) {
-  const char* argv[kMaxExecArgs + 1];
-  const char* envp[kMaxExecArgs + 1];
-  TRY(strings_from_user(user_argv, store.args, kMaxExecArgs, argv));
-  TRY(strings_from_user(user_envp, store.envs, kMaxExecArgs, envp));
+// Linux's order: the file is found (ENOENT, EACCES...) before argv and
+// envp are read (EFAULT, E2BIG), then the file is checked (ENOEXEC,
+// ELOOP), and all of it before the other threads end.
+// The strings go to frames of their own (exec_args.h): the call sleeps
+// (waiting for the other threads to end) between copying them in and
+// laying them out, and up to 2 MiB of them fit no kernel stack.
+ErrorOr<void> do_execve(uint64_t user_path, uint64_t user_argv, uint64_t user_envp) {
+  char path[256];
+  TRY(string_from_user(path, user_path, sizeof path));
   // An unknown program costs the other threads nothing; from here on,
   // exec (if it works) replaces the whole process.
   TRY(check_exec_file(path));
+  ExecArgs args;
+  TRY(args.from_user(user_argv, user_envp, strlen(path) + 1));
+  ExecPlan plan;  // ~1 KiB of the kernel stack; its file reference goes with it
+  TRY(prepare_exec(plan, path, args));
   TRY(become_single_threaded(*current()));
-  TRY(exec_program(*current(), path, argv, envp));
+  TRY(commit_exec(*current(), plan, args));
   reset_thread_state_after_exec(*current());
+  current()->leader->did_exec = true;
   fscall::close_on_exec();
   return {};
 }
 
 int64_t sys_execve(TrapFrame&, const Args& a) {
-  char path[256];
-  if (auto r = string_from_user(path, a[0], sizeof path); r.is_error()) return result(r.error());
-  auto page = frames().try_alloc();
-  if (page.is_error()) return result(page.error());
-  const auto r = execve_with(*phys_to_virt<ExecStrings>(page.value()), path, a[1], a[2]);
-  frames().must_free(page.value());
-  if (r.is_error()) return result(r.error());
+  if (auto r = do_execve(a[0], a[1], a[2]); r.is_error()) return result(r.error());
   return static_cast<int64_t>(current()->frame()->rax);  // the new image's rax (0)
 }
 

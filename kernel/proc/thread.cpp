@@ -82,6 +82,29 @@ Process* signal_target(Process& group, uint64_t sig) {
   return fallback;
 }
 
+// kill(0), kill(-g), kill(-1): every process of the caller's group, of
+// group g, or every process but init and the caller. ESRCH if there is
+// none; init is left out unless it asks (EPERM if nobody else was there).
+ErrorOr<int> kill_many(int pid, uint64_t sig) {
+  if (pid == INT32_MIN) return Errno::ESRCH;
+  const Process& self = *current()->leader;
+  const int group = pid == 0 ? self.pgid : -pid;
+  bool found = false, refused = false;
+  for (Process& q : process_table()) {
+    if (q.state == ProcState::Free || q.leader != &q || q.live_threads == 0) continue;
+    if (pid == -1 ? (q.pid == 1 || &q == &self) : q.pgid != group) continue;
+    if (q.pid == 1 && self.pid != 1) {
+      refused = true;
+      continue;
+    }
+    found = true;
+    if (sig)
+      if (Process* t = signal_target(q, sig)) send_signal(*t, static_cast<int>(sig));
+  }
+  if (found) return 0;
+  return refused ? Errno::EPERM : Errno::ESRCH;
+}
+
 }  // namespace
 
 ErrorOr<int> do_clone(uint64_t flags, uint64_t newsp, uint64_t parent_tid, uint64_t child_tid, uint64_t tls) {
@@ -95,6 +118,7 @@ ErrorOr<int> do_kill(int64_t pid, uint64_t sig) {
   // register is invalid, not a truncated other one.
   if (sig != 0 && !(sig >= 1 && sig <= uint64_t{kNumSignals})) return Errno::EINVAL;
   if (pid < INT32_MIN || pid > INT32_MAX) return Errno::EINVAL;
+  if (pid <= 0) return kill_many(static_cast<int>(pid), sig);
   Process* target = find_process(static_cast<int>(pid));
   // A thread that exited is gone (its leader pointer may be stale by now).
   if (!target || (target->state == ProcState::Zombie && target->tgid != target->pid)) return Errno::ESRCH;
@@ -145,6 +169,8 @@ void take_over_leader(Process& self, Process& old) {
   self.pid = old.pid;
   self.tgid = old.pid;
   self.ppid = old.ppid;
+  self.pgid = old.pgid;
+  self.sid = old.sid;
   self.leader = &self;
   self.live_threads = 1;
   old.as = nullptr;

@@ -73,5 +73,6 @@
 #undef ENXIO
 #undef ENODEV
 #undef EOVERFLOW
+#undef ENOTSOCK
 
 #include "base/lib/error_or.h"

@@ -347,4 +347,103 @@ void test_misc() {
   CHECK_KILLED_BY(st, SIGSEGV);
 }
 
+
+// What bash asks for beyond the rest (kernel/proc/linux_calls.cpp,
+// fs_fd_calls.cpp), with Linux's errors, here and on the host: the clocks
+// and sysinfo write through good pointers and are EFAULT through bad
+// ones; process groups and sessions follow setpgid's and setsid's rules
+// (a group leader cannot start a session, a session leader cannot change
+// its group, an unknown pid is ESRCH, a negative group EINVAL); kill(0)
+// reaches the caller's group and wait4(-pgid) reaps a child of that
+// group; fadvise64 is EBADF, ESPIPE on a pipe; getpeername EBADF or
+// ENOTSOCK.
+void test_bash_calls() {
+  auto* gone = static_cast<char*>(map_anon(kPage));
+  CHECK(gone != nullptr);
+  CHECK_EQ(munmap(gone, kPage), 0);
+  const uint64_t bad[] = {kKernelAddr, kNonCanonical, reinterpret_cast<uint64_t>(gone)};
+  int64_t tv[2] = {-1, -1};
+  CHECK_EQ(syscall2(SYS_gettimeofday, reinterpret_cast<uint64_t>(tv), 0), 0);
+  CHECK(tv[0] >= 0 && tv[1] >= 0 && tv[1] < 1000000);
+  int64_t t = -1;
+  const int64_t now = syscall1(SYS_time, reinterpret_cast<uint64_t>(&t));
+  CHECK(now >= 0);
+  CHECK_EQ(t, now);
+  CHECK(syscall1(SYS_time, 0) >= now);
+  struct {
+    int64_t uptime;
+    uint64_t loads[3], totalram, freeram, sharedram, bufferram, totalswap, freeswap;
+    uint16_t procs, pad;
+    uint32_t pad2;
+    uint64_t totalhigh, freehigh;
+    uint32_t mem_unit;
+    char reserved[4];
+  } si{};
+  CHECK_EQ(syscall1(SYS_sysinfo, reinterpret_cast<uint64_t>(&si)), 0);
+  CHECK(si.mem_unit >= 1 && si.totalram > 0 && si.freeram > 0 && si.freeram <= si.totalram && si.procs >= 1);
+  for (uint64_t b : bad) {
+    CHECK_EQ(syscall2(SYS_gettimeofday, b, 0), -EFAULT);
+    CHECK_EQ(syscall2(SYS_gettimeofday, reinterpret_cast<uint64_t>(tv), b), -EFAULT);
+    CHECK_EQ(syscall1(SYS_time, b), -EFAULT);
+    CHECK_EQ(syscall1(SYS_sysinfo, b), -EFAULT);
+  }
+
+  const int64_t me = getpid();
+  const int64_t group = syscall0(SYS_getpgrp);
+  CHECK(group > 0);
+  CHECK_EQ(syscall1(SYS_getpgid, 0), group);
+  CHECK_EQ(syscall1(SYS_getpgid, static_cast<uint64_t>(me)), group);
+  CHECK(syscall1(SYS_getsid, 0) > 0);
+  CHECK_EQ(syscall1(SYS_getpgid, 0x7ffffff0), -ESRCH);
+  CHECK_EQ(syscall1(SYS_getsid, 0x7ffffff0), -ESRCH);
+  CHECK_EQ(syscall2(SYS_setpgid, 0, static_cast<uint64_t>(-1)), -EINVAL);
+  CHECK_EQ(syscall2(SYS_setpgid, 0x7ffffff0, 0), -ESRCH);
+  const int64_t pid = fork_helper();
+  if (pid == 0) {
+    // A group of its own, then a child in it that wait4(-group) reaps.
+    const int64_t self = getpid();
+    CHECK_EQ(syscall2(SYS_setpgid, 0, 0), 0);
+    CHECK_EQ(syscall0(SYS_getpgrp), self);
+    CHECK_EQ(syscall0(SYS_setsid), -EPERM);  // a group leader
+    CHECK_EQ(kill(0, 0), 0);                 // its group has a member: itself
+    CHECK_EQ(syscall2(SYS_setpgid, 0, 0x7ffffff0), -EPERM);  // no such group in its session
+    const int64_t kid = fork();
+    if (kid == 0) {
+      // Not a group leader: a session of its own, whose group it leads.
+      const int64_t k = getpid();
+      if (syscall0(SYS_getpgrp) != self) exit_group(2);
+      if (syscall0(SYS_setsid) != k || syscall1(SYS_getsid, 0) != k || syscall0(SYS_getpgrp) != k) exit_group(3);
+      if (syscall2(SYS_setpgid, 0, 0) != -EPERM) exit_group(4);  // a session leader
+      exit_group(0);
+    }
+    CHECK(kid > 0);
+    int st = -1;
+    CHECK_EQ(wait4(kid, &st, 0), kid);
+    CHECK_EQ(st, 0);
+    // A child that stays in the group: wait4(-group) reaps it, and then
+    // the group has no child left.
+    const int64_t stays = fork();
+    if (stays == 0) exit_group(syscall0(SYS_getpgrp) == self ? 0 : 5);
+    CHECK(stays > 0);
+    CHECK_EQ(wait4(-self, &st, 0), stays);
+    CHECK_EQ(st, 0);
+    CHECK_EQ(wait4(-self, &st, WNOHANG), -ECHILD);
+    helper_exit();
+  }
+  CHECK_HELPER_OK(pid);
+
+  int p[2];
+  CHECK_EQ(pipe(p), 0);
+  CHECK_EQ(syscall4(SYS_fadvise64, 99, 0, 0, 0), -EBADF);
+  CHECK_EQ(syscall4(SYS_fadvise64, static_cast<uint64_t>(p[0]), 0, 0, 0), -ESPIPE);
+  int len = 16;
+  char addr[16];
+  CHECK_EQ(syscall3(SYS_getpeername, 99, reinterpret_cast<uint64_t>(addr), reinterpret_cast<uint64_t>(&len)), -EBADF);
+  CHECK_EQ(syscall3(SYS_getpeername, static_cast<uint64_t>(p[0]), reinterpret_cast<uint64_t>(addr),
+                    reinterpret_cast<uint64_t>(&len)),
+           -ENOTSOCK);
+  CHECK_EQ(close(p[0]), 0);
+  CHECK_EQ(close(p[1]), 0);
+}
+
 }  // namespace proctest
