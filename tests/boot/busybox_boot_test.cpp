@@ -86,7 +86,8 @@ std::string guest_output(const RunResult& r) {
 
 struct Case {
   Platform platform;
-  const char* mmu;  // the backend (native: the only one)
+  const char* mmu;          // the backend (native: the only one)
+  const char* file_map = "eager";  // how exec maps busybox's pages (demand: by faults)
 };
 
 class Busybox : public ::testing::TestWithParam<Case> {
@@ -113,7 +114,8 @@ TEST_P(Busybox, AScriptPrintsWhatItPrintsOnTheHost) {
   const fs::path archive = dir_ / "rootfs.cpio";
   std::ofstream(archive, std::ios::binary) << cpio_pack_directory(dir_ / "tree");
   const RunResult r = boot_with_initrd(
-      GetParam().platform, fmt::format("mmu={} init=/bin/busybox init_args=sh,/script.sh,/tmp,/", GetParam().mmu), archive);
+      GetParam().platform, fmt::format("mmu={} file_map={} init=/bin/busybox init_args=sh,/script.sh,/tmp,/", GetParam().mmu,
+                                      GetParam().file_map), archive);
   EXPECT_EQ(guest_output(r), expected) << transcript(r);
   ASSERT_TRUE(r.pass) << transcript(r);
   const auto exit = find_record(r, "init_exit");
@@ -126,6 +128,12 @@ TEST_P(Busybox, AScriptPrintsWhatItPrintsOnTheHost) {
   const uint64_t shared = r.records[*exit].value("cow_frames_mapped", uint64_t{0});
   const uint64_t filled = r.records[*exit].value("exec_pages_filled", uint64_t{0});
   EXPECT_GT(shared, 10 * filled) << "exec shared " << shared << " file pages and copied " << filled;
+  // Demand paging: the pages came through faults of busybox's file VMAs.
+  const uint64_t file_faults = r.records[*exit].value("file_faults", uint64_t{0});
+  if (std::string_view(GetParam().file_map) == "demand")
+    EXPECT_GT(file_faults, 0u);
+  else
+    EXPECT_EQ(file_faults, 0u) << "eager mapping leaves no file page to fault in";
   // What busybox asked for and pvk lacks: one record per number, however
   // many times it was called (rseq, at every glibc start, is one today).
   std::set<uint64_t> missing;
@@ -134,13 +142,17 @@ TEST_P(Busybox, AScriptPrintsWhatItPrintsOnTheHost) {
       EXPECT_TRUE(missing.insert(rec.value("nr", uint64_t{0})).second) << "reported twice: " << rec.dump();
 }
 
-std::string case_name(const ::testing::TestParamInfo<Case>& info) { return info.param.mmu; }
+std::string case_name(const ::testing::TestParamInfo<Case>& info) {
+  return std::string(info.param.mmu) + (std::string_view(info.param.file_map) == "demand" ? "_demand" : "");
+}
 
-INSTANTIATE_TEST_SUITE_P(Native, Busybox, ::testing::Values(Case{Platform::native, "native"}), case_name);
+INSTANTIATE_TEST_SUITE_P(Native, Busybox,
+                         ::testing::Values(Case{Platform::native, "native"}, Case{Platform::native, "native", "demand"}),
+                         case_name);
 INSTANTIATE_TEST_SUITE_P(Xen, Busybox,
                          ::testing::Values(Case{Platform::xen, "batched"}, Case{Platform::xen, "direct"},
                                            Case{Platform::xen, "wrpt"}, Case{Platform::xen, "unhook"},
-                                           Case{Platform::xen, "auto"}),
+                                           Case{Platform::xen, "auto"}, Case{Platform::xen, "batched", "demand"}),
                          case_name);
 
 }  // namespace

@@ -58,6 +58,9 @@ class Rootfs : public ::testing::TestWithParam<Platform> {
     fs::create_symlink("loop1", t / "loop2");
   }
 
+  // fstest's verdict and the unpacker's record of a boot of it.
+  void expect_fstest_passed(const RunResult& r, const fs::path& archive);
+
   fs::path archive_of(const std::string& bytes) {
     const fs::path p = dir_ / "archive.cpio";
     std::ofstream(p, std::ios::binary) << bytes;
@@ -72,6 +75,26 @@ TEST_P(Rootfs, FilesReadBackAndTmpIsWritable) {
   const fs::path archive = archive_of(cpio_pack_directory(dir_ / "tree"));
   const RunResult r = boot_with_initrd(GetParam(), fmt::format("init=fstest init_args=uid={},gid={}", ::getuid(), ::getgid()),
                                        archive);
+  expect_fstest_passed(r, archive);
+}
+
+// The same checks with file mappings demand-paged (file_map=demand) and a
+// window of four pages: fstest's mappings of a file (bytes, zeros past the
+// end, a child's writes, mprotect then write, an unlinked file's pages)
+// come through faults, and every frame still comes back.
+TEST_P(Rootfs, FilesReadBackWithDemandPagedMappings) {
+  make_tree();
+  const fs::path archive = archive_of(cpio_pack_directory(dir_ / "tree"));
+  const RunResult r = boot_with_initrd(
+      GetParam(), fmt::format("file_map=demand fault_around=4 init=fstest init_args=uid={},gid={}", ::getuid(), ::getgid()),
+      archive);
+  expect_fstest_passed(r, archive);
+  const auto exit = find_record(r, "init_exit");
+  ASSERT_TRUE(exit) << transcript(r);
+  EXPECT_GT(r.records[*exit].value("file_faults", 0u), 0u) << "the mappings faulted their pages in" << transcript(r);
+}
+
+void Rootfs::expect_fstest_passed(const RunResult& r, const fs::path& archive) {
   ASSERT_TRUE(r.pass) << transcript(r);
   const auto unpacked = find_record(r, "rootfs");
   ASSERT_TRUE(unpacked) << "no rootfs record" << transcript(r);
