@@ -46,6 +46,7 @@ enum Syscall : uint64_t {
   SYS_getsid = 124,
   SYS_fadvise64 = 221,     // (fd, offset, len, advice)
   SYS_getpeername = 52,    // (fd, sockaddr*, socklen_t*): pvk has no sockets
+  SYS_sendfile = 40,       // (out_fd, in_fd, int64_t* offset, count)
   SYS_getrandom = 318,  // (const uint64_t* mask, sigsetsize = 8) -> -EINTR once a signal is handled
   SYS_pipe = 22,
   SYS_sched_yield = 24,

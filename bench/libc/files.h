@@ -16,6 +16,9 @@ inline int64_t newfstatat(int dirfd, const char* path, Stat* st, uint64_t flags)
   return syscall4(SYS_newfstatat, u(dirfd), u(path), u(st), flags);
 }
 inline int64_t lseek(int fd, int64_t off, uint64_t whence) { return syscall3(SYS_lseek, u(fd), u(off), whence); }
+inline int64_t sendfile(int out, int in, int64_t* offset, size_t n) {
+  return syscall4(SYS_sendfile, u(out), u(in), u(offset), n);
+}
 inline int64_t pread(int fd, void* buf, size_t n, int64_t off) { return syscall4(SYS_pread64, u(fd), u(buf), n, u(off)); }
 inline int64_t pwrite(int fd, const void* buf, size_t n, int64_t off) {
   return syscall4(SYS_pwrite64, u(fd), u(buf), n, u(off));

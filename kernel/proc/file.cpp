@@ -2,6 +2,7 @@
 
 #include "base/console/console.h"
 #include "base/abi.h"
+#include "base/lib/kstring.h"
 #include "kernel/fs/ramfs.h"
 #include "kernel/proc/process.h"
 #include "kernel/proc/user_copy.h"
@@ -46,7 +47,17 @@ File* alloc_file(File::Kind kind, Pipe* pipe) {
 
 // Node reads and writes, kernel/proc/file_node.cpp.
 ErrorOr<uint64_t> node_read(File* f, uint64_t user_buf, uint64_t len);
-ErrorOr<uint64_t> node_write(File* f, uint64_t user_buf, uint64_t len);
+ErrorOr<uint64_t> node_write(File* f, WriteSource src, uint64_t len);
+
+ErrorOr<void> WriteSource::copy(void* dst, uint64_t done, size_t n) const {
+  if (kernel) {
+    memcpy(dst, kernel + done, n);
+    return {};
+  }
+  return copy_from_user(dst, user + done, n);
+}
+
+bool WriteSource::range_ok(uint64_t len) const { return kernel || user_range_ok(user, len); }
 
 ErrorOr<File*> open_node(fs::Inode* node, uint32_t flags) {
   File* f = alloc_file(File::Kind::Node, nullptr);
@@ -146,8 +157,12 @@ ErrorOr<uint64_t> file_read(File* f, uint64_t user_buf, uint64_t len) {
 }
 
 ErrorOr<uint64_t> file_write(File* f, uint64_t user_buf, uint64_t len) {
+  return file_write_from(f, WriteSource::from_user(user_buf), len);
+}
+
+ErrorOr<uint64_t> file_write_from(File* f, WriteSource src, uint64_t len) {
   if (!len) return uint64_t{0};
-  if (!user_range_ok(user_buf, len)) return Errno::EFAULT;
+  if (!src.range_ok(len)) return Errno::EFAULT;
   switch (f->kind) {
     case File::Kind::Console: {
       // A console write can be long (the serial port drains ~10 KB/s of
@@ -159,14 +174,14 @@ ErrorOr<uint64_t> file_write(File* f, uint64_t user_buf, uint64_t len) {
       while (done < len) {
         if (signal_interrupts(*current())) return partial(done, Errno::EINTR);
         const uint64_t n = len - done < sizeof chunk ? len - done : sizeof chunk;
-        if (auto r = copy_from_user(chunk, user_buf + done, n); r.is_error()) return partial(done, r.error());
+        if (auto r = src.copy(chunk, done, n); r.is_error()) return partial(done, r.error());
         console_write_user(chunk, n);
         done += n;
         cond_resched();
       }
       return done;
     }
-    case File::Kind::Node: return node_write(f, user_buf, len);
+    case File::Kind::Node: return node_write(f, src, len);
     case File::Kind::PipeWrite: {
       Pipe* p = f->pipe;
       uint64_t done = 0, woken_for = 0;  // the bytes readers were last woken for
@@ -190,7 +205,7 @@ ErrorOr<uint64_t> file_write(File* f, uint64_t user_buf, uint64_t len) {
         uint32_t chunk = Pipe::kSize - p->count;
         if (chunk > Pipe::kSize - tail) chunk = Pipe::kSize - tail;
         if (chunk > len - done) chunk = static_cast<uint32_t>(len - done);
-        auto r = copy_from_user(p->buf + tail, user_buf + done, chunk);
+        auto r = src.copy(p->buf + tail, done, chunk);
         if (r.is_error()) return partial(done, r.error());
         p->count += chunk;
         done += chunk;

@@ -65,10 +65,23 @@ class FileRef {
   File* file_ = nullptr;
 };
 
+// Where the bytes of a write come from: a system call's user buffer, or
+// kernel memory (sendfile's bounce page). copy() takes bytes [done, done+n).
+struct WriteSource {
+  uint64_t user = 0;                // a user address, when kernel is null
+  const uint8_t* kernel = nullptr;
+  static WriteSource from_user(uint64_t address) { return {address, nullptr}; }
+  static WriteSource from_kernel(const void* p) { return {0, static_cast<const uint8_t*>(p)}; }
+  ErrorOr<void> copy(void* dst, uint64_t done, size_t n) const;
+  // A user range must lie in user space (EFAULT before anything moves).
+  bool range_ok(uint64_t len) const;
+};
+
 // Blocking I/O on behalf of the current process. Buffers are user addresses.
 // The caller holds a reference to f for the whole call (FileRef).
 ErrorOr<uint64_t> file_read(File* f, uint64_t user_buf, uint64_t len);
 ErrorOr<uint64_t> file_write(File* f, uint64_t user_buf, uint64_t len);
+ErrorOr<uint64_t> file_write_from(File* f, WriteSource src, uint64_t len);
 
 // For tests and the shutdown record: pipes and files in use now.
 unsigned pipes_in_use();

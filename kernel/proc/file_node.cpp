@@ -15,8 +15,8 @@ namespace {
 ErrorOr<void> to_user(void* ctx, uint64_t done, const void* src, size_t n) {
   return copy_to_user(*static_cast<uint64_t*>(ctx) + done, src, n);
 }
-ErrorOr<void> from_user(void* ctx, uint64_t done, void* dst, size_t n) {
-  return copy_from_user(dst, *static_cast<uint64_t*>(ctx) + done, n);
+ErrorOr<void> from_source(void* ctx, uint64_t done, void* dst, size_t n) {
+  return static_cast<const WriteSource*>(ctx)->copy(dst, done, n);
 }
 
 bool readable(const File* f) { return (f->flags & abi::O_ACCMODE) != abi::O_WRONLY; }
@@ -47,15 +47,15 @@ ErrorOr<uint64_t> read_at(File* f, uint64_t user_buf, uint64_t len, uint64_t off
   return fs::read(n, offset, len, &to_user, &user_buf);
 }
 
-ErrorOr<uint64_t> write_at(File* f, uint64_t user_buf, uint64_t len, uint64_t offset) {
+ErrorOr<uint64_t> write_at(File* f, WriteSource src, uint64_t len, uint64_t offset) {
   fs::Inode* n = f->node;
   if (!writable(f)) return Errno::EBADF;
   if (!len) return uint64_t{0};
-  if (!user_range_ok(user_buf, len)) return Errno::EFAULT;
+  if (!src.range_ok(len)) return Errno::EFAULT;
   if (n->device != fs::Device::None) return len;  // null and zero take everything
   if (n->is_dir()) return Errno::EISDIR;
   if (!n->is_reg()) return Errno::EINVAL;
-  return fs::write(n, offset, len, &from_user, &user_buf);
+  return fs::write(n, offset, len, &from_source, &src);
 }
 
 }  // namespace
@@ -66,9 +66,9 @@ ErrorOr<uint64_t> node_read(File* f, uint64_t user_buf, uint64_t len) {
   return done;
 }
 
-ErrorOr<uint64_t> node_write(File* f, uint64_t user_buf, uint64_t len) {
+ErrorOr<uint64_t> node_write(File* f, WriteSource src, uint64_t len) {
   if (f->flags & abi::O_APPEND) f->pos = f->node->size;
-  const uint64_t done = TRY(write_at(f, user_buf, len, f->pos));
+  const uint64_t done = TRY(write_at(f, src, len, f->pos));
   f->pos += done;
   return done;
 }
@@ -82,7 +82,7 @@ ErrorOr<uint64_t> file_pread(File* f, uint64_t user_buf, uint64_t len, uint64_t 
 ErrorOr<uint64_t> file_pwrite(File* f, uint64_t user_buf, uint64_t len, uint64_t offset) {
   if (f->kind != File::Kind::Node) return Errno::ESPIPE;
   if (static_cast<int64_t>(offset) < 0) return Errno::EINVAL;
-  return write_at(f, user_buf, len, offset);
+  return write_at(f, WriteSource::from_user(user_buf), len, offset);
 }
 
 }  // namespace pvk

@@ -21,6 +21,7 @@ using SyscallArgs = uint64_t[6];
 // The call's result as rax, or false if `nr` is none of these calls.
 bool fs_path_call(uint64_t nr, const SyscallArgs& a, int64_t& ret);
 bool fs_fd_call(uint64_t nr, const SyscallArgs& a, int64_t& ret);
+bool sendfile_call(uint64_t nr, const SyscallArgs& a, int64_t& ret);  // kernel/proc/sendfile_call.cpp
 
 namespace fscall {
 

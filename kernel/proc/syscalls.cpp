@@ -289,7 +289,8 @@ extern "C" void syscall_dispatch(TrapFrame* f) {
     case abi::SYS_pvk_cpa: ret = sys_pvk_cpa(a); break;
     case abi::SYS_pvk_probe: ret = sys_pvk_probe(a); break;
     default:
-      if (!fs_path_call(f->rax, a, ret) && !fs_fd_call(f->rax, a, ret) && !cpu_call(f->rax, a, ret) &&
+      if (!fs_path_call(f->rax, a, ret) && !fs_fd_call(f->rax, a, ret) && !sendfile_call(f->rax, a, ret) &&
+          !cpu_call(f->rax, a, ret) &&
           !signal_mask_call(f->rax, a, ret) && !linux_call(f->rax, a, ret))
         ret = unimplemented_call(f->rax);
       break;

@@ -361,6 +361,61 @@ void file_mappings() {
   }
 }
 
+// sendfile: a file's bytes to another file and to a pipe, from the file's
+// offset or an explicit one, and Linux's errors.
+void send_files() {
+  static uint8_t data[10000], back[10000];
+  for (uint64_t i = 0; i < sizeof data; ++i) data[i] = pattern(i + 5);
+  const int in = static_cast<int>(open("/tmp/sf_in", O_CREAT | O_EXCL | O_RDWR, 0600));
+  CHECK(in >= 0);
+  CHECK_EQ(write(in, data, sizeof data), 10000);
+  CHECK_EQ(lseek(in, 0, SEEK_SET), 0);
+  const int out = static_cast<int>(open("/tmp/sf_out", O_CREAT | O_EXCL | O_RDWR, 0600));
+  CHECK(out >= 0);
+  // From the file's offset, which moves; more asked than there is.
+  CHECK_EQ(sendfile(out, in, nullptr, 7000), 7000);
+  CHECK_EQ(lseek(in, 0, SEEK_CUR), 7000);
+  CHECK_EQ(sendfile(out, in, nullptr, 1 << 20), 3000);
+  CHECK_EQ(sendfile(out, in, nullptr, 100), 0);  // at the end
+  CHECK_EQ(pread(out, back, sizeof back, 0), 10000);
+  CHECK(memcmp(back, data, sizeof data) == 0);
+  // From an explicit offset, which moves while the file's stays.
+  int64_t off = 9000;
+  CHECK_EQ(lseek(in, 123, SEEK_SET), 123);
+  CHECK_EQ(sendfile(out, in, &off, 5000), 1000);
+  CHECK_EQ(off, 10000);
+  CHECK_EQ(lseek(in, 0, SEEK_CUR), 123);
+  // Into a pipe.
+  int p[2];
+  CHECK_EQ(pipe(p), 0);
+  off = 4000;
+  CHECK_EQ(sendfile(p[1], in, &off, 3000), 3000);
+  CHECK_EQ(read_full(p[0], back, 3000), 3000);
+  CHECK(memcmp(back, data + 4000, 3000) == 0);
+  CHECK_EQ(sendfile(out, in, &off, 0), 0);
+  // Errors.
+  off = -1;
+  CHECK_EQ(sendfile(out, in, &off, 10), -EINVAL);
+  CHECK_EQ(sendfile(out, in, reinterpret_cast<int64_t*>(0x10), 10), -EFAULT);
+  CHECK_EQ(sendfile(out, in, reinterpret_cast<int64_t*>(0xffff800000000000ull), 10), -EFAULT);
+  CHECK_EQ(sendfile(99, in, nullptr, 10), -EBADF);
+  CHECK_EQ(sendfile(out, 99, nullptr, 10), -EBADF);
+  CHECK_EQ(sendfile(out, p[0], nullptr, 10), -EINVAL);  // not a regular file
+  CHECK_EQ(sendfile(p[0], in, nullptr, 10), -EBADF);   // a read end
+  const int ro = static_cast<int>(open("/tmp/sf_out", O_RDONLY));
+  CHECK_EQ(sendfile(ro, in, nullptr, 10), -EBADF);
+  const int wo = static_cast<int>(open("/tmp/sf_in", O_WRONLY));
+  CHECK_EQ(sendfile(out, wo, nullptr, 10), -EBADF);
+  const int app = static_cast<int>(open("/tmp/sf_out", O_WRONLY | O_APPEND));
+  CHECK_EQ(sendfile(app, in, nullptr, 10), -EINVAL);
+  const int dir = static_cast<int>(open("/tmp", O_RDONLY));
+  CHECK_EQ(sendfile(out, dir, nullptr, 10), -EINVAL);
+  const int fds[] = {in, out, p[0], p[1], ro, wo, app, dir};
+  for (int fd : fds) CHECK_EQ(close(fd), 0);
+  CHECK_EQ(unlink("/tmp/sf_in"), 0);
+  CHECK_EQ(unlink("/tmp/sf_out"), 0);
+}
+
 }  // namespace
 
 int main(int argc, char** argv, char**) {
@@ -374,6 +429,7 @@ int main(int argc, char** argv, char**) {
   bad_calls();
   devices_and_descriptors();
   file_mappings();
+  send_files();
   // Everything made under /tmp is gone again: the kernel's leak check
   // at the end of init sees whether its frames are too.
   Record("fstest").u64("checks", g_checks).u64("failures", g_failures);

@@ -131,14 +131,14 @@ constexpr uint64_t kFileCalls[] = {
 constexpr uint64_t kCpuCalls[] = {SYS_sched_setaffinity, SYS_sched_getaffinity, SYS_getcpu};
 // The calls glibc programs make (kernel/proc/linux_calls.cpp, sigmask_calls.cpp,
 // and bash's: the clocks, sysinfo, process groups and sessions, fadvise64,
-// getpeername): reached through the random numbers, with random arguments.
+// getpeername; busybox's cat: sendfile): reached through the random numbers, with random arguments.
 // A random setpgid or setsid moves only the child itself (or a child of
 // its own) into a group of its own; the guard rails keep kill off groups.
 constexpr uint64_t kLinuxCalls[] = {
     SYS_rt_sigprocmask, SYS_rt_sigsuspend, SYS_uname,   SYS_getuid,  SYS_getgid,   SYS_geteuid,
     SYS_getegid,        SYS_prctl,         SYS_getrlimit, SYS_prlimit64, SYS_set_robust_list, SYS_getrandom,
     SYS_gettimeofday,   SYS_time,          SYS_sysinfo, SYS_getpgrp, SYS_getpgid,  SYS_setpgid,
-    SYS_getsid,         SYS_setsid,        SYS_fadvise64, SYS_getpeername};
+    SYS_getsid,         SYS_setsid,        SYS_fadvise64, SYS_getpeername, SYS_sendfile};
 
 bool implemented(uint64_t nr) {
   for (uint64_t n : kNr)
