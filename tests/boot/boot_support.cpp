@@ -1,6 +1,8 @@
 #include "boot_support.hpp"
 
 #include <algorithm>
+#include <array>
+#include <cstdio>
 #include <cctype>
 #include <sstream>
 
@@ -27,6 +29,27 @@ RunResult boot_with_initrd(Platform platform, const std::string& params, const s
   RunResult r = run_kernel(options);
   EXPECT_TRUE(no_frame_leak(r)) << transcript(r);
   return r;
+}
+
+std::string host_command_output(const std::string& command) {
+  FILE* p = ::popen(command.c_str(), "r");
+  if (!p) return "popen failed";
+  std::string out;
+  std::array<char, 4096> buf;
+  for (size_t n; (n = fread(buf.data(), 1, buf.size(), p)) > 0;) out.append(buf.data(), n);
+  ::pclose(p);
+  return out;
+}
+
+std::string guest_output(const RunResult& r) {
+  std::string out;
+  for (const std::string& line : r.lines) {
+    if (line.rfind("@pvk ", 0) == 0 || line.rfind("pvk: ", 0) == 0 || line.rfind("(XEN)", 0) == 0) continue;
+    out += line;
+    out += '
+';
+  }
+  return out;
 }
 
 std::string lower(std::string_view text) {

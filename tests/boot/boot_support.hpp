@@ -44,6 +44,12 @@ bool any_text_line(const RunResult& r, const std::function<bool(std::string_view
 // Attached to failed assertions: the verdict, the end of the console and the
 // Xen lines that indicate trouble.
 std::string transcript(const RunResult& r);
+// What a command run on the build host printed (stdout and whatever it
+// sends to 2>&1), for tests that compare pvk's console with the host's.
+std::string host_command_output(const std::string& command);
+// What user programs printed on pvk's console: every line that is neither
+// a record nor the kernel's or Xen's own.
+std::string guest_output(const RunResult& r);
 
 // A failure the kernel handled itself: it printed done/fail and shut the
 // machine down with a failing status, rather than hanging or crashing.

@@ -63,25 +63,7 @@ echo done
 std::string host_output(const fs::path& script, const fs::path& tmp) {
   const std::string cmd =
       fmt::format("{} sh {} {} {} 2>&1", kBusybox, script.string(), tmp.string(), script.parent_path().string());
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return "popen failed";
-  std::string out;
-  std::array<char, 4096> buf;
-  for (size_t n; (n = fread(buf.data(), 1, buf.size(), p)) > 0;) out.append(buf.data(), n);
-  ::pclose(p);
-  return out;
-}
-
-// What the script printed on pvk's console: every line that is neither a
-// record nor the kernel's or Xen's own.
-std::string guest_output(const RunResult& r) {
-  std::string out;
-  for (const std::string& line : r.lines) {
-    if (line.rfind("@pvk ", 0) == 0 || line.rfind("pvk: ", 0) == 0 || line.rfind("(XEN)", 0) == 0) continue;
-    out += line;
-    out += '\n';
-  }
-  return out;
+  return host_command_output(cmd);
 }
 
 struct Case {

@@ -9,27 +9,14 @@
 // with large arguments: `hello` reports the argc it got.
 #include "base/console/record.h"
 #include "bench/libc/files.h"
+#include "tests/user/checks.h"
 #include "bench/libc/thread.h"
 
 using namespace pvk;
 using namespace pvk::user;
+using namespace pvk::user::checks;
 
 namespace {
-
-unsigned g_checks = 0, g_failures = 0;
-
-void check(bool ok, int line, const char* what, int64_t got) {
-  ++g_checks;
-  if (ok) return;
-  ++g_failures;
-  printf("exectest: line %d: %s (got %ld)\n", line, what, got);
-}
-#define CHECK(cond) check((cond), __LINE__, #cond, 0)
-#define CHECK_EQ(expr, want)                                                      \
-  do {                                                                            \
-    const int64_t got_ = static_cast<int64_t>(expr);                              \
-    check(got_ == static_cast<int64_t>(want), __LINE__, #expr " == " #want, got_); \
-  } while (0)
 
 constexpr uint64_t kPg = 4096;
 constexpr uint64_t kMaxArgStrlen = 32 * kPg;   // one string with its NUL
@@ -207,6 +194,7 @@ void threads_survive() {
 }  // namespace
 
 int main(int, char**, char**) {
+  g_program = "exectest";
   g_pid = getpid();
   g_heap = static_cast<volatile uint64_t*>(map_anon(kPg));
   g_heap[0] = 0xfeedface;

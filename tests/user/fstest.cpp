@@ -6,26 +6,13 @@
 // the owner the host gave the files.
 #include "base/console/record.h"
 #include "bench/libc/files.h"
+#include "tests/user/checks.h"
 
 using namespace pvk;
 using namespace pvk::user;
+using namespace pvk::user::checks;
 
 namespace {
-
-unsigned g_checks = 0, g_failures = 0;
-
-void check(bool ok, int line, const char* what, int64_t got) {
-  ++g_checks;
-  if (ok) return;
-  ++g_failures;
-  printf("fstest: line %d: %s (got %ld)\n", line, what, got);
-}
-#define CHECK(cond) check((cond), __LINE__, #cond, 0)
-#define CHECK_EQ(expr, want)                      \
-  do {                                            \
-    const int64_t got_ = static_cast<int64_t>(expr); \
-    check(got_ == static_cast<int64_t>(want), __LINE__, #expr " == " #want, got_); \
-  } while (0)
 
 uint64_t g_uid = 0, g_gid = 0;
 constexpr int64_t kMtime = 1700000000;
@@ -419,6 +406,7 @@ void send_files() {
 }  // namespace
 
 int main(int argc, char** argv, char**) {
+  g_program = "fstest";
   for (int i = 1; i < argc; ++i) {
     if (!memcmp(argv[i], "uid=", 4)) parse_u64(argv[i] + 4, &g_uid);
     if (!memcmp(argv[i], "gid=", 4)) parse_u64(argv[i] + 4, &g_gid);
