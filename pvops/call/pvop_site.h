@@ -16,6 +16,7 @@
 #include <stddef.h>
 
 #include <type_traits>
+#include <utility>
 
 #include "pvops/mmu_ops.h"
 
@@ -76,15 +77,49 @@ constexpr unsigned regs_of() {
   }
 }
 
+// An argument's register image, zero-extended: word `word` of it (one or
+// two, see regs_of). Built in registers, never through a buffer in memory,
+// so a site costs the moves its arguments need and nothing else.
 template <typename T>
-[[gnu::always_inline]] inline void put(uint64_t* regs, unsigned& n, std::remove_reference_t<T>& v) {
+[[gnu::always_inline]] inline uint64_t word_of(std::remove_reference_t<T>& v, unsigned word) {
   if constexpr (std::is_reference_v<T>) {
-    regs[n++] = reinterpret_cast<uint64_t>(&v);
+    return reinterpret_cast<uint64_t>(&v);
+  } else if constexpr (std::is_integral_v<T> || std::is_enum_v<T>) {
+    return static_cast<uint64_t>(v);
+  } else if constexpr (sizeof(T) == 8) {
+    return __builtin_bit_cast(uint64_t, v);
+  } else if constexpr (sizeof(T) == 16) {
+    struct Two {
+      uint64_t w[2];
+    };
+    return __builtin_bit_cast(Two, v).w[word];
   } else {
-    __builtin_memcpy(&regs[n], &v, sizeof v);
-    n += (sizeof v + 7) / 8;
+    uint64_t w[2] = {};
+    __builtin_memcpy(w, &v, sizeof v);
+    return w[word];
   }
 }
+
+template <typename T, unsigned At>
+[[gnu::always_inline]] inline void place(uint64_t* regs, std::remove_reference_t<T>& v) {
+  regs[At] = word_of<T>(v, 0);
+  if constexpr (regs_of<T>() == 2) regs[At + 1] = word_of<T>(v, 1);
+}
+
+// The first register each of the arguments A... takes.
+template <typename... A>
+struct RegLayout {
+  static constexpr unsigned count = (regs_of<A>() + ... + 0);
+  static constexpr auto first = [] {
+    struct {
+      unsigned at[sizeof...(A) + 1];
+    } r{};
+    unsigned n = 0, i = 0;
+    ((r.at[i++] = n, n += regs_of<A>()), ...);
+    (void)n, (void)i;
+    return r;
+  }();
+};
 
 }  // namespace pvop_detail
 }  // namespace pvk
@@ -115,10 +150,7 @@ struct Site<Slot, R (*)(A...)> {
   [[gnu::always_inline]] R operator()(A... a) const {
     if constexpr (is_light(Slot)) {
       static_assert(sizeof...(A) == 1 && regs_of<R>() == 1, "a light verb takes one entry and returns one value");
-      uint64_t in[1] = {};
-      unsigned n = 0;
-      (put<A>(in, n, a), ...);
-      (void)n;
+      const uint64_t in = (word_of<A>(a, 0), ...);
       uint64_t rax;
       asm("771:\n\tcall %P[thunk]\n772:\n\t"
           ".nops %c[room] - (772b - 771b)\n773:\n\t"
@@ -126,7 +158,7 @@ struct Site<Slot, R (*)(A...)> {
           ".long 771b - .\n\t.short %c[slot]\n\t.byte 773b - 771b, 772b - 771b\n\t"
           ".popsection"
           : "=a"(rax)
-          : "D"(in[0]), [thunk] "i"(thunk_for(Slot)), [slot] "i"(Slot), [room] "i"(kInlineRoom)
+          : "D"(in), [thunk] "i"(thunk_for(Slot)), [slot] "i"(Slot), [room] "i"(kInlineRoom)
           : "cc");
       return __builtin_bit_cast(R, rax);
     } else {
@@ -137,29 +169,52 @@ struct Site<Slot, R (*)(A...)> {
   // A verb with the C calling convention: every caller-saved register and
   // memory may change.
   [[gnu::always_inline]] static R call(A... a) {
-    uint64_t in[6] = {};
-    unsigned n = 0;
-    (put<A>(in, n, a), ...);
-    (void)n;
-    register uint64_t rdi asm("rdi") = in[0];
-    register uint64_t rsi asm("rsi") = in[1];
-    register uint64_t rdx asm("rdx") = in[2];
-    register uint64_t rcx asm("rcx") = in[3];
-    register uint64_t r8 asm("r8") = in[4];
-    register uint64_t r9 asm("r9") = in[5];
+    return call_regs(std::index_sequence_for<A...>{}, a...);
+  }
+
+  template <size_t... I>
+  [[gnu::always_inline]] static R call_regs(std::index_sequence<I...>, A... a) {
+    using L = RegLayout<A...>;
+    constexpr unsigned N = L::count;
+    // The argument registers in order; only the first N carry arguments
+    // (the rest are outputs only: the callee may clobber them, and no
+    // instruction is spent giving them a value).
+    uint64_t in[6];
+    (place<A, L::first.at[I]>(in, a), ...);
+    register uint64_t rdi asm("rdi");
+    register uint64_t rsi asm("rsi");
+    register uint64_t rdx asm("rdx");
+    register uint64_t rcx asm("rcx");
+    register uint64_t r8 asm("r8");
+    register uint64_t r9 asm("r9");
     register uint64_t rax asm("rax");
+    if constexpr (N > 0) rdi = in[0];
+    if constexpr (N > 1) rsi = in[1];
+    if constexpr (N > 2) rdx = in[2];
+    if constexpr (N > 3) rcx = in[3];
+    if constexpr (N > 4) r8 = in[4];
+    if constexpr (N > 5) r9 = in[5];
     auto* slot = reinterpret_cast<R (**)(A...)>(reinterpret_cast<char*>(&g_mmu) + Slot);
     // The callee may clobber every caller-saved register; the six argument
-    // registers are in-out operands for that reason, r10/r11 clobbers.
-    asm volatile(
-        "771:\n\tcall *%[fn]\n772:\n\t"
-        ".if %c[room]\n\t.nops %c[room] - (772b - 771b)\n\t.endif\n773:\n\t"
-        ".pushsection .pvop_sites, \"a?\"\n\t.balign 4\n\t"
-        ".long 771b - .\n\t.short %c[slot]\n\t.byte 773b - 771b, 772b - 771b\n\t"
-        ".popsection"
-        : "=r"(rax), "+r"(rdi), "+r"(rsi), "+r"(rdx), "+r"(rcx), "+r"(r8), "+r"(r9)
-        : [fn] "m"(*slot), [slot] "i"(Slot), [room] "i"(may_inline(Slot) ? kInlineRoom : 0)
-        : "r10", "r11", "memory", "cc");
+    // registers are in-out operands (or outputs) for that reason, r10/r11
+    // clobbers.
+#define PVK_PVOP_CALL_ASM(c1, c2, c3, c4, c5, c6)                                                         \
+  asm volatile("771:\n\tcall *%[fn]\n772:\n\t"                                                           \
+               ".if %c[room]\n\t.nops %c[room] - (772b - 771b)\n\t.endif\n773:\n\t"                       \
+               ".pushsection .pvop_sites, \"a?\"\n\t.balign 4\n\t"                                          \
+               ".long 771b - .\n\t.short %c[slot]\n\t.byte 773b - 771b, 772b - 771b\n\t"                    \
+               ".popsection"                                                                              \
+               : "=r"(rax), c1(rdi), c2(rsi), c3(rdx), c4(rcx), c5(r8), c6(r9)                            \
+               : [fn] "m"(*slot), [slot] "i"(Slot), [room] "i"(may_inline(Slot) ? kInlineRoom : 0)        \
+               : "r10", "r11", "memory", "cc")
+    if constexpr (N == 0) PVK_PVOP_CALL_ASM("=r", "=r", "=r", "=r", "=r", "=r");
+    else if constexpr (N == 1) PVK_PVOP_CALL_ASM("+r", "=r", "=r", "=r", "=r", "=r");
+    else if constexpr (N == 2) PVK_PVOP_CALL_ASM("+r", "+r", "=r", "=r", "=r", "=r");
+    else if constexpr (N == 3) PVK_PVOP_CALL_ASM("+r", "+r", "+r", "=r", "=r", "=r");
+    else if constexpr (N == 4) PVK_PVOP_CALL_ASM("+r", "+r", "+r", "+r", "=r", "=r");
+    else if constexpr (N == 5) PVK_PVOP_CALL_ASM("+r", "+r", "+r", "+r", "+r", "=r");
+    else PVK_PVOP_CALL_ASM("+r", "+r", "+r", "+r", "+r", "+r");
+#undef PVK_PVOP_CALL_ASM
     if constexpr (!std::is_void_v<R>) {
       union Out {
         Out() {}
