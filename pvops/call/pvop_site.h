@@ -26,16 +26,23 @@ namespace pvk {
 // needs no relocation.
 struct PvopSite {
   int32_t at;           // the site's address minus this field's address
-  uint16_t slot;        // offsetof(MmuOps, verb): the verb it calls
+  uint16_t slot;        // offsetof(MmuOps, verb): the verb it calls; kFlagBitsSite or'd in for such a site
   uint8_t length;       // bytes from the site to the instruction after it
   uint8_t call_length;  // bytes of the indirect call at its start
   uint8_t* address() const { return reinterpret_cast<uint8_t*>(const_cast<int32_t*>(&at)) + at; }
+  // A flag-bits site of pte_flags (pte_flag_bits_site below).
+  static constexpr uint16_t kFlagBitsSite = 0x8000;
+  unsigned verb() const { return slot & ~kFlagBitsSite; }
+  bool flag_bits() const { return slot & kFlagBitsSite; }
 };
 static_assert(sizeof(PvopSite) == 8);
 
 // Bytes reserved at the sites of the verbs that may become inline code: the
 // longest inline form (pte_flags: movabs of the mask, and) is 13 bytes.
 inline constexpr uint8_t kInlineRoom = 13;
+// Bytes of a flag-bits site: its direct call to the thunk, or the one
+// 5-byte instruction that replaces it.
+inline constexpr uint8_t kFlagBitsRoom = 5;
 
 constexpr bool may_inline(size_t slot) {
   return slot == offsetof(MmuOps, pte_flags) || slot == offsetof(MmuOps, pte_val) ||
@@ -247,6 +254,34 @@ namespace pvk {
   return PVOP_SITE(pte_flags)(e);
 #else
   return g_mmu.pte_flags(e);
+#endif
+}
+
+// A flag test under pte=flags: a value whose flag bits (pte_bit::FlagMask)
+// are pte_flags(e)'s, the other bits unspecified — the caller masks it with
+// the bits it tests (mapped, present, has). A site of its own kind
+// (PvopSite::kFlagBitsSite): where pte_flags is the architectural mask,
+// pvpatch=on makes it one instruction (rax = rdi: the entry is its own flag
+// image) where a pte_flags site takes two (movabs of the mask, and), so a
+// walk's per-leaf test costs what pte=attrs' inline test costs plus that
+// move. Unpatched it calls pte_flags' thunk as a pte_flags site does.
+[[gnu::always_inline]] inline uint64_t pte_flag_bits_site(Pte e) {
+#if PVK_BUILTIN_NATIVE
+  return e.raw;
+#elif defined(PVK_KERNEL)
+  uint64_t rax;
+  asm("771:\n\tcall %P[thunk]\n772:\n\t"
+      ".nops %c[room] - (772b - 771b)\n773:\n\t"
+      ".pushsection .pvop_sites, \"a?\"\n\t.balign 4\n\t"
+      ".long 771b - .\n\t.short %c[slot]\n\t.byte 773b - 771b, 772b - 771b\n\t"
+      ".popsection"
+      : "=a"(rax)
+      : "D"(e.raw), [thunk] "i"(&pvk_pvop_thunk_pte_flags),
+        [slot] "i"(offsetof(MmuOps, pte_flags) | PvopSite::kFlagBitsSite), [room] "i"(kFlagBitsRoom)
+      : "cc");
+  return rax;
+#else
+  return g_mmu.pte_flags(e).bits;
 #endif
 }
 

@@ -22,6 +22,11 @@ enum class InlineOp : uint8_t {
   // entry): the counter is a memory operand, rip-relative to the site.
   Count,         // enter_lazy_mmu: ++*counter
   CountInvlpg,   // flush_tlb_one:  ++*counter; invlpg (rdi)
+  // A flag-bits site of pte_flags (pvops/call/pvop_site.h: its caller masks
+  // the result with the flag bits it tests, so where pte_flags is the mask
+  // the entry itself serves): rax = rdi, one 5-byte instruction that fills
+  // the site, no nops after it.
+  FlagBits,
 };
 
 inline constexpr unsigned kIndirectCallLength = 6;  // ff 15 disp32
