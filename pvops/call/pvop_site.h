@@ -30,10 +30,13 @@ struct PvopSite {
   uint8_t length;       // bytes from the site to the instruction after it
   uint8_t call_length;  // bytes of the indirect call at its start
   uint8_t* address() const { return reinterpret_cast<uint8_t*>(const_cast<int32_t*>(&at)) + at; }
-  // A flag-bits site of pte_flags (pte_flag_bits_site below).
+  // A flag-bits site of pte_flags (pte_flag_bits_site below); one that
+  // also loads the entry (pte_flag_bits_at) has kLoadSite too.
   static constexpr uint16_t kFlagBitsSite = 0x8000;
-  unsigned verb() const { return slot & ~kFlagBitsSite; }
+  static constexpr uint16_t kLoadSite = 0x4000;
+  unsigned verb() const { return slot & ~(kFlagBitsSite | kLoadSite); }
   bool flag_bits() const { return slot & kFlagBitsSite; }
+  bool loads() const { return slot & kLoadSite; }
 };
 static_assert(sizeof(PvopSite) == 8);
 
@@ -132,6 +135,7 @@ struct RegLayout {
 }  // namespace pvk
 
 extern "C" void pvk_pvop_thunk_pte_flags();
+extern "C" void pvk_pvop_thunk_pte_flags_at();  // takes the entry in rax (a flag-bits load site)
 extern "C" void pvk_pvop_thunk_pte_val();
 extern "C" void pvk_pvop_thunk_pte_pfn();
 
@@ -282,6 +286,30 @@ namespace pvk {
   return rax;
 #else
   return g_mmu.pte_flags(e).bits;
+#endif
+}
+
+// pte_flag_bits_site of the entry at slot, the load part of the site: its
+// compiled form loads the entry into rax and calls the thunk that takes it
+// there (8 bytes); patched where pte_flags is the mask it is the one 8-byte
+// load (mov 0x0(%rdi,%riz,1),%rax) — the load the walk makes anyway under
+// pte=attrs, so a leaf's flag test costs no instruction more than there.
+[[gnu::always_inline]] inline uint64_t pte_flag_bits_at(const Pte* slot) {
+#if PVK_BUILTIN_NATIVE
+  return slot->raw;
+#elif defined(PVK_KERNEL)
+  uint64_t rax;
+  asm("771:\n\tmov (%%rdi), %%rax\n\tcall %P[thunk]\n772:\n773:\n\t"
+      ".pushsection .pvop_sites, \"a?\"\n\t.balign 4\n\t"
+      ".long 771b - .\n\t.short %c[slot]\n\t.byte 773b - 771b, 772b - 771b\n\t"
+      ".popsection"
+      : "=a"(rax)
+      : "D"(slot), "m"(*slot), [thunk] "i"(&pvk_pvop_thunk_pte_flags_at),
+        [slot] "i"(offsetof(MmuOps, pte_flags) | PvopSite::kFlagBitsSite | PvopSite::kLoadSite)
+      : "cc");
+  return rax;
+#else
+  return g_mmu.pte_flags(*slot).bits;
 #endif
 }
 

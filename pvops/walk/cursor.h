@@ -63,6 +63,14 @@ class PageCursor {
     else
       return e.raw;
   }
+  // The same of the entry at slot, loaded by the site itself
+  // (pte_flag_bits_at: patched, the load pte=attrs makes, nothing more).
+  static uint64_t flag_image_at(const Pte* slot) {
+    if constexpr (Access == PteAccess::Flags)
+      return pte_flag_bits_at(slot);
+    else
+      return slot->raw;
+  }
 
   static bool has(Pte e, uint64_t bit) {
     if constexpr (Access == PteAccess::Flags)

@@ -323,7 +323,7 @@ class PageWalk {
         // The leaf's one flag read; the new entry's flags follow from it
         // (set and clear are flag bits), so no second read is needed.
         // (Its flag image: only flag bits are tested.)
-        const uint64_t now = C::flag_image(*slot);
+        const uint64_t now = C::flag_image_at(slot);
         if (!(now & (pte_bit::Present | pte_bit::ProtNone))) continue;
         const Pte old = C::update_start(slot);
         Pte updated{(old.raw | set.bits) & ~clear.bits};

@@ -68,6 +68,7 @@ struct Site {
   uint16_t slot;  // the verb's (a flag-bits site: flag_bits)
   uint8_t length;
   bool flag_bits;
+  bool loads;  // a flag-bits load site
 };
 
 std::vector<Site> sites_of(const ElfImage& elf) {
@@ -78,7 +79,7 @@ std::vector<Site> sites_of(const ElfImage& elf) {
     PvopSite rec;
     memcpy(&rec, elf.at(*s, s->sh_addr + off), sizeof rec);
     out.push_back({s->sh_addr + off + static_cast<int64_t>(rec.at), static_cast<uint16_t>(rec.verb()), rec.length,
-                   rec.flag_bits()});
+                   rec.flag_bits(), rec.loads()});
   }
   return out;
 }
@@ -135,12 +136,22 @@ TEST_P(ImageSites, EveryRecordIsAnIndirectCallThroughItsSlot) {
     if (s.flag_bits) {
       EXPECT_EQ(s.slot, offsetof(MmuOps, pte_flags));
     }
-    EXPECT_EQ(s.length, s.flag_bits           ? kFlagBitsRoom
+    if (s.loads) {
+      EXPECT_TRUE(s.flag_bits);
+    }
+    EXPECT_EQ(s.length, s.loads               ? site_code::kLoadCallLength
+                        : s.flag_bits         ? kFlagBitsRoom
                         : may_inline(s.slot) ? kInlineRoom
                                              : site_code::kIndirectCallLength);
     ASSERT_TRUE(elf.holds(*text, s.address, s.length)) << "outside .text";
     const auto d = site_code::decode(elf.at(*text, s.address), s.length, s.address);
-    if (pvop_detail::is_light(s.slot)) {
+    if (s.loads) {
+      // A flag-bits load site loads the entry and calls the thunk taking it in rax.
+      const Elf64_Sym* thunk = elf.symbol("pvk_pvop_thunk_pte_flags_at");
+      ASSERT_TRUE(thunk);
+      EXPECT_EQ(d.form, site_code::Form::LoadCall);
+      EXPECT_EQ(d.target, thunk->st_value);
+    } else if (pvop_detail::is_light(s.slot)) {
       // A light verb's site calls its register-saving thunk.
       const Elf64_Sym* thunk = elf.symbol(light_thunk(s.slot));
       ASSERT_TRUE(thunk) << light_thunk(s.slot);

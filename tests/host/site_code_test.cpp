@@ -58,6 +58,27 @@ TEST(SiteCode, DirectCallRefusesWhatDoesNotFit) {
 
 TEST(SiteCode, FlagBitsFormFillsItsFiveByteSite) {
   EXPECT_EQ(site_code::inline_length(InlineOp::FlagBits), 5u) << "one instruction, no nops after it";
+  EXPECT_EQ(site_code::inline_length(InlineOp::FlagBitsAt), site_code::kLoadCallLength)
+      << "one instruction, no nops after it";
+  uint8_t buf[site_code::kLoadCallLength];
+  ASSERT_TRUE(site_code::encode_inline(buf, sizeof buf, InlineOp::FlagBitsAt));
+  const auto d = site_code::decode(buf, sizeof buf, kSite);
+  EXPECT_EQ(d.form, Form::Inline);
+  EXPECT_EQ(d.op, InlineOp::FlagBitsAt);
+  const uint64_t slot = 0x8000000012345067ull;
+  EXPECT_EQ(site_code::inline_result(InlineOp::FlagBitsAt, reinterpret_cast<uint64_t>(&slot), 0), slot);
+}
+
+TEST(SiteCode, LoadCallRoundTrips) {
+  for (unsigned len : {8u, 13u}) {
+    std::vector<uint8_t> buf(len, 0xcc);
+    ASSERT_TRUE(site_code::encode_load_call(buf.data(), len, kSite, kSite + 0x1234));
+    const auto d = site_code::decode(buf.data(), len, kSite);
+    EXPECT_EQ(d.form, Form::LoadCall) << len;
+    EXPECT_EQ(d.target, kSite + 0x1234) << len;
+  }
+  uint8_t small[7];
+  EXPECT_FALSE(site_code::encode_load_call(small, sizeof small, kSite, kSite + 64));
 }
 
 TEST(SiteCode, InlineFormsRoundTripAndFitTheRoom) {
