@@ -30,7 +30,7 @@ extern PteAccess g_pte_access;
 // mask (and only memory-type decisions call pte_attrs).
 inline bool pte_has(Pte e, uint64_t bit) {
 #if !PVK_BUILTIN_NATIVE
-  if (g_pte_access == PteAccess::Flags) return PVOP(pte_flags)(e).has(bit);
+  if (g_pte_access == PteAccess::Flags) return (pte_flag_bits_site(e) & bit) == bit;  // bit: flag bits
 #endif
   return (e.raw & bit) == bit;
 }

@@ -16,6 +16,7 @@
 #include <stddef.h>
 
 #include <type_traits>
+#include <utility>
 
 #include "pvops/mmu_ops.h"
 
@@ -25,16 +26,26 @@ namespace pvk {
 // needs no relocation.
 struct PvopSite {
   int32_t at;           // the site's address minus this field's address
-  uint16_t slot;        // offsetof(MmuOps, verb): the verb it calls
+  uint16_t slot;        // offsetof(MmuOps, verb): the verb it calls; kFlagBitsSite or'd in for such a site
   uint8_t length;       // bytes from the site to the instruction after it
   uint8_t call_length;  // bytes of the indirect call at its start
   uint8_t* address() const { return reinterpret_cast<uint8_t*>(const_cast<int32_t*>(&at)) + at; }
+  // A flag-bits site of pte_flags (pte_flag_bits_site below); one that
+  // also loads the entry (pte_flag_bits_at) has kLoadSite too.
+  static constexpr uint16_t kFlagBitsSite = 0x8000;
+  static constexpr uint16_t kLoadSite = 0x4000;
+  unsigned verb() const { return slot & ~(kFlagBitsSite | kLoadSite); }
+  bool flag_bits() const { return slot & kFlagBitsSite; }
+  bool loads() const { return slot & kLoadSite; }
 };
 static_assert(sizeof(PvopSite) == 8);
 
 // Bytes reserved at the sites of the verbs that may become inline code: the
 // longest inline form (pte_flags: movabs of the mask, and) is 13 bytes.
 inline constexpr uint8_t kInlineRoom = 13;
+// Bytes of a flag-bits site: its direct call to the thunk, or the one
+// 5-byte instruction that replaces it.
+inline constexpr uint8_t kFlagBitsRoom = 5;
 
 constexpr bool may_inline(size_t slot) {
   return slot == offsetof(MmuOps, pte_flags) || slot == offsetof(MmuOps, pte_val) ||
@@ -76,20 +87,55 @@ constexpr unsigned regs_of() {
   }
 }
 
+// An argument's register image, zero-extended: word `word` of it (one or
+// two, see regs_of). Built in registers, never through a buffer in memory,
+// so a site costs the moves its arguments need and nothing else.
 template <typename T>
-[[gnu::always_inline]] inline void put(uint64_t* regs, unsigned& n, std::remove_reference_t<T>& v) {
+[[gnu::always_inline]] inline uint64_t word_of(std::remove_reference_t<T>& v, unsigned word) {
   if constexpr (std::is_reference_v<T>) {
-    regs[n++] = reinterpret_cast<uint64_t>(&v);
+    return reinterpret_cast<uint64_t>(&v);
+  } else if constexpr (std::is_integral_v<T> || std::is_enum_v<T>) {
+    return static_cast<uint64_t>(v);
+  } else if constexpr (sizeof(T) == 8) {
+    return __builtin_bit_cast(uint64_t, v);
+  } else if constexpr (sizeof(T) == 16) {
+    struct Two {
+      uint64_t w[2];
+    };
+    return __builtin_bit_cast(Two, v).w[word];
   } else {
-    __builtin_memcpy(&regs[n], &v, sizeof v);
-    n += (sizeof v + 7) / 8;
+    uint64_t w[2] = {};
+    __builtin_memcpy(w, &v, sizeof v);
+    return w[word];
   }
 }
+
+template <typename T, unsigned At>
+[[gnu::always_inline]] inline void place(uint64_t* regs, std::remove_reference_t<T>& v) {
+  regs[At] = word_of<T>(v, 0);
+  if constexpr (regs_of<T>() == 2) regs[At + 1] = word_of<T>(v, 1);
+}
+
+// The first register each of the arguments A... takes.
+template <typename... A>
+struct RegLayout {
+  static constexpr unsigned count = (regs_of<A>() + ... + 0);
+  static constexpr auto first = [] {
+    struct {
+      unsigned at[sizeof...(A) + 1];
+    } r{};
+    unsigned n = 0, i = 0;
+    ((r.at[i++] = n, n += regs_of<A>()), ...);
+    (void)n, (void)i;
+    return r;
+  }();
+};
 
 }  // namespace pvop_detail
 }  // namespace pvk
 
 extern "C" void pvk_pvop_thunk_pte_flags();
+extern "C" void pvk_pvop_thunk_pte_flags_at();  // takes the entry in rax (a flag-bits load site)
 extern "C" void pvk_pvop_thunk_pte_val();
 extern "C" void pvk_pvop_thunk_pte_pfn();
 
@@ -115,10 +161,7 @@ struct Site<Slot, R (*)(A...)> {
   [[gnu::always_inline]] R operator()(A... a) const {
     if constexpr (is_light(Slot)) {
       static_assert(sizeof...(A) == 1 && regs_of<R>() == 1, "a light verb takes one entry and returns one value");
-      uint64_t in[1] = {};
-      unsigned n = 0;
-      (put<A>(in, n, a), ...);
-      (void)n;
+      const uint64_t in = (word_of<A>(a, 0), ...);
       uint64_t rax;
       asm("771:\n\tcall %P[thunk]\n772:\n\t"
           ".nops %c[room] - (772b - 771b)\n773:\n\t"
@@ -126,7 +169,7 @@ struct Site<Slot, R (*)(A...)> {
           ".long 771b - .\n\t.short %c[slot]\n\t.byte 773b - 771b, 772b - 771b\n\t"
           ".popsection"
           : "=a"(rax)
-          : "D"(in[0]), [thunk] "i"(thunk_for(Slot)), [slot] "i"(Slot), [room] "i"(kInlineRoom)
+          : "D"(in), [thunk] "i"(thunk_for(Slot)), [slot] "i"(Slot), [room] "i"(kInlineRoom)
           : "cc");
       return __builtin_bit_cast(R, rax);
     } else {
@@ -137,29 +180,52 @@ struct Site<Slot, R (*)(A...)> {
   // A verb with the C calling convention: every caller-saved register and
   // memory may change.
   [[gnu::always_inline]] static R call(A... a) {
-    uint64_t in[6] = {};
-    unsigned n = 0;
-    (put<A>(in, n, a), ...);
-    (void)n;
-    register uint64_t rdi asm("rdi") = in[0];
-    register uint64_t rsi asm("rsi") = in[1];
-    register uint64_t rdx asm("rdx") = in[2];
-    register uint64_t rcx asm("rcx") = in[3];
-    register uint64_t r8 asm("r8") = in[4];
-    register uint64_t r9 asm("r9") = in[5];
+    return call_regs(std::index_sequence_for<A...>{}, a...);
+  }
+
+  template <size_t... I>
+  [[gnu::always_inline]] static R call_regs(std::index_sequence<I...>, A... a) {
+    using L = RegLayout<A...>;
+    constexpr unsigned N = L::count;
+    // The argument registers in order; only the first N carry arguments
+    // (the rest are outputs only: the callee may clobber them, and no
+    // instruction is spent giving them a value).
+    uint64_t in[6];
+    (place<A, L::first.at[I]>(in, a), ...);
+    register uint64_t rdi asm("rdi");
+    register uint64_t rsi asm("rsi");
+    register uint64_t rdx asm("rdx");
+    register uint64_t rcx asm("rcx");
+    register uint64_t r8 asm("r8");
+    register uint64_t r9 asm("r9");
     register uint64_t rax asm("rax");
+    if constexpr (N > 0) rdi = in[0];
+    if constexpr (N > 1) rsi = in[1];
+    if constexpr (N > 2) rdx = in[2];
+    if constexpr (N > 3) rcx = in[3];
+    if constexpr (N > 4) r8 = in[4];
+    if constexpr (N > 5) r9 = in[5];
     auto* slot = reinterpret_cast<R (**)(A...)>(reinterpret_cast<char*>(&g_mmu) + Slot);
     // The callee may clobber every caller-saved register; the six argument
-    // registers are in-out operands for that reason, r10/r11 clobbers.
-    asm volatile(
-        "771:\n\tcall *%[fn]\n772:\n\t"
-        ".if %c[room]\n\t.nops %c[room] - (772b - 771b)\n\t.endif\n773:\n\t"
-        ".pushsection .pvop_sites, \"a?\"\n\t.balign 4\n\t"
-        ".long 771b - .\n\t.short %c[slot]\n\t.byte 773b - 771b, 772b - 771b\n\t"
-        ".popsection"
-        : "=r"(rax), "+r"(rdi), "+r"(rsi), "+r"(rdx), "+r"(rcx), "+r"(r8), "+r"(r9)
-        : [fn] "m"(*slot), [slot] "i"(Slot), [room] "i"(may_inline(Slot) ? kInlineRoom : 0)
-        : "r10", "r11", "memory", "cc");
+    // registers are in-out operands (or outputs) for that reason, r10/r11
+    // clobbers.
+#define PVK_PVOP_CALL_ASM(c1, c2, c3, c4, c5, c6)                                                         \
+  asm volatile("771:\n\tcall *%[fn]\n772:\n\t"                                                           \
+               ".if %c[room]\n\t.nops %c[room] - (772b - 771b)\n\t.endif\n773:\n\t"                       \
+               ".pushsection .pvop_sites, \"a?\"\n\t.balign 4\n\t"                                          \
+               ".long 771b - .\n\t.short %c[slot]\n\t.byte 773b - 771b, 772b - 771b\n\t"                    \
+               ".popsection"                                                                              \
+               : "=r"(rax), c1(rdi), c2(rsi), c3(rdx), c4(rcx), c5(r8), c6(r9)                            \
+               : [fn] "m"(*slot), [slot] "i"(Slot), [room] "i"(may_inline(Slot) ? kInlineRoom : 0)        \
+               : "r10", "r11", "memory", "cc")
+    if constexpr (N == 0) PVK_PVOP_CALL_ASM("=r", "=r", "=r", "=r", "=r", "=r");
+    else if constexpr (N == 1) PVK_PVOP_CALL_ASM("+r", "=r", "=r", "=r", "=r", "=r");
+    else if constexpr (N == 2) PVK_PVOP_CALL_ASM("+r", "+r", "=r", "=r", "=r", "=r");
+    else if constexpr (N == 3) PVK_PVOP_CALL_ASM("+r", "+r", "+r", "=r", "=r", "=r");
+    else if constexpr (N == 4) PVK_PVOP_CALL_ASM("+r", "+r", "+r", "+r", "=r", "=r");
+    else if constexpr (N == 5) PVK_PVOP_CALL_ASM("+r", "+r", "+r", "+r", "+r", "=r");
+    else PVK_PVOP_CALL_ASM("+r", "+r", "+r", "+r", "+r", "+r");
+#undef PVK_PVOP_CALL_ASM
     if constexpr (!std::is_void_v<R>) {
       union Out {
         Out() {}
@@ -192,6 +258,58 @@ namespace pvk {
   return PVOP_SITE(pte_flags)(e);
 #else
   return g_mmu.pte_flags(e);
+#endif
+}
+
+// A flag test under pte=flags: a value whose flag bits (pte_bit::FlagMask)
+// are pte_flags(e)'s, the other bits unspecified — the caller masks it with
+// the bits it tests (mapped, present, has). A site of its own kind
+// (PvopSite::kFlagBitsSite): where pte_flags is the architectural mask,
+// pvpatch=on makes it one instruction (rax = rdi: the entry is its own flag
+// image) where a pte_flags site takes two (movabs of the mask, and), so a
+// walk's per-leaf test costs what pte=attrs' inline test costs plus that
+// move. Unpatched it calls pte_flags' thunk as a pte_flags site does.
+[[gnu::always_inline]] inline uint64_t pte_flag_bits_site(Pte e) {
+#if PVK_BUILTIN_NATIVE
+  return e.raw;
+#elif defined(PVK_KERNEL)
+  uint64_t rax;
+  asm("771:\n\tcall %P[thunk]\n772:\n\t"
+      ".nops %c[room] - (772b - 771b)\n773:\n\t"
+      ".pushsection .pvop_sites, \"a?\"\n\t.balign 4\n\t"
+      ".long 771b - .\n\t.short %c[slot]\n\t.byte 773b - 771b, 772b - 771b\n\t"
+      ".popsection"
+      : "=a"(rax)
+      : "D"(e.raw), [thunk] "i"(&pvk_pvop_thunk_pte_flags),
+        [slot] "i"(offsetof(MmuOps, pte_flags) | PvopSite::kFlagBitsSite), [room] "i"(kFlagBitsRoom)
+      : "cc");
+  return rax;
+#else
+  return g_mmu.pte_flags(e).bits;
+#endif
+}
+
+// pte_flag_bits_site of the entry at slot, the load part of the site: its
+// compiled form loads the entry into rax and calls the thunk that takes it
+// there (8 bytes); patched where pte_flags is the mask it is the one 8-byte
+// load (mov 0x0(%rdi,%riz,1),%rax) — the load the walk makes anyway under
+// pte=attrs, so a leaf's flag test costs no instruction more than there.
+[[gnu::always_inline]] inline uint64_t pte_flag_bits_at(const Pte* slot) {
+#if PVK_BUILTIN_NATIVE
+  return slot->raw;
+#elif defined(PVK_KERNEL)
+  uint64_t rax;
+  asm("771:\n\tmov (%%rdi), %%rax\n\tcall %P[thunk]\n772:\n773:\n\t"
+      ".pushsection .pvop_sites, \"a?\"\n\t.balign 4\n\t"
+      ".long 771b - .\n\t.short %c[slot]\n\t.byte 773b - 771b, 772b - 771b\n\t"
+      ".popsection"
+      : "=a"(rax)
+      : "D"(slot), "m"(*slot), [thunk] "i"(&pvk_pvop_thunk_pte_flags_at),
+        [slot] "i"(offsetof(MmuOps, pte_flags) | PvopSite::kFlagBitsSite | PvopSite::kLoadSite)
+      : "cc");
+  return rax;
+#else
+  return g_mmu.pte_flags(*slot).bits;
 #endif
 }
 

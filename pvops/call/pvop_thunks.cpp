@@ -32,6 +32,20 @@ namespace pvk {
   PVK_PVOP_THUNK(pte_val);
   PVK_PVOP_THUNK(pte_pfn);
 #undef PVK_PVOP_THUNK
+  // A flag-bits load site's (pte_flag_bits_at): the entry comes in rax.
+  asm(".pushsection .text.pvop_thunks, \"ax\"\n\t"
+      ".globl pvk_pvop_thunk_pte_flags_at\n\t.type pvk_pvop_thunk_pte_flags_at, @function\n"
+      "pvk_pvop_thunk_pte_flags_at:\n\t"
+      "push %%rcx\n\tpush %%rdx\n\tpush %%rsi\n\tpush %%rdi\n\t"
+      "push %%r8\n\tpush %%r9\n\tpush %%r10\n\tpush %%r11\n\t"
+      "mov %%rax, %%rdi\n\t"
+      "call *%P[mmu]+%c[slot](%%rip)\n\t"
+      "pop %%r11\n\tpop %%r10\n\tpop %%r9\n\tpop %%r8\n\t"
+      "pop %%rdi\n\tpop %%rsi\n\tpop %%rdx\n\tpop %%rcx\n\tret\n\t"
+      ".size pvk_pvop_thunk_pte_flags_at, . - pvk_pvop_thunk_pte_flags_at\n\t"
+      ".popsection"
+      :
+      : [mmu] "i"(&g_mmu), [slot] "i"(offsetof(MmuOps, pte_flags)));
 }
 
 }  // namespace pvk

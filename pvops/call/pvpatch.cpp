@@ -23,12 +23,18 @@ uint64_t slot_target(unsigned slot) {
 }
 // Where a light verb's sites call: its register-saving thunk.
 uint64_t thunk_address(unsigned slot) { return reinterpret_cast<uint64_t>(pvop_detail::thunk_for(slot)); }
+// A flag-bits load site's thunk (the entry in rax).
+uint64_t load_thunk_address() { return reinterpret_cast<uint64_t>(&pvk_pvop_thunk_pte_flags_at); }
 
 // What the compiler left at a site: a call through the verb's slot, or for
 // a light verb a direct call to its thunk.
 bool as_compiled(const PvopSite& s, const site_code::Decoded& d) {
-  if (pvop_detail::is_light(s.slot)) return d.form == site_code::Form::DirectCall && d.target == thunk_address(s.slot);
-  return d.form == site_code::Form::IndirectCall && d.target == slot_address(s.slot);
+  if (s.flag_bits() && s.verb() != offsetof(MmuOps, pte_flags)) return false;
+  if (s.loads() != s.flag_bits() && s.loads()) return false;
+  if (s.loads()) return d.form == site_code::Form::LoadCall && d.target == load_thunk_address();
+  if (pvop_detail::is_light(s.verb()))
+    return d.form == site_code::Form::DirectCall && d.target == thunk_address(s.verb());
+  return d.form == site_code::Form::IndirectCall && d.target == slot_address(s.verb());
 }
 // The direct call a site becomes when it is not inlined: the backend's
 // function, or for a light verb still its thunk (the site promises the
@@ -38,11 +44,14 @@ uint64_t direct_target(unsigned slot) {
 }
 
 // The inline form a verb's sites may take under this backend, if any, and
-// for the counting forms the counter they bump.
-bool inline_op_for(unsigned slot, InlineOp& op, uint64_t* counter = nullptr) {
+// for the counting forms the counter they bump. A flag-bits site of
+// pte_flags takes the entry itself where pte_flags is the mask.
+bool inline_op_for(unsigned slot, InlineOp& op, uint64_t* counter = nullptr, bool flag_bits = false,
+                   bool loads = false) {
   const InlineForms forms = g_mmu.inline_forms;
   if (forms == InlineForms::None) return false;
-  if (slot == offsetof(MmuOps, pte_flags)) return op = InlineOp::FlagsMask, true;
+  if (slot == offsetof(MmuOps, pte_flags))
+    return op = loads ? InlineOp::FlagBitsAt : flag_bits ? InlineOp::FlagBits : InlineOp::FlagsMask, true;
   if (forms != InlineForms::NativeEncoding) return false;
   if (slot == offsetof(MmuOps, pte_val)) return op = InlineOp::Identity, true;
   if (slot == offsetof(MmuOps, pte_pfn)) return op = InlineOp::NativePfn, true;
@@ -68,6 +77,8 @@ bool inline_op_for(unsigned slot, InlineOp& op, uint64_t* counter = nullptr) {
   // Only what the backend declares is tried (calling, say, enter_lazy_mmu
   // under Xen would open a section).
   if (g_mmu.inline_forms == InlineForms::None) return false;
+  // The entry serves as its flag image exactly when pte_flags is the mask.
+  if (op == InlineOp::FlagBits || op == InlineOp::FlagBitsAt) op = InlineOp::FlagsMask;
   if (op != InlineOp::FlagsMask && g_mmu.inline_forms != InlineForms::NativeEncoding) return false;
   static constexpr uint64_t kSamples[] = {0, ~uint64_t{0}, 0x8000000012345067ull, 0x00000000000fffffull,
                                           0x7ff0000abcdef863ull};
@@ -76,7 +87,9 @@ bool inline_op_for(unsigned slot, InlineOp& op, uint64_t* counter = nullptr) {
     for (uint64_t b : kFlagSamples) {
       uint64_t got = 0;
       switch (op) {
-        case InlineOp::FlagsMask: got = g_mmu.pte_flags(Pte{a}).bits; break;
+        case InlineOp::FlagsMask:
+        case InlineOp::FlagBits:
+        case InlineOp::FlagBitsAt: got = g_mmu.pte_flags(Pte{a}).bits; break;
         case InlineOp::Identity: got = g_mmu.pte_val(Pte{a}); break;
         case InlineOp::NativePfn: got = raw(g_mmu.pte_pfn(Pte{a})); break;
         case InlineOp::ReturnOk:
@@ -119,7 +132,9 @@ bool inline_op_for(unsigned slot, InlineOp& op, uint64_t* counter = nullptr) {
 void count_inline(PatchReport& r, InlineOp op) {
   ++r.inlined;
   switch (op) {
-    case InlineOp::FlagsMask: ++r.flags_mask; break;
+    case InlineOp::FlagsMask:
+    case InlineOp::FlagBits:
+    case InlineOp::FlagBitsAt: ++r.flags_mask; break;
     case InlineOp::Identity: ++r.identity; break;
     case InlineOp::NativePfn: ++r.native_pfn; break;
     case InlineOp::NativeMake: ++r.native_make; break;
@@ -133,7 +148,7 @@ void count_inline(PatchReport& r, InlineOp op) {
 
 ErrorOr<PatchReport> patch_pvop_sites(bool patch, char* failure, size_t failure_size) {
   PatchReport r;
-  constexpr unsigned kOps = static_cast<unsigned>(InlineOp::CountInvlpg) + 1;
+  constexpr unsigned kOps = static_cast<unsigned>(InlineOp::FlagBitsAt) + 1;
   bool inline_ok[kOps] = {};
   for (unsigned op = 0; op < kOps; ++op) inline_ok[op] = verb_matches(static_cast<InlineOp>(op));
 
@@ -145,12 +160,12 @@ ErrorOr<PatchReport> patch_pvop_sites(bool patch, char* failure, size_t failure_
     const auto d = site_code::decode(s->address(), s->length, at);
     if (!as_compiled(*s, d)) {
       format(failure, failure_size, "pvk: pvpatch: site %u at %p is not the call the compiler left for g_mmu slot %u",
-             r.sites - 1, s->address(), s->slot);
+             r.sites - 1, s->address(), s->verb());
       return Errno::EINVAL;
     }
-    if (!slot_target(s->slot)) {
+    if (!slot_target(s->verb())) {
       format(failure, failure_size, "pvk: pvpatch: backend %s has no function for g_mmu slot %u", g_mmu.name,
-             s->slot);
+             s->verb());
       return Errno::ENOSYS;
     }
   }
@@ -164,9 +179,10 @@ ErrorOr<PatchReport> patch_pvop_sites(bool patch, char* failure, size_t failure_
     const uint64_t at = reinterpret_cast<uint64_t>(s->address());
     InlineOp op{};
     uint64_t counter = 0;
-    const bool as_inline = inline_op_for(s->slot, op, &counter) && inline_ok[static_cast<unsigned>(op)] &&
-                           site_code::encode_inline(code, s->length, op, at, counter);
-    if (!as_inline && !site_code::encode_direct_call(code, s->length, at, direct_target(s->slot))) {
+    const bool as_inline = inline_op_for(s->verb(), op, &counter, s->flag_bits(), s->loads()) &&
+                           inline_ok[static_cast<unsigned>(op)] && site_code::encode_inline(code, s->length, op, at, counter);
+    if (!as_inline && !(s->loads() ? site_code::encode_load_call(code, s->length, at, load_thunk_address())
+                                   : site_code::encode_direct_call(code, s->length, at, direct_target(s->verb())))) {
       format(failure, failure_size, "pvk: pvpatch: site at %p (%u bytes) cannot hold a direct call", s->address(),
              s->length);
       return Errno::EINVAL;
@@ -182,13 +198,15 @@ ErrorOr<PatchReport> patch_pvop_sites(bool patch, char* failure, size_t failure_
     const auto d = site_code::decode(s->address(), s->length, at);
     InlineOp op{};
     uint64_t counter = 0;
-    const bool want_inline = inline_op_for(s->slot, op, &counter) && inline_ok[static_cast<unsigned>(op)];
+    const bool want_inline =
+        inline_op_for(s->verb(), op, &counter, s->flag_bits(), s->loads()) && inline_ok[static_cast<unsigned>(op)];
     const bool good = want_inline ? d.form == site_code::Form::Inline && d.op == op &&
                                         ((op != InlineOp::Count && op != InlineOp::CountInvlpg) || d.target == counter)
-                                  : d.form == site_code::Form::DirectCall && d.target == direct_target(s->slot);
+                  : s->loads() ? d.form == site_code::Form::LoadCall && d.target == load_thunk_address()
+                               : d.form == site_code::Form::DirectCall && d.target == direct_target(s->verb());
     if (!good) {
       format(failure, failure_size, "pvk: pvpatch: self-check: site at %p (g_mmu slot %u) reads back wrong",
-             s->address(), s->slot);
+             s->address(), s->verb());
       return Errno::EIO;
     }
     ++r.verified;

@@ -15,6 +15,9 @@ constexpr uint8_t kMovabsRax[] = {0x48, 0xb8};         // movabs $imm64,%rax
 constexpr uint8_t kXorEaxEax[] = {0x31, 0xc0};         // xor %eax,%eax
 constexpr uint8_t kIncqRip[] = {0x48, 0xff, 0x05};     // incq disp32(%rip), disp32 follows
 constexpr uint8_t kInvlpgRdi[] = {0x0f, 0x01, 0x3f};   // invlpg (%rdi)
+constexpr uint8_t kLeaRaxRdi5[] = {0x48, 0x8d, 0x44, 0x27, 0x00};  // lea 0x0(%rdi,%riz,1),%rax: 5 bytes
+constexpr uint8_t kMovRaxAtRdi8[] = {0x48, 0x8b, 0x84, 0x27, 0, 0, 0, 0};  // mov 0x0(%rdi,%riz,1),%rax: 8 bytes
+constexpr uint8_t kMovRaxAtRdi[] = {0x48, 0x8b, 0x07};                     // mov (%rdi),%rax
 
 // Appends bytes to a form being built.
 struct Writer {
@@ -52,6 +55,8 @@ unsigned build_inline(uint8_t* out, InlineOp op, uint64_t at = 0, uint64_t count
       w.put(kAndRaxRdi);
       break;
     case InlineOp::Identity: w.put(kMovRaxRdi); break;
+    case InlineOp::FlagBits: w.put(kLeaRaxRdi5); break;
+    case InlineOp::FlagBitsAt: w.put(kMovRaxAtRdi8); break;
     case InlineOp::NativePfn:
       w.put(kMovRaxRdi);
       w.put(kShlRax12);
@@ -121,7 +126,9 @@ unsigned inline_length(InlineOp op) {
 uint64_t inline_result(InlineOp op, uint64_t rdi, uint64_t rsi) {
   switch (op) {
     case InlineOp::FlagsMask: return rdi & pte_bit::FlagMask;
-    case InlineOp::Identity: return rdi;
+    case InlineOp::Identity:
+    case InlineOp::FlagBits: return rdi;
+    case InlineOp::FlagBitsAt: return *reinterpret_cast<const uint64_t*>(rdi);  // rdi: the slot
     case InlineOp::NativePfn: return (rdi & pte_bit::FrameMask) >> kPageShift;
     case InlineOp::NativeMake: return (rdi << kPageShift) | rsi;
     case InlineOp::ReturnOk:
@@ -163,6 +170,18 @@ bool encode_direct_call(uint8_t* buf, unsigned length, uint64_t at, uint64_t tar
   return true;
 }
 
+bool encode_load_call(uint8_t* buf, unsigned length, uint64_t at, uint64_t target) {
+  if (length < kLoadCallLength) return false;
+  const int64_t rel = static_cast<int64_t>(target - (at + kLoadCallLength));
+  if (rel != static_cast<int32_t>(rel)) return false;
+  memcpy(buf, kMovRaxAtRdi, sizeof kMovRaxAtRdi);
+  buf[3] = 0xe8;
+  const int32_t rel32 = static_cast<int32_t>(rel);
+  memcpy(buf + 4, &rel32, 4);
+  encode_nops(buf + kLoadCallLength, length - kLoadCallLength);
+  return true;
+}
+
 bool encode_inline(uint8_t* buf, unsigned length, InlineOp op, uint64_t at, uint64_t counter) {
   uint8_t code[16];
   const unsigned n = build_inline(code, op, at, counter);
@@ -199,8 +218,15 @@ Decoded decode(const uint8_t* buf, unsigned length, uint64_t at) {
     d.target = at + kIncq + static_cast<int64_t>(read32(buf + sizeof kIncqRip));
     return d;
   }
-  for (unsigned i = 0; i <= static_cast<unsigned>(InlineOp::ReturnOk); ++i) {
+  if (length >= kLoadCallLength && !memcmp(buf, kMovRaxAtRdi, sizeof kMovRaxAtRdi) && buf[3] == 0xe8 &&
+      only_nops(buf + kLoadCallLength, length - kLoadCallLength)) {
+    d.form = Form::LoadCall;
+    d.target = at + kLoadCallLength + static_cast<int64_t>(read32(buf + 4));
+    return d;
+  }
+  for (unsigned i = 0; i <= static_cast<unsigned>(InlineOp::FlagBitsAt); ++i) {
     const auto op = static_cast<InlineOp>(i);
+    if (op == InlineOp::Count || op == InlineOp::CountInvlpg) continue;  // decoded above
     uint8_t code[16];
     const unsigned n = build_inline(code, op);
     if (n <= length && !memcmp(buf, code, n) && only_nops(buf + n, length - n)) {

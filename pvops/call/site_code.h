@@ -8,7 +8,9 @@
 
 namespace pvk::site_code {
 
-enum class Form : uint8_t { IndirectCall, DirectCall, Inline, Unknown };
+// LoadCall: a flag-bits site that loads its entry (mov (%rdi),%rax) and
+// calls the thunk that takes the entry in rax, as the compiler leaves it.
+enum class Form : uint8_t { IndirectCall, DirectCall, Inline, Unknown, LoadCall };
 
 // The inline forms, each the SysV body of a one-line verb: argument in rdi
 // (and rsi), result in rax.
@@ -22,10 +24,19 @@ enum class InlineOp : uint8_t {
   // entry): the counter is a memory operand, rip-relative to the site.
   Count,         // enter_lazy_mmu: ++*counter
   CountInvlpg,   // flush_tlb_one:  ++*counter; invlpg (rdi)
+  // A flag-bits site of pte_flags (pvops/call/pvop_site.h: its caller masks
+  // the result with the flag bits it tests, so where pte_flags is the mask
+  // the entry itself serves): rax = rdi, one 5-byte instruction that fills
+  // the site, no nops after it.
+  FlagBits,
+  // The same for a site that loads the entry from the slot at rdi:
+  // rax = *(uint64_t*)rdi, one 8-byte instruction that fills the site.
+  FlagBitsAt,
 };
 
 inline constexpr unsigned kIndirectCallLength = 6;  // ff 15 disp32
 inline constexpr unsigned kDirectCallLength = 5;    // e8 rel32
+inline constexpr unsigned kLoadCallLength = 8;      // 48 8b 07 (mov (%rdi),%rax), e8 rel32
 
 // Bytes an inline form takes (before padding).
 unsigned inline_length(InlineOp op);
@@ -38,6 +49,8 @@ bool encode_direct_call(uint8_t* buf, unsigned length, uint64_t at, uint64_t tar
 // `counter`: the address Count and CountInvlpg increment (the others ignore it).
 bool encode_inline(uint8_t* buf, unsigned length, InlineOp op, uint64_t at = 0, uint64_t counter = 0);
 void encode_nops(uint8_t* buf, unsigned length);
+// A flag-bits load site as compiled: the load into rax, a direct call to target.
+bool encode_load_call(uint8_t* buf, unsigned length, uint64_t at, uint64_t target);
 
 struct Decoded {
   Form form = Form::Unknown;

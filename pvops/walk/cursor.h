@@ -41,7 +41,7 @@ class PageCursor {
   // "kernel-only" for user pages, so inaccessible must mean not present).
   static bool mapped(Pte e) {
     if constexpr (Access == PteAccess::Flags)
-      return pte_flags_site(e).bits & (pte_bit::Present | pte_bit::ProtNone);
+      return pte_flag_bits_site(e) & (pte_bit::Present | pte_bit::ProtNone);
     else
       return e.raw & (pte_bit::Present | pte_bit::ProtNone);
   }
@@ -54,9 +54,27 @@ class PageCursor {
       return PteFlags{e.raw & pte_bit::FlagMask};
   }
 
+  // An entry's flag image for tests of flag bits: its flag bits are the
+  // entry's flags (through pvops pte_flags under pte=flags), the other bits
+  // unspecified — mask it (pte_flag_bits_site: one instruction patched).
+  static uint64_t flag_image(Pte e) {
+    if constexpr (Access == PteAccess::Flags)
+      return pte_flag_bits_site(e);
+    else
+      return e.raw;
+  }
+  // The same of the entry at slot, loaded by the site itself
+  // (pte_flag_bits_at: patched, the load pte=attrs makes, nothing more).
+  static uint64_t flag_image_at(const Pte* slot) {
+    if constexpr (Access == PteAccess::Flags)
+      return pte_flag_bits_at(slot);
+    else
+      return slot->raw;
+  }
+
   static bool has(Pte e, uint64_t bit) {
     if constexpr (Access == PteAccess::Flags)
-      return pte_flags_site(e).has(bit);
+      return (pte_flag_bits_site(e) & bit) == bit;  // bit: flag bits
     else
       return (e.raw & bit) == bit;
   }
@@ -65,7 +83,7 @@ class PageCursor {
 
   static bool present(Pte e) {
     if constexpr (Access == PteAccess::Flags)
-      return pte_flags_site(e).has(pte_bit::Present);
+      return pte_flag_bits_site(e) & pte_bit::Present;
     else
       return e.present();
   }
@@ -115,7 +133,8 @@ class PageCursor {
   // A table one level below `level`'s entry: allocated, prepared for the
   // backend (Xen: read-only, validated) and hooked in. Its frame is used
   // directly, so a deferred store would not matter even at L1.
-  static ErrorOr<Pte*> populate(Pte* slot, Level level) {
+  // Out of line: the rare path of the walks that inline table_for_level.
+  [[gnu::noinline]] static ErrorOr<Pte*> populate(Pte* slot, Level level) {
     const Pfn pfn = TRY(frames().try_alloc());
     memset(phys_to_virt(pfn), 0, kPageSize);
     auto prepared = P::prepare_table(pfn, below(level));
@@ -133,7 +152,10 @@ class PageCursor {
   }
 
   // The table at `target` level covering va (the L4 table is the root).
-  static ErrorOr<Pte*> table_for_level(Pfn root, VirtAddr va, Level target, Alloc alloc = Alloc::No) {
+  // Inlined into every verb, where `target` is a constant and the loop
+  // unrolls: a single-entry verb (lookup, remap: a fault's three walks)
+  // then costs what the compiled-in native image's inlined walk costs.
+  [[gnu::always_inline]] static ErrorOr<Pte*> table_for_level(Pfn root, VirtAddr va, Level target, Alloc alloc = Alloc::No) {
     Pte* table = phys_to_virt<Pte>(root);
     for (Level l = Level::L4; l != target; l = below(l)) {
       Pte* slot = &table[index_at(va, l)];

@@ -301,7 +301,9 @@ class PageWalk {
   // The entry a leaf becomes when its frame is shared copy-on-write.
   static Pte cow_of(Pte e) { return Pte{(e.raw & ~pte_bit::Write) | pte_bit::Cow}; }
 
-  static ErrorOr<void> protect_leaves(Pfn root, VirtAddr va, uint64_t pages, PteFlags set, PteFlags clear,
+  // Inlined into protect and protect_tables: one call's prologue per range,
+  // not two (the compiled-in image inlines protect into mprotect).
+  [[gnu::always_inline]] static ErrorOr<void> protect_leaves(Pfn root, VirtAddr va, uint64_t pages, PteFlags set, PteFlags clear,
                                       LazyMmuSection& section, Tables tables) {
     return C::each_stretch(va, pages, [&](VirtAddr v, unsigned first, unsigned count, uint64_t i) -> ErrorOr<void> {
       Pte* l2_slot = C::hooked_l2_slot(root, v);
@@ -320,13 +322,14 @@ class PageWalk {
         Pte* slot = &l1[first + k];
         // The leaf's one flag read; the new entry's flags follow from it
         // (set and clear are flag bits), so no second read is needed.
-        const PteFlags now = C::flags_of(*slot);
-        if (!(now.bits & (pte_bit::Present | pte_bit::ProtNone))) continue;
+        // (Its flag image: only flag bits are tested.)
+        const uint64_t now = C::flag_image_at(slot);
+        if (!(now & (pte_bit::Present | pte_bit::ProtNone))) continue;
         const Pte old = C::update_start(slot);
         Pte updated{(old.raw | set.bits) & ~clear.bits};
         // A shared (copy-on-write) frame stays read-only whatever the new
         // protection: the write fault will give this mapping its own copy.
-        if (PteFlags{(now.bits | set.bits) & ~clear.bits}.has(pte_bit::Cow)) updated.raw &= ~pte_bit::Write;
+        if (((now | set.bits) & ~clear.bits) & pte_bit::Cow) updated.raw &= ~pte_bit::Write;
         TRY(C::update_commit(slot, old, updated));
         section.invalidate(va + (i + k) * kPageSize);
       }

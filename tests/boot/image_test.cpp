@@ -65,8 +65,10 @@ constexpr const char* kGmmu = "_ZN3pvk5g_mmuE";
 
 struct Site {
   uint64_t address;
-  uint16_t slot;
+  uint16_t slot;  // the verb's (a flag-bits site: flag_bits)
   uint8_t length;
+  bool flag_bits;
+  bool loads;  // a flag-bits load site
 };
 
 std::vector<Site> sites_of(const ElfImage& elf) {
@@ -76,7 +78,8 @@ std::vector<Site> sites_of(const ElfImage& elf) {
   for (uint64_t off = 0; off + sizeof(PvopSite) <= s->sh_size; off += sizeof(PvopSite)) {
     PvopSite rec;
     memcpy(&rec, elf.at(*s, s->sh_addr + off), sizeof rec);
-    out.push_back({s->sh_addr + off + static_cast<int64_t>(rec.at), rec.slot, rec.length});
+    out.push_back({s->sh_addr + off + static_cast<int64_t>(rec.at), static_cast<uint16_t>(rec.verb()), rec.length,
+                   rec.flag_bits(), rec.loads()});
   }
   return out;
 }
@@ -128,11 +131,27 @@ TEST_P(ImageSites, EveryRecordIsAnIndirectCallThroughItsSlot) {
     EXPECT_EQ(s.slot % 8, 0u);
     EXPECT_LT(s.slot, sizeof(MmuOps));
     EXPECT_NE(s.slot, offsetof(MmuOps, name));
-    // Room for the inline form where a verb may take one, a bare call elsewhere.
-    EXPECT_EQ(s.length, may_inline(s.slot) ? kInlineRoom : site_code::kIndirectCallLength);
+    // Room for the inline form where a verb may take one, a bare call elsewhere;
+    // a flag-bits site is pte_flags' and holds its 5-byte call.
+    if (s.flag_bits) {
+      EXPECT_EQ(s.slot, offsetof(MmuOps, pte_flags));
+    }
+    if (s.loads) {
+      EXPECT_TRUE(s.flag_bits);
+    }
+    EXPECT_EQ(s.length, s.loads               ? site_code::kLoadCallLength
+                        : s.flag_bits         ? kFlagBitsRoom
+                        : may_inline(s.slot) ? kInlineRoom
+                                             : site_code::kIndirectCallLength);
     ASSERT_TRUE(elf.holds(*text, s.address, s.length)) << "outside .text";
     const auto d = site_code::decode(elf.at(*text, s.address), s.length, s.address);
-    if (pvop_detail::is_light(s.slot)) {
+    if (s.loads) {
+      // A flag-bits load site loads the entry and calls the thunk taking it in rax.
+      const Elf64_Sym* thunk = elf.symbol("pvk_pvop_thunk_pte_flags_at");
+      ASSERT_TRUE(thunk);
+      EXPECT_EQ(d.form, site_code::Form::LoadCall);
+      EXPECT_EQ(d.target, thunk->st_value);
+    } else if (pvop_detail::is_light(s.slot)) {
       // A light verb's site calls its register-saving thunk.
       const Elf64_Sym* thunk = elf.symbol(light_thunk(s.slot));
       ASSERT_TRUE(thunk) << light_thunk(s.slot);

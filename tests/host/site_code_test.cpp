@@ -20,7 +20,7 @@ using site_code::Form;
 using site_code::InlineOp;
 
 constexpr InlineOp kOps[] = {InlineOp::FlagsMask, InlineOp::Identity, InlineOp::NativePfn, InlineOp::NativeMake,
-                             InlineOp::ReturnOk};
+                             InlineOp::ReturnOk, InlineOp::FlagBits};
 constexpr uint64_t kSite = 0xffffffff80123450ull;
 
 TEST(SiteCode, IndirectCallAsTheCompilerLeavesItDecodes) {
@@ -54,6 +54,31 @@ TEST(SiteCode, DirectCallRefusesWhatDoesNotFit) {
   uint8_t buf[16];
   EXPECT_FALSE(site_code::encode_direct_call(buf, 4, kSite, kSite + 64));             // too short
   EXPECT_FALSE(site_code::encode_direct_call(buf, 6, kSite, kSite + (1ull << 32)));  // beyond rel32
+}
+
+TEST(SiteCode, FlagBitsFormFillsItsFiveByteSite) {
+  EXPECT_EQ(site_code::inline_length(InlineOp::FlagBits), 5u) << "one instruction, no nops after it";
+  EXPECT_EQ(site_code::inline_length(InlineOp::FlagBitsAt), site_code::kLoadCallLength)
+      << "one instruction, no nops after it";
+  uint8_t buf[site_code::kLoadCallLength];
+  ASSERT_TRUE(site_code::encode_inline(buf, sizeof buf, InlineOp::FlagBitsAt));
+  const auto d = site_code::decode(buf, sizeof buf, kSite);
+  EXPECT_EQ(d.form, Form::Inline);
+  EXPECT_EQ(d.op, InlineOp::FlagBitsAt);
+  const uint64_t slot = 0x8000000012345067ull;
+  EXPECT_EQ(site_code::inline_result(InlineOp::FlagBitsAt, reinterpret_cast<uint64_t>(&slot), 0), slot);
+}
+
+TEST(SiteCode, LoadCallRoundTrips) {
+  for (unsigned len : {8u, 13u}) {
+    std::vector<uint8_t> buf(len, 0xcc);
+    ASSERT_TRUE(site_code::encode_load_call(buf.data(), len, kSite, kSite + 0x1234));
+    const auto d = site_code::decode(buf.data(), len, kSite);
+    EXPECT_EQ(d.form, Form::LoadCall) << len;
+    EXPECT_EQ(d.target, kSite + 0x1234) << len;
+  }
+  uint8_t small[7];
+  EXPECT_FALSE(site_code::encode_load_call(small, sizeof small, kSite, kSite + 64));
 }
 
 TEST(SiteCode, InlineFormsRoundTripAndFitTheRoom) {
@@ -135,6 +160,8 @@ TEST_F(InlineExec, EachFormComputesTheNativeVerb) {
   for (uint64_t e : entries) {
     EXPECT_EQ(run(InlineOp::FlagsMask, e, 0), e & pte_bit::FlagMask);
     EXPECT_EQ(run(InlineOp::Identity, e, 0), e);
+    // A flag-bits site's caller masks: the entry is its own flag image.
+    EXPECT_EQ(run(InlineOp::FlagBits, e, 0) & pte_bit::FlagMask, e & pte_bit::FlagMask);
     EXPECT_EQ(run(InlineOp::NativePfn, e, 0), (e & pte_bit::FrameMask) >> kPageShift);
     const uint64_t pfn = (e & pte_bit::FrameMask) >> kPageShift;
     EXPECT_EQ(run(InlineOp::NativeMake, pfn, 0x8000000000000063ull), (pfn << kPageShift) | 0x8000000000000063ull);
