@@ -46,8 +46,7 @@ std::string guest_output(const RunResult& r) {
   for (const std::string& line : r.lines) {
     if (line.rfind("@pvk ", 0) == 0 || line.rfind("pvk: ", 0) == 0 || line.rfind("(XEN)", 0) == 0) continue;
     out += line;
-    out += '
-';
+    out += '\n';
   }
   return out;
 }
