@@ -118,13 +118,6 @@ class AddressSpace {
   // space's (reference count 1 each). On failure the frames that were not
   // mapped are freed; the caller only unmaps the range.
   ErrorOr<void> map_frames(VirtAddr addr, const Pfn* frames, uint64_t count, uint32_t prot);
-  // Maps frames another owner keeps (a file's pages, mapped privately by
-  // exec or mmap) into a VMA the caller made: each gains a reference, and
-  // the leaves are read-only and copy-on-write whatever `prot` says, so the
-  // first write gives the page a copy of its own and the owner's frame is
-  // never written through the mapping. On failure the references of frames
-  // that were not mapped are dropped again; the caller only unmaps.
-  ErrorOr<void> map_cow_frames(VirtAddr addr, const Pfn* frames, uint64_t count, uint32_t prot);
 
   FaultOutcome handle_fault(VirtAddr va, Access access, EntryHint hint = EntryHint::Unknown);
   // The VMA containing va, or null (inline: the fault path's first step).

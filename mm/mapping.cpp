@@ -188,24 +188,6 @@ ErrorOr<void> AddressSpace::map_frames(VirtAddr addr, const Pfn* frames_in, uint
   return map_frames_locked(addr, frames_in, count, prot);
 }
 
-ErrorOr<void> AddressSpace::map_cow_frames(VirtAddr addr, const Pfn* frames_in, uint64_t count, uint32_t prot) {
-  SpinGuard guard(lock_);
-  for (uint64_t i = 0; i < count; ++i) frame_refs().inc(frames_in[i]);
-  const PteFlags flags = leaf_flags(prot).without(pte_bit::Write).with(pte_bit::Cow);
-  LazyMmuSection section(root_, tlb_, OnRefusal::Fail);  // what was not mapped is read back and undone
-  auto r = finish(section, PVOP(range.map)(root_, addr, count, FrameSource{frames_in, {}}, flags));
-  if (r.is_error()) {
-    for (uint64_t i = 0; i < count; ++i) {
-      auto e = PVOP(range.lookup)(root_, addr + i * kPageSize);
-      if ((e.is_error() || PVOP(pte_pfn)(e.value()) != frames_in[i]) && frame_refs().dec(frames_in[i]) == 0)
-        frames().must_free(frames_in[i]);  // its owner let go of it meanwhile
-    }
-  } else {
-    count_event(g_mm_stats.cow_frames_mapped, count);
-  }
-  return r;
-}
-
 ErrorOr<void> AddressSpace::map_frames_locked(VirtAddr addr, const Pfn* frames_in, uint64_t count, uint32_t prot) {
   for (uint64_t i = 0; i < count; ++i) frame_refs().set(frames_in[i], 1);
   LazyMmuSection section(root_, tlb_, OnRefusal::Fail);  // what was not mapped is read back and undone

@@ -139,6 +139,17 @@ extern "C" void pvk_pvop_thunk_pte_flags_at();  // takes the entry in rax (a fla
 extern "C" void pvk_pvop_thunk_pte_val();
 extern "C" void pvk_pvop_thunk_pte_pfn();
 
+// The record of one call site in .pvop_sites (PvopSite: where the site
+// starts, the verb's slot, the site's and its call's lengths), which every
+// site's asm ends with, and the light sites' call padded to the room an
+// inline replacement may take.
+#define PVK_PVOP_SITE_RECORD                                                  \
+  ".pushsection .pvop_sites, \"a?\"\n\t.balign 4\n\t"                       \
+  ".long 771b - .\n\t.short %c[slot]\n\t.byte 773b - 771b, 772b - 771b\n\t" \
+  ".popsection"
+#define PVK_PVOP_LIGHT_CALL \
+  "771:\n\tcall %P[thunk]\n772:\n\t.nops %c[room] - (772b - 771b)\n773:\n\t" PVK_PVOP_SITE_RECORD
+
 namespace pvk {
 namespace pvop_detail {
 
@@ -163,11 +174,7 @@ struct Site<Slot, R (*)(A...)> {
       static_assert(sizeof...(A) == 1 && regs_of<R>() == 1, "a light verb takes one entry and returns one value");
       const uint64_t in = (word_of<A>(a, 0), ...);
       uint64_t rax;
-      asm("771:\n\tcall %P[thunk]\n772:\n\t"
-          ".nops %c[room] - (772b - 771b)\n773:\n\t"
-          ".pushsection .pvop_sites, \"a?\"\n\t.balign 4\n\t"
-          ".long 771b - .\n\t.short %c[slot]\n\t.byte 773b - 771b, 772b - 771b\n\t"
-          ".popsection"
+      asm(PVK_PVOP_LIGHT_CALL
           : "=a"(rax)
           : "D"(in), [thunk] "i"(thunk_for(Slot)), [slot] "i"(Slot), [room] "i"(kInlineRoom)
           : "cc");
@@ -211,10 +218,7 @@ struct Site<Slot, R (*)(A...)> {
     // clobbers.
 #define PVK_PVOP_CALL_ASM(c1, c2, c3, c4, c5, c6)                                                         \
   asm volatile("771:\n\tcall *%[fn]\n772:\n\t"                                                           \
-               ".if %c[room]\n\t.nops %c[room] - (772b - 771b)\n\t.endif\n773:\n\t"                       \
-               ".pushsection .pvop_sites, \"a?\"\n\t.balign 4\n\t"                                          \
-               ".long 771b - .\n\t.short %c[slot]\n\t.byte 773b - 771b, 772b - 771b\n\t"                    \
-               ".popsection"                                                                              \
+               ".if %c[room]\n\t.nops %c[room] - (772b - 771b)\n\t.endif\n773:\n\t" PVK_PVOP_SITE_RECORD  \
                : "=r"(rax), c1(rdi), c2(rsi), c3(rdx), c4(rcx), c5(r8), c6(r9)                            \
                : [fn] "m"(*slot), [slot] "i"(Slot), [room] "i"(may_inline(Slot) ? kInlineRoom : 0)        \
                : "r10", "r11", "memory", "cc")
@@ -274,11 +278,7 @@ namespace pvk {
   return e.raw;
 #elif defined(PVK_KERNEL)
   uint64_t rax;
-  asm("771:\n\tcall %P[thunk]\n772:\n\t"
-      ".nops %c[room] - (772b - 771b)\n773:\n\t"
-      ".pushsection .pvop_sites, \"a?\"\n\t.balign 4\n\t"
-      ".long 771b - .\n\t.short %c[slot]\n\t.byte 773b - 771b, 772b - 771b\n\t"
-      ".popsection"
+  asm(PVK_PVOP_LIGHT_CALL
       : "=a"(rax)
       : "D"(e.raw), [thunk] "i"(&pvk_pvop_thunk_pte_flags),
         [slot] "i"(offsetof(MmuOps, pte_flags) | PvopSite::kFlagBitsSite), [room] "i"(kFlagBitsRoom)
@@ -299,10 +299,7 @@ namespace pvk {
   return slot->raw;
 #elif defined(PVK_KERNEL)
   uint64_t rax;
-  asm("771:\n\tmov (%%rdi), %%rax\n\tcall %P[thunk]\n772:\n773:\n\t"
-      ".pushsection .pvop_sites, \"a?\"\n\t.balign 4\n\t"
-      ".long 771b - .\n\t.short %c[slot]\n\t.byte 773b - 771b, 772b - 771b\n\t"
-      ".popsection"
+  asm("771:\n\tmov (%%rdi), %%rax\n\tcall %P[thunk]\n772:\n773:\n\t" PVK_PVOP_SITE_RECORD
       : "=a"(rax)
       : "D"(slot), "m"(*slot), [thunk] "i"(&pvk_pvop_thunk_pte_flags_at),
         [slot] "i"(offsetof(MmuOps, pte_flags) | PvopSite::kFlagBitsSite | PvopSite::kLoadSite)
