@@ -129,7 +129,7 @@ FaultOutcome AddressSpace::handle_fault_locked(VirtAddr va, Access access, Spare
   }
   if (copied) {
     count_event(g_mm_stats.cow_copies);
-    if (frame_refs().dec(replaced) == 0) frames().must_free(replaced);
+    put_frame_ref(replaced);
   }
   return FaultOutcome::handled();
 }

@@ -27,12 +27,6 @@ namespace {
 
 uint64_t source_index(const Vma& v, VirtAddr page) { return v.source.first_page + ((page - v.start) >> kPageShift); }
 
-// A reference take_pages gave that no entry kept: the frame goes with it if
-// its owner let go of it meanwhile.
-void put_taken(Pfn frame) {
-  if (frame_refs().dec(frame) == 0) frames().must_free(frame);
-}
-
 // Whether the leaf for `page` now maps `frame`.
 bool maps(Pfn root, VirtAddr page, Pfn frame) {
   const auto now = PVOP(range.lookup)(root, page);
@@ -79,7 +73,7 @@ ErrorOr<void> AddressSpace::map_source_pages(const Vma& v, VirtAddr lo, VirtAddr
       if (maps(root_, at[i], frame[i]))
         ++kept;
       else
-        put_taken(frame[i]);
+        put_frame_ref(frame[i]);
     }
   }
   count_event(g_mm_stats.cow_frames_mapped, kept);
@@ -124,14 +118,14 @@ bool AddressSpace::fault_from_source(const Vma& v, VirtAddr page, bool write, Sp
   } else {
     auto f = frames().try_alloc();
     if (f.is_error()) {
-      put_taken(file_frame);
+      put_frame_ref(file_frame);
       out = FaultOutcome::out_of_memory(f.error());
       return true;
     }
     fresh = f.value();
   }
   copy_user_page(fresh, file_frame);
-  put_taken(file_frame);
+  put_frame_ref(file_frame);
   frame_refs().set(fresh, 1);
   LazyMmuSection section(root_, tlb_, OnRefusal::Fail);
   auto r = finish(section, PVOP(range.remap)(root_, page, fresh, leaf_flags(v.prot), section));

@@ -11,6 +11,7 @@
 // while another CPU does the same. Every operation takes it for itself; no
 // caller holds it across calls.
 #pragma once
+#include "base/frames/frame_refs.h"
 #include "base/lib/error_or.h"
 #include "base/lib/spinlock.h"
 #include "base/lib/types.h"
@@ -60,5 +61,12 @@ class FrameAllocator {
 
 // The kernel's (and, in host tests, the test's) single frame allocator.
 FrameAllocator& frames();
+
+// Drops one reference to a user frame; the frame goes back to the allocator
+// with its last one (a COW copy's old frame, an unmapped leaf, a file page
+// its file and every mapping let go of).
+inline void put_frame_ref(Pfn p) {
+  if (frame_refs().dec(p) == 0) frames().must_free(p);
+}
 
 }  // namespace pvk

@@ -58,7 +58,7 @@ void free_frame(Inode* n, uint64_t slot) {
 // A data frame: the file's reference goes; the frame with it unless an
 // address space still maps it.
 void put_data_frame(Inode* n, uint64_t slot) {
-  if (frame_refs().dec(Pfn{slot - 1}) == 0) frames().must_free(Pfn{slot - 1});
+  put_frame_ref(Pfn{slot - 1});
   --n->frames;
 }
 

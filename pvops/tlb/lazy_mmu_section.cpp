@@ -110,7 +110,7 @@ void LazyMmuSection::put_frame_after_flush(Pfn pfn) {
 void LazyMmuSection::put_deferred_frames() {
   DeferredFrames& d = deferred_here();
   for (unsigned i = 0; i < d.count; ++i)
-    if (frame_refs().dec(d.frames[i]) == 0) frames().must_free(d.frames[i]);
+    put_frame_ref(d.frames[i]);
   d.count = 0;
 }
 
