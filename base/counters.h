@@ -19,6 +19,7 @@ extern MmuCounters g_mmu_counters;
 // rep string at one per byte); the host's cost model re-prices them.
 struct CpuCounters {
 #define PVK_CPU_COUNTER(name) uint64_t name = 0;
+#define PVK_LOCK_COUNTER(cls)  // per-CPU rows of their own (base/lib/lock_stats.h)
 #include "base/counters.inc"
 };
 

@@ -10,7 +10,7 @@
 namespace pvk {
 namespace {
 
-constexpr LockClass kKernelLockClass{"kernel", LockRank::Kernel};
+constexpr LockClass kKernelLockClass{"kernel", LockRank::Kernel, LockStat::kernel};
 // Held for whole system calls: where the platform says so its waiters
 // halt (LockWait::Halt) instead of spinning; chosen at the first lock,
 // which the boot CPU takes before any other CPU runs kernel code.

@@ -7,6 +7,7 @@
 #include "base/boot_info.h"
 #include "arch/finish.h"
 #include "arch/fpu/fpu.h"
+#include "base/lib/lock_stats.h"
 #include "base/lib/fault_inject.h"
 #include "base/lib/format.h"
 #include "base/lib/kstring.h"
@@ -281,6 +282,16 @@ void kernel_main(Platform& platform, BootInfo& info) {
     if (!run_init(argv)) pass = false, failure = failure ? failure : "benchmarks failed or leaked frames";
   }
 
+  // The lock statistics of the whole boot, a record per class: what a
+  // reader of the run checks "no kernel lock on this path" against.
+  for (unsigned i = 0; i < kLockStats; ++i) {
+    const LockCounts c = lock_counts(static_cast<LockStat>(i));
+    Record("locks")
+        .str("class", lock_stat_name(static_cast<LockStat>(i)))
+        .u64("acquired", c.acquired)
+        .u64("contended", c.contended)
+        .u64("spins", c.spins);
+  }
   const uint64_t after = frames().free_count();
   Record("frames").u64("free_frames_before", baseline).u64("free_frames_after", after).boolean("leak", after != baseline);
   if (after != baseline) {

@@ -89,7 +89,7 @@ extern MmStats g_mm_stats;
 void clear_user_page(Pfn frame);
 void copy_user_page(Pfn to, Pfn from);
 
-inline constexpr LockClass kAddressSpaceLockClass{"address_space", LockRank::Mm};
+inline constexpr LockClass kAddressSpaceLockClass{"address_space", LockRank::Mm, LockStat::address_space};
 
 class AddressSpace {
  public:

@@ -51,7 +51,7 @@ class FrameAllocator {
  private:
   ErrorOr<Pfn> alloc_locked();
 
-  static constexpr LockClass kLockClass{"frames", LockRank::Frames};
+  static constexpr LockClass kLockClass{"frames", LockRank::Frames, LockStat::frames};
   mutable Spinlock lock_{kLockClass};
   uint64_t* bits_ = nullptr;
   uint64_t max_pfn_ = 0;

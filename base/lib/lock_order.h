@@ -11,6 +11,8 @@
 #pragma once
 #include <stdint.h>
 
+#include "base/lib/lock_stats.h"
+
 namespace pvk {
 
 // Ranks, outermost first. Gaps leave room for locks added later.
@@ -27,6 +29,7 @@ enum class LockRank : uint8_t {
 struct LockClass {
   const char* name;
   LockRank rank;
+  LockStat stat = LockStat::none;  // where its statistics are counted
 };
 
 class LockOrder {

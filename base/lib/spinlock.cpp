@@ -20,6 +20,19 @@ LockOrder g_held[kMaxLockCpus];
 constexpr uint64_t kStuckMs = 20'000;
 #endif
 
+// Each CPU's row of lock statistics (base/lib/lock_stats.h): written only
+// by its own CPU, so plain adds; a row per cache line pair, so no CPU's
+// count shares a line with another's.
+struct alignas(128) LockCountsRow {
+  LockCounts c[kLockStats];
+};
+LockCountsRow g_lock_counts[kMaxLockCpus];
+
+const char* const kLockStatNames[kLockStats] = {
+#define PVK_LOCK_COUNTER(cls) #cls,
+#include "base/counters.inc"
+};
+
 // Spins before a LockWait::Halt waiter halts.
 constexpr unsigned kSpinsBeforeHalt = 100;
 
@@ -58,7 +71,9 @@ void Spinlock::acquire() {
 #endif
   const uint32_t ticket = __atomic_fetch_add(&next_, 1, __ATOMIC_RELAXED);
   unsigned spins = 0;
+  uint64_t waited = 0;
   while (__atomic_load_n(&serving_, __ATOMIC_ACQUIRE) != ticket) {
+    ++waited;
     cpu::relax();
     xcpu::poll();
     if (wait_ == LockWait::Halt && ++spins >= kSpinsBeforeHalt) {
@@ -72,6 +87,14 @@ void Spinlock::acquire() {
 #endif
   }
   __atomic_store_n(&owner_, cpu, __ATOMIC_RELAXED);
+  if (cls_->stat != LockStat::none) {
+    LockCounts& counts = g_lock_counts[cpu].c[static_cast<unsigned>(cls_->stat)];
+    ++counts.acquired;
+    if (waited) {
+      ++counts.contended;
+      counts.spins += waited;
+    }
+  }
 #ifndef NDEBUG
   g_held[cpu].push(*cls_);
 #endif
@@ -126,6 +149,25 @@ void Spinlock::unlock(IrqState saved) {
 
 void Spinlock::lock_irqs_off() { acquire(); }
 void Spinlock::unlock_irqs_off() { release(); }
+
+LockCounts lock_counts(LockStat s) {
+  LockCounts sum;
+  const unsigned i = static_cast<unsigned>(s);
+  if (i >= kLockStats) return sum;
+  // Another CPU may be adding to its row: each word is read whole (aligned
+  // 64-bit loads), so a sum is at most a few events behind.
+  for (const LockCountsRow& row : g_lock_counts) {
+    sum.acquired += __atomic_load_n(&row.c[i].acquired, __ATOMIC_RELAXED);
+    sum.contended += __atomic_load_n(&row.c[i].contended, __ATOMIC_RELAXED);
+    sum.spins += __atomic_load_n(&row.c[i].spins, __ATOMIC_RELAXED);
+  }
+  return sum;
+}
+
+const char* lock_stat_name(LockStat s) {
+  const unsigned i = static_cast<unsigned>(s);
+  return i < kLockStats ? kLockStatNames[i] : "none";
+}
 
 bool Spinlock::held_by_this_cpu() const {
   return __atomic_load_n(&owner_, __ATOMIC_RELAXED) == static_cast<int32_t>(me());

@@ -24,7 +24,7 @@
 namespace pvk::fs {
 namespace {
 
-constexpr LockClass kFilePagesLockClass{"file_pages", LockRank::FilePages};
+constexpr LockClass kFilePagesLockClass{"file_pages", LockRank::FilePages, LockStat::file_pages};
 Spinlock g_file_pages{kFilePagesLockClass};
 
 constexpr uint64_t kPerIndex = kPageSize / sizeof(uint64_t);

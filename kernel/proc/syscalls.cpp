@@ -7,6 +7,7 @@
 #include "kernel/proc/exec.h"
 #include "kernel/proc/exec_args.h"
 #include "base/lib/kstring.h"
+#include "base/lib/lock_stats.h"
 #include "kernel/proc/linux_calls.h"
 #include "kernel/proc/sigmask_calls.h"
 #include "kernel/proc/file.h"
@@ -208,6 +209,13 @@ int64_t sys_pvk_counters(const Args& a) {
 #define PVK_MMU_COUNTER(name) out.name = c.name;
 #define PVK_MM_COUNTER(name) out.name = g_mm_stats.name;
 #define PVK_CPU_COUNTER(name) out.name = g_cpu_counters.name;
+#define PVK_LOCK_COUNTER(cls)                               \
+  {                                                         \
+    const LockCounts lc = lock_counts(LockStat::cls);       \
+    out.lock_##cls##_acquired = lc.acquired;                \
+    out.lock_##cls##_contended = lc.contended;              \
+    out.lock_##cls##_spins = lc.spins;                      \
+  }
 #include "base/counters.inc"
   out.free_frames = frames().free_count();
   out.tsc_khz = g_platform->tsc_khz;

@@ -66,9 +66,12 @@ TEST(Catalog, SuitesAndSwitches) {
   ASSERT_TRUE(inc) << "base/counters.inc";
   size_t lines = 0;
   for (std::string line; std::getline(inc, line);)
-    lines += line.starts_with("PVK_MMU_COUNTER(") || line.starts_with("PVK_MM_COUNTER(") || line.starts_with("PVK_CPU_COUNTER(");
+    lines += line.starts_with("PVK_MMU_COUNTER(") || line.starts_with("PVK_MM_COUNTER(") || line.starts_with("PVK_CPU_COUNTER(") ? 1
+             : line.starts_with("PVK_LOCK_COUNTER(")                                                                         ? 3  // acquired, contended, spins
+                                                                                                                               : 0;
   EXPECT_EQ(counter_names().size(), lines);
-  for (const char* c : {"pt_shares", "pt_copyouts", "pt_gate_opens", "pt_pushdowns", "l2_protects"})
+  for (const char* c : {"pt_shares", "pt_copyouts", "pt_gate_opens", "pt_pushdowns", "l2_protects",
+                        "lock_kernel_acquired", "lock_address_space_contended", "lock_frames_spins"})
     EXPECT_NE(std::find(counter_names().begin(), counter_names().end(), c), counter_names().end()) << c;
   EXPECT_EQ(switch_default("pgd_cache"), "on");
   EXPECT_EQ(switch_default("zero_page"), "on");
