@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bench/bench.h"
+
 namespace bench {
 
 class Line {
@@ -22,7 +24,11 @@ class Line {
   void key(const char* k);
   void add(const char* s);
 
-  char buf_[6144];  // fork_dirty: ~2.4 KB (3 phases x every counter)
+  // The longest record is fork_dirty's: every extra field a Run can carry
+  // (kMaxExtras, sized from the counter list), each at most a ~48-byte
+  // phase-prefixed name and a 20-digit value with its punctuation.
+  static constexpr size_t kBytes = kMaxExtras * 80 + 2048;
+  char buf_[kBytes];
   size_t len_ = 0;
   bool overflow_ = false;
 };
