@@ -26,7 +26,8 @@ struct PageSourceOps {
   unsigned (*take_pages)(void* object, uint64_t index, unsigned count, Pfn* out);
   // One VMA more, or one fewer, refers to the object (split, fork, munmap,
   // teardown): the object lives while a VMA maps it. Called where VMAs
-  // change (under the kernel lock and the space's lock).
+  // change, under the space's lock; munmap and mprotect run without the
+  // kernel lock, so the object counts these without it.
   void (*hold)(void* object);
   void (*drop)(void* object);
 };

@@ -12,4 +12,10 @@ namespace pvk::fs {
 // unlinked file's pages stay while a mapping needs them.
 PageSource file_pages(Inode* n, uint64_t first_page);
 
+// Whether a mapping's last reference to a file was dropped without the
+// kernel lock and its put waits; and those puts, run under the kernel lock
+// (the way back to user mode of a call that ran without it).
+bool puts_deferred();
+void run_deferred_puts();
+
 }  // namespace pvk::fs

@@ -50,6 +50,12 @@ struct Inode {
   Inode* parent = nullptr;    // directories: the one holding it (its "..")
   Dirent* children = nullptr;  // directories: their names, oldest first
   uint64_t frames = 0;         // data and index frames held
+  // Mappings' references (kernel/fs/file_pages.cpp): VMAs that map the
+  // file, counted atomically apart from refs so that mm calls without the
+  // kernel lock can split and drop them; refs holds one for all of them.
+  uint32_t map_refs = 0;
+  uint32_t deferred_puts = 0;     // puts of that reference waiting for the kernel lock
+  Inode* deferred_next = nullptr;  // in the list of nodes with deferred puts
 
   uint32_t type() const { return mode & kTypeMask; }
   bool is_dir() const { return type() == kDir; }

@@ -182,4 +182,22 @@ void user_trap(TrapFrame& f, uint64_t fault_addr);
 enum class UnlockedFault : uint8_t { Done, DoneSignalsPending, NeedsKernelLock };
 UnlockedFault user_fault_unlocked(TrapFrame& f, uint64_t fault_addr);
 
+// Whether work on one address space alone (a fault, mmap, munmap,
+// mprotect, brk) may run under that space's lock without the kernel lock:
+// the backend keeps nothing kernel-wide in it (its row's FaultLocking,
+// pvops/backends/registry.h); page tables are never shared between spaces
+// (ptshare=on shares L1 tables across a fork, and one space's lock does not
+// cover its siblings' writes to them); fault injection is off (its schedule
+// is one global sequence).
+bool space_lock_suffices();
+
+// The system calls that run without the kernel lock
+// (kernel/proc/unlocked_calls.cpp): true if it ran the call in f (its
+// result in f.rax, ready to return to user mode); false if the call needs
+// the kernel lock (syscall_dispatch).
+bool syscall_unlocked(TrapFrame& f);
+// What every system call does first, locked or not: the entry's CPU state
+// and frame checked, the thread's fault-livelock books reset.
+void syscall_entry_checks(TrapFrame& f);
+
 }  // namespace pvk

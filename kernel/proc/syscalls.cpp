@@ -9,6 +9,7 @@
 #include "base/lib/kstring.h"
 #include "base/lib/lock_stats.h"
 #include "kernel/proc/linux_calls.h"
+#include "kernel/proc/mm_calls.h"
 #include "kernel/proc/sigmask_calls.h"
 #include "kernel/proc/file.h"
 #include "kernel/proc/file_mmap.h"
@@ -111,30 +112,9 @@ int64_t sys_dup2(const Args& a) {
   return static_cast<int64_t>(a[1]);
 }
 
-int64_t sys_mmap(const Args& a) {
-  const uint64_t prot = a[2], flags = a[3];
-  const bool shared = flags & abi::MAP_SHARED, priv = flags & abi::MAP_PRIVATE;
-  if (shared == priv || (prot & ~uint64_t{7})) return result(Errno::EINVAL);
-  if (!(flags & abi::MAP_ANONYMOUS)) {
-    const FileRef f = fd_get(a[4]);
-    if (!f) return result(Errno::EBADF);
-    return result(mmap_file(f.get(), VirtAddr{a[0]}, a[1], static_cast<uint32_t>(prot), shared, flags & abi::MAP_FIXED,
-                            a[5]));
-  }
-  return result(current()->as->mmap(VirtAddr{a[0]}, a[1], static_cast<uint32_t>(prot), shared ? vm::Shared : 0,
-                                     flags & abi::MAP_FIXED));
-}
-
-int64_t sys_mprotect(const Args& a) {
-  if (a[2] & ~uint64_t{abi::PROT_READ | abi::PROT_WRITE | abi::PROT_EXEC}) return result(Errno::EINVAL);
-  return result(current()->as->mprotect(VirtAddr{a[0]}, a[1], static_cast<uint32_t>(a[2])));
-}
-
 // A signal number from a 64-bit register: checked before it is narrowed.
 bool valid_signal(uint64_t sig) { return sig >= 1 && sig <= abi::kNumSignals; }
 
-int64_t sys_munmap(const Args& a) { return result(current()->as->munmap(VirtAddr{a[0]}, a[1])); }
-int64_t sys_brk(const Args& a) { return result(current()->as->brk(VirtAddr{a[0]})); }
 
 int64_t sys_rt_sigaction(const Args& a) {
   if (!valid_signal(a[0]) || a[0] == abi::SIGKILL || a[3] != sizeof(uint64_t)) return result(Errno::EINVAL);
@@ -253,23 +233,25 @@ int64_t sys_pvk_shutdown(const Args& a) {
 
 }  // namespace
 
-extern "C" void syscall_dispatch(TrapFrame* f) {
-  check_entry_state(*f);
+void syscall_entry_checks(TrapFrame& f) {
+  check_entry_state(f);
+  Process* p = current();
   // Every entry from user mode lands at the top of the caller's kernel stack.
-  if (f != current()->frame()) panic("syscall frame at %p, not at the top of pid %d's kernel stack", f, current()->pid);
-  current()->fault_repeats = 0;  // a system call is progress: not a fault livelock
-  current()->fault_failures = 0;
-  current()->last_fault_rip = 0;
+  if (&f != p->frame()) panic("syscall frame at %p, not at the top of pid %d's kernel stack", &f, p->pid);
+  p->fault_repeats = 0;  // a system call is progress: not a fault livelock
+  p->fault_failures = 0;
+  p->last_fault_rip = 0;
+}
+
+// The calls that need the kernel lock (entries.cpp took it; the caller ran
+// syscall_entry_checks).
+extern "C" void syscall_dispatch(TrapFrame* f) {
   const Args a = {f->rdi, f->rsi, f->rdx, f->r10, f->r8, f->r9};
   int64_t ret;
   switch (f->rax) {
     case abi::SYS_read: ret = sys_read(a); break;
     case abi::SYS_write: ret = sys_write(a); break;
     case abi::SYS_close: ret = sys_close(a); break;
-    case abi::SYS_mmap: ret = sys_mmap(a); break;
-    case abi::SYS_mprotect: ret = sys_mprotect(a); break;
-    case abi::SYS_munmap: ret = sys_munmap(a); break;
-    case abi::SYS_brk: ret = sys_brk(a); break;
     case abi::SYS_rt_sigaction: ret = sys_rt_sigaction(a); break;
     case abi::SYS_rt_sigreturn: ret = do_sigreturn(*f); break;
     case abi::SYS_pipe: ret = sys_pipe(a); break;
@@ -297,7 +279,7 @@ extern "C" void syscall_dispatch(TrapFrame* f) {
     case abi::SYS_pvk_cpa: ret = sys_pvk_cpa(a); break;
     case abi::SYS_pvk_probe: ret = sys_pvk_probe(a); break;
     default:
-      if (!fs_path_call(f->rax, a, ret) && !fs_fd_call(f->rax, a, ret) && !sendfile_call(f->rax, a, ret) &&
+      if (!mm_call(f->rax, a, ret) && !fs_path_call(f->rax, a, ret) && !fs_fd_call(f->rax, a, ret) && !sendfile_call(f->rax, a, ret) &&
           !cpu_call(f->rax, a, ret) &&
           !signal_mask_call(f->rax, a, ret) && !linux_call(f->rax, a, ret))
         ret = unimplemented_call(f->rax);

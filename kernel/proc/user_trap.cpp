@@ -71,19 +71,18 @@ void note_fatal_fault(const Process& p, const TrapFrame& f, uint64_t addr, const
           why, addr, f.rip, f.error_code, xcpu::this_cpu_id());
 }
 
-// Whether a user page fault may run without the kernel lock: the backend
-// keeps nothing kernel-wide in a fault (its row's FaultLocking,
-// pvops/backends/registry.h); page tables are never shared between spaces
-// (ptshare=on shares L1 tables across a fork, and one space's lock does not
-// cover its siblings' writes to them); fault injection is off (its schedule
-// is one global sequence); and the fault is an ordinary one (user mode, no
-// reserved bit: those end in a signal, under the lock).
+// Whether a user page fault may run without the kernel lock: the space's
+// lock suffices (space_lock_suffices), and the fault is an ordinary one
+// (user mode, no reserved bit: those end in a signal, under the lock).
 bool fault_may_skip_kernel_lock(uint64_t error_code) {
-  return installed_backend().fault_locking == FaultLocking::SpaceLock && !mm_policy().ptshare &&
-         !fault_inject_armed() && (error_code & pf::User) && !(error_code & pf::Reserved);
+  return space_lock_suffices() && (error_code & pf::User) && !(error_code & pf::Reserved);
 }
 
 }  // namespace
+
+bool space_lock_suffices() {
+  return installed_backend().fault_locking == FaultLocking::SpaceLock && !mm_policy().ptshare && !fault_inject_armed();
+}
 
 UnlockedFault user_fault_unlocked(TrapFrame& f, uint64_t fault_addr) {
   if (f.vector != vec::PageFault || !fault_may_skip_kernel_lock(f.error_code)) return UnlockedFault::NeedsKernelLock;

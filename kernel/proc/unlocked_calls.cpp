@@ -1,0 +1,62 @@
+// The system calls that run without the kernel lock. A call belongs here
+// when everything it touches has a lock of its own, or is the calling
+// thread's own:
+//  - getpid, gettid, getppid: the thread's ids (a parent's exit rewrites
+//    ppid under the kernel lock: one aligned word, read whole);
+//  - mmap of anonymous memory, munmap, mprotect, brk (kernel/proc/
+//    mm_calls.cpp): the caller's address space under its own lock, with
+//    frames, shootdowns and file mappings' references each under their own
+//    (a file's last mapping dropped here is put later, under the kernel
+//    lock: kernel/fs/file_pages.cpp). Only where that lock suffices
+//    (space_lock_suffices: the backend, ptshare, fault injection).
+// The space lives while this thread does: its last thread's exit, and
+// exec's ending of the other threads, wait for this one to come back
+// through the kernel lock.
+//
+// The way back to user mode takes the kernel lock only when it has work
+// for it: a deliverable signal, deferred file puts.
+#include "base/abi.h"
+#include "kernel/fs/file_pages.h"
+#include "kernel/kernel_lock.h"
+#include "kernel/proc/mm_calls.h"
+#include "kernel/proc/process.h"
+
+namespace pvk {
+namespace {
+
+bool return_needs_kernel_lock(const Process& p, const TrapFrame& f) {
+  return (__atomic_load_n(&p.pending, __ATOMIC_RELAXED) & ~p.blocked) || fs::puts_deferred() ||
+         f.rip >= abi::kUserTop;
+}
+
+}  // namespace
+
+bool syscall_unlocked(TrapFrame& f) {
+  Process* p = current();
+  int64_t ret;
+  switch (f.rax) {
+    case abi::SYS_getpid: ret = p->tgid; break;  // the process; gettid is the thread
+    case abi::SYS_gettid: ret = p->pid; break;
+    case abi::SYS_getppid: ret = __atomic_load_n(&p->ppid, __ATOMIC_RELAXED); break;
+    case abi::SYS_mmap:
+    case abi::SYS_munmap:
+    case abi::SYS_mprotect:
+    case abi::SYS_brk: {
+      if (!p->as || !space_lock_suffices()) return false;
+      const uint64_t a[6] = {f.rdi, f.rsi, f.rdx, f.r10, f.r8, f.r9};
+      if (!mm_call(f.rax, a, ret, /*unlocked=*/true)) return false;
+      break;
+    }
+    default: return false;
+  }
+  f.rax = static_cast<uint64_t>(ret);
+  if (return_needs_kernel_lock(*p, f)) {
+    kernel_lock();
+    fs::run_deferred_puts();
+    prepare_return_to_user(f);
+    kernel_unlock();
+  }
+  return true;
+}
+
+}  // namespace pvk
