@@ -7,13 +7,12 @@
 #include "base/arch/cpu.h"
 #include "base/arch/platform.h"
 #include "arch/finish.h"
+#include "kernel/proc/clock_calls.h"
 #include "kernel/proc/process.h"
 #include "kernel/proc/thread_args.h"
 #include "kernel/proc/user_copy.h"
 
 namespace pvk {
-
-extern uint64_t g_boot_tsc;
 
 namespace {
 
@@ -43,7 +42,7 @@ ErrorOr<uint64_t> timeout_from_user(uint64_t user_ts, bool absolute) {
   if (!user_ts) return uint64_t{0};
   abi::Timespec ts;
   TRY(copy_from_user(&ts, user_ts, sizeof ts));
-  if (absolute) return futex_deadline_timeout_ns(ts, tsc_to_ns(cpu::rdtsc() - g_boot_tsc));
+  if (absolute) return futex_deadline_timeout_ns(ts, now_ns());
   return futex_timeout_ns(ts);
 }
 

@@ -12,6 +12,8 @@
 // processes.
 #include "kernel/proc/linux_calls.h"
 
+#include "kernel/proc/clock_calls.h"
+
 #include "base/console/record.h"
 #include "base/lib/kstring.h"
 #include "arch/finish.h"
@@ -23,8 +25,6 @@
 #include "kernel/proc/user_copy.h"
 
 namespace pvk {
-
-extern uint64_t g_boot_tsc;
 
 namespace {
 
@@ -131,30 +131,6 @@ int64_t sys_getrandom(uint64_t user_buf, uint64_t len, uint64_t flags) {
   return static_cast<int64_t>(done);
 }
 
-// The clocks: CLOCK_REALTIME is the boot-relative TSC here, as for
-// clock_gettime (sys_clock_gettime), so these agree with it.
-uint64_t now_ns() { return tsc_to_ns(cpu::rdtsc() - g_boot_tsc); }
-
-int64_t sys_gettimeofday(uint64_t user_tv, uint64_t user_tz) {
-  const uint64_t ns = now_ns();
-  if (user_tv) {
-    const int64_t tv[2] = {static_cast<int64_t>(ns / 1000000000), static_cast<int64_t>(ns % 1000000000 / 1000)};
-    if (auto r = copy_to_user(user_tv, tv, sizeof tv); r.is_error()) return syscall_result(r);
-  }
-  if (user_tz) {
-    const int32_t tz[2] = {0, 0};  // minutes west of Greenwich, DST kind: UTC
-    if (auto r = copy_to_user(user_tz, tz, sizeof tz); r.is_error()) return syscall_result(r);
-  }
-  return 0;
-}
-
-int64_t sys_time(uint64_t user_t) {
-  const int64_t t = static_cast<int64_t>(now_ns() / 1000000000);
-  if (user_t)
-    if (auto r = copy_to_user(user_t, &t, sizeof t); r.is_error()) return syscall_result(r);
-  return t;
-}
-
 struct Sysinfo {  // Linux's struct sysinfo on x86-64: 112 bytes
   int64_t uptime;
   uint64_t loads[3];
@@ -246,8 +222,6 @@ bool linux_call(uint64_t nr, const uint64_t (&a)[6], int64_t& ret) {
     case abi::SYS_prlimit64: ret = sys_prlimit64(a[0], a[1], a[2], a[3]); return true;
     case abi::SYS_set_robust_list: ret = sys_set_robust_list(a[0], a[1]); return true;
     case abi::SYS_getrandom: ret = sys_getrandom(a[0], a[1], a[2]); return true;
-    case abi::SYS_gettimeofday: ret = sys_gettimeofday(a[0], a[1]); return true;
-    case abi::SYS_time: ret = sys_time(a[0]); return true;
     case abi::SYS_sysinfo: ret = sys_sysinfo(a[0]); return true;
     case abi::SYS_getpgrp: ret = current()->leader->pgid; return true;
     case abi::SYS_getpgid: ret = sys_getpgid(a[0], /*session=*/false); return true;

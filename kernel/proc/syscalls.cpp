@@ -10,6 +10,7 @@
 #include "base/lib/lock_stats.h"
 #include "kernel/proc/linux_calls.h"
 #include "kernel/proc/mm_calls.h"
+#include "kernel/proc/clock_calls.h"
 #include "kernel/proc/sigmask_calls.h"
 #include "kernel/proc/file.h"
 #include "kernel/proc/file_mmap.h"
@@ -30,8 +31,6 @@ namespace pvk {
 
 int64_t do_sigreturn(TrapFrame& f);
 ErrorOr<int> do_wait(int pid, uint64_t user_status, int options);
-extern uint64_t g_boot_tsc;
-
 namespace {
 
 using Args = uint64_t[6];
@@ -175,14 +174,6 @@ int64_t sys_wait4(const Args& a) {
   return result(do_wait(static_cast<int>(a[0]), a[1], static_cast<int>(a[2])));
 }
 
-int64_t sys_clock_gettime(const Args& a) {
-  constexpr uint64_t kLastClock = 7;  // CLOCK_REALTIME..CLOCK_BOOTTIME: all read the boot-relative TSC
-  if (a[0] > kLastClock) return result(Errno::EINVAL);
-  const uint64_t ns = tsc_to_ns(cpu::rdtsc() - g_boot_tsc);
-  abi::Timespec ts{static_cast<int64_t>(ns / 1000000000), static_cast<int64_t>(ns % 1000000000)};
-  return result(copy_to_user(a[1], &ts, sizeof ts));
-}
-
 int64_t sys_pvk_counters(const Args& a) {
   const MmuCounters& c = g_mmu_counters;
   abi::PvkCounters out{};
@@ -273,13 +264,12 @@ extern "C" void syscall_dispatch(TrapFrame* f) {
     case abi::SYS_arch_prctl: ret = sys_arch_prctl(a); break;
     case abi::SYS_wait4: ret = sys_wait4(a); break;
     case abi::SYS_kill: ret = sys_kill(a); break;
-    case abi::SYS_clock_gettime: ret = sys_clock_gettime(a); break;
     case abi::SYS_pvk_counters: ret = sys_pvk_counters(a); break;
     case abi::SYS_pvk_shutdown: ret = sys_pvk_shutdown(a); break;
     case abi::SYS_pvk_cpa: ret = sys_pvk_cpa(a); break;
     case abi::SYS_pvk_probe: ret = sys_pvk_probe(a); break;
     default:
-      if (!mm_call(f->rax, a, ret) && !fs_path_call(f->rax, a, ret) && !fs_fd_call(f->rax, a, ret) && !sendfile_call(f->rax, a, ret) &&
+      if (!mm_call(f->rax, a, ret) && !clock_call(f->rax, a, ret) && !fs_path_call(f->rax, a, ret) && !fs_fd_call(f->rax, a, ret) && !sendfile_call(f->rax, a, ret) &&
           !cpu_call(f->rax, a, ret) &&
           !signal_mask_call(f->rax, a, ret) && !linux_call(f->rax, a, ret))
         ret = unimplemented_call(f->rax);

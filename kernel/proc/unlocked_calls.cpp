@@ -8,7 +8,10 @@
 //    frames, shootdowns and file mappings' references each under their own
 //    (a file's last mapping dropped here is put later, under the kernel
 //    lock: kernel/fs/file_pages.cpp). Only where that lock suffices
-//    (space_lock_suffices: the backend, ptshare, fault injection).
+//    (space_lock_suffices: the backend, ptshare, fault injection);
+//  - clock_gettime, gettimeofday, time (kernel/proc/clock_calls.cpp): the
+//    TSC and the caller's memory (a copy that faults is a fault of the
+//    caller's space, which also needs only its lock where it suffices).
 // The space lives while this thread does: its last thread's exit, and
 // exec's ending of the other threads, wait for this one to come back
 // through the kernel lock.
@@ -17,6 +20,7 @@
 // for it: a deliverable signal, deferred file puts.
 #include "base/abi.h"
 #include "kernel/fs/file_pages.h"
+#include "kernel/proc/clock_calls.h"
 #include "kernel/kernel_lock.h"
 #include "kernel/proc/mm_calls.h"
 #include "kernel/proc/process.h"
@@ -45,6 +49,14 @@ bool syscall_unlocked(TrapFrame& f) {
       if (!p->as || !space_lock_suffices()) return false;
       const uint64_t a[6] = {f.rdi, f.rsi, f.rdx, f.r10, f.r8, f.r9};
       if (!mm_call(f.rax, a, ret, /*unlocked=*/true)) return false;
+      break;
+    }
+    case abi::SYS_clock_gettime:
+    case abi::SYS_gettimeofday:
+    case abi::SYS_time: {
+      if (!space_lock_suffices()) return false;
+      const uint64_t a[6] = {f.rdi, f.rsi, f.rdx, f.r10, f.r8, f.r9};
+      clock_call(f.rax, a, ret);
       break;
     }
     default: return false;
