@@ -1,0 +1,109 @@
+// Lock statistics at --smp 2 (virtual time, so every count repeats): the
+// calls that change one address space run under its lock alone. A thread
+// mprotects, munmaps or faults while another thread of its process runs
+// on the other CPU, and the benchmark's record must show none of those
+// operations taking the kernel lock (the other entries still may: the
+// other thread's sched_yield, ticks). The shutdown `locks` record names every
+// class, and its counts add up with the records'.
+#include <set>
+
+#include "boot_support.hpp"
+
+namespace pvk::boot_test {
+namespace {
+
+struct LockCase {
+  Platform platform;
+  std::string params;
+};
+
+void PrintTo(const LockCase& c, std::ostream* out) { *out << platform_name(c.platform) << " " << c.params; }
+
+class Locks : public ::testing::TestWithParam<LockCase> {};
+
+RunResult boot_locks(const LockCase& c, const std::string& bench) {
+  RunOptions options;
+  options.icount = "shift=0,sleep=off";
+  options.platform = c.platform;
+  options.kernel = PVK_KERNEL_PATH;
+  options.params = c.params + " bench=" + bench;
+  options.xen_cache_dir = PVK_XEN_CACHE_DIR;
+  options.smp = 2;
+  RunResult r = run_kernel(options);
+  EXPECT_TRUE(no_frame_leak(r)) << transcript(r);
+  return r;
+}
+
+TEST_P(Locks, MmCallsAndFaultsTakeNoKernelLock) {
+  const RunResult r = boot_locks(GetParam(),
+                                 "mprotect_threads:pages=4:threads=1:loops=200:reps=1,"
+                                 "munmap_threads:pages=4:threads=1:loops=200:reps=1,"
+                                 "fault_threads:pages=256:threads=1:reps=1");
+  ASSERT_TRUE(r.pass) << transcript(r);
+  unsigned seen = 0;
+  for (const json& rec : r.records) {
+    const std::string bench = rec.value("bench", "");
+    if (bench.empty() || !rec.contains("lock_kernel_acquired")) continue;
+    ++seen;
+    const uint64_t ops = rec.value("ops", uint64_t{0});
+    const uint64_t kernel = rec.value("lock_kernel_acquired", uint64_t{~0ull});
+    const uint64_t space = rec.value("lock_address_space_acquired", uint64_t{0});
+    ASSERT_GE(ops, 200u) << rec.dump();
+    // The mm calls per op: mprotect_threads two mprotects, munmap_threads
+    // an mmap and a munmap (and a fault per page), fault_threads none (a
+    // fault per op). Every other entry may still take the kernel lock (the
+    // crew's sched_yield, ticks): the kernel lock's count must stay below
+    // those entries by the mm calls and faults, which under the kernel
+    // lock would each have added one.
+    const uint64_t calls = bench == "fault_threads" ? 0 : 2;
+    const uint64_t entries = rec.value("syscall_entries", uint64_t{0}) + rec.value("interrupt_entries", uint64_t{0}) +
+                             rec.value("exception_entries", uint64_t{0});
+    const uint64_t faults = rec.value("page_faults", uint64_t{0});
+    EXPECT_GE(faults + calls * ops, ops) << rec.dump();
+    EXPECT_LE(kernel + calls * ops + faults, entries + 4) << bench << ": mm calls or faults took the kernel lock\n"
+                                                          << rec.dump();
+    EXPECT_GE(space, ops) << bench << ": each op takes its space's lock\n" << rec.dump();
+  }
+  EXPECT_EQ(seen, 3u) << transcript(r);
+  // The shutdown records: one per class, and the space lock's total covers
+  // what the benchmarks counted.
+  std::set<std::string> classes;
+  for (const json& rec : r.records)
+    if (rec.value("event", "") == "locks") {
+      classes.insert(rec.value("class", ""));
+      EXPECT_LE(rec.value("contended", uint64_t{0}), rec.value("acquired", uint64_t{0})) << rec.dump();
+    }
+  for (const char* c : {"kernel", "address_space", "file_pages", "file_maps", "frames"})
+    EXPECT_TRUE(classes.count(c)) << "no locks record for " << c << "\n" << transcript(r);
+}
+
+// With ptshare=on a space's lock does not cover its L1 tables (a fork's
+// sibling writes them too): mm calls keep the kernel lock, once per call.
+TEST_P(Locks, SharedPageTablesKeepTheKernelLock) {
+  LockCase c = GetParam();
+  c.params += " ptshare=on";
+  const RunResult r = boot_locks(c, "mprotect_threads:pages=4:threads=0:loops=100:reps=1");
+  ASSERT_TRUE(r.pass) << transcript(r);
+  const json* found = nullptr;
+  for (const json& rec : r.records)
+    if (rec.value("bench", "") == "mprotect_threads") found = &rec;
+  ASSERT_NE(found, nullptr) << transcript(r);
+  const json& m = *found;
+  EXPECT_GE(m.value("lock_kernel_acquired", uint64_t{0}), 2 * m.value("ops", uint64_t{~0ull})) << m.dump();
+}
+
+}  // namespace
+
+INSTANTIATE_TEST_SUITE_P(Locks, Locks,
+                         ::testing::Values(LockCase{Platform::native, "mmu=native"},
+                                           LockCase{Platform::xen, "mmu=batched shootdown=hypercall"},
+                                           LockCase{Platform::xen, "mmu=batched shootdown=ipi"}),
+                         [](const ::testing::TestParamInfo<LockCase>& i) {
+                           const std::string& p = i.param.params;
+                           return std::string(platform_name(i.param.platform)) +
+                                  (p.find("ipi") != std::string::npos         ? "_ipi"
+                                   : p.find("hypercall") != std::string::npos ? "_hypercall"
+                                                                              : "");
+                         });
+
+}  // namespace pvk::boot_test
