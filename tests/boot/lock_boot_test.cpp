@@ -56,11 +56,14 @@ TEST_P(Locks, MmCallsAndFaultsTakeNoKernelLock) {
     // those entries by the mm calls and faults, which under the kernel
     // lock would each have added one.
     const uint64_t calls = bench == "fault_threads" ? 0 : 2;
-    const uint64_t entries = rec.value("syscall_entries", uint64_t{0}) + rec.value("interrupt_entries", uint64_t{0}) +
-                             rec.value("exception_entries", uint64_t{0});
+    // (Flush IPIs are interrupts that never take it: left out.)
+    const uint64_t entries = rec.value("syscall_entries", uint64_t{0}) + rec.value("interrupt_entries", uint64_t{0}) -
+                             rec.value("ipis_taken", uint64_t{0}) + rec.value("exception_entries", uint64_t{0});
     const uint64_t faults = rec.value("page_faults", uint64_t{0});
     EXPECT_GE(faults + calls * ops, ops) << rec.dump();
-    EXPECT_LE(kernel + calls * ops + faults, entries + 4) << bench << ": mm calls or faults took the kernel lock\n"
+    // Slack: a quarter of an acquisition per op (idle CPUs look for work
+    // under the kernel lock without entering from user mode).
+    EXPECT_LE(kernel + calls * ops + faults, entries + ops / 4) << bench << ": mm calls or faults took the kernel lock\n"
                                                           << rec.dump();
     EXPECT_GE(space, ops) << bench << ": each op takes its space's lock\n" << rec.dump();
   }
