@@ -74,6 +74,7 @@ void AddressSpace::reset() {
 }
 
 ErrorOr<AddressSpace*> AddressSpace::try_create() {
+  SpinGuard guard(spaces_lock());
   for (AddressSpace& as : g_spaces) {
     if (as.in_use_) continue;
     const Pfn root = TRY(new_root());
@@ -171,6 +172,7 @@ ErrorOr<void> AddressSpace::destroy() {
   }
   drop_sources();
   count_ = 0;
+  SpinGuard spaces(spaces_lock());
   in_use_ = false;
   return release_root(root_);
 }

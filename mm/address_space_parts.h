@@ -54,8 +54,14 @@ inline PteFlags leaf_flags(uint32_t prot) {
 
 // The root cache (mm/root_cache.cpp): a fresh root with the kernel half
 // filled in, and its way back (into the cache when pgd_cache= allows).
+// Both under spaces_lock().
 ErrorOr<Pfn> new_root();
 ErrorOr<void> release_root(Pfn root);
+// The lock of what all spaces share: the table of AddressSpace slots (which
+// are in use) and the root cache. Fork and exit make and end spaces
+// without the kernel lock, on several CPUs at once; a space's teardown
+// takes it inside the space's own lock.
+Spinlock& spaces_lock();
 
 // pvops' leave hook (mm/switch_mm.cpp), installed by init_user_mm.
 void leave_root_here(Pfn root);

@@ -19,9 +19,14 @@ constexpr unsigned kRootCacheSize = 16;
 Pfn g_root_cache[kRootCacheSize];
 unsigned g_cached_roots = 0;
 
+constexpr LockClass kSpacesLockClass{"spaces", LockRank::Spaces, LockStat::spaces};
+Spinlock g_spaces_lock{kSpacesLockClass};
+
 }  // namespace
 
 namespace space {
+
+Spinlock& spaces_lock() { return g_spaces_lock; }
 
 ErrorOr<Pfn> new_root() {
   if (g_policy.pgd_cache && g_cached_roots) return g_root_cache[--g_cached_roots];
@@ -58,6 +63,7 @@ ErrorOr<void> release_root(Pfn root) {
 }  // namespace space
 
 ErrorOr<void> drain_root_cache() {
+  SpinGuard guard(g_spaces_lock);
   while (g_cached_roots) {
     const Pfn root = g_root_cache[--g_cached_roots];
     TRY(PVOP(release_pt_page)(root, Level::L4));

@@ -20,6 +20,7 @@ enum class LockRank : uint8_t {
   Kernel = 10,    // the kernel lock (kernel/kernel_lock.h): taken first on entry
   RunQueue = 20,  // scheduler state, were it ever split from the kernel lock
   Mm = 30,        // one address space's page tables
+  Spaces = 32,    // the table of address spaces and the root cache (mm/address_space_parts.h)
   FilePages = 35, // the root filesystem's file-page index (a fault maps a file's page under Mm)
   Frames = 40,    // the frame allocator
   CrossCpu = 50,  // mailboxes of cross-CPU requests

@@ -14,6 +14,7 @@
 #include "kernel/proc/fpu_state.h"
 #include "kernel/proc/futex.h"
 #include "kernel/proc/process_parts.h"
+#include "kernel/fs/file_pages.h"
 #include "kernel/fs/ramfs.h"
 #include "kernel/proc/thread.h"
 #include "kernel/proc/user_copy.h"
@@ -34,6 +35,20 @@ void release_files(Process& p) {
   if (p.exe) fs::inode_put(p.exe), p.exe = nullptr;
 }
 
+// Runs work on one address space (a fork's copy, a teardown) without the
+// kernel lock where the space's lock suffices, so other CPUs' system calls
+// go on meanwhile; the caller holds it before and after and relies on
+// nothing it guards across the call. A file mapping's last reference
+// dropped meanwhile is put once the lock is back.
+template <typename Work>
+void without_kernel_lock(Work work) {
+  if (!space_lock_suffices()) return work();
+  kernel_unlock();
+  work();
+  kernel_lock();
+  fs::run_deferred_puts();
+}
+
 // Tears down what a dead process holds (not its kernel stack, which may be
 // the one we are running on).
 void release_resources(Process& p) {
@@ -43,10 +58,12 @@ void release_resources(Process& p) {
     return;
   }
   release_files(p);
-  if (p.as) {
-    if (g_current_root == p.as->root()) must(PVOP(load_root)(kernel_root()), "load kernel root");
-    must(p.as->destroy(), "destroy address space");
+  if (AddressSpace* as = p.as) {
+    if (g_current_root == as->root()) must(PVOP(load_root)(kernel_root()), "load kernel root");
     p.as = nullptr;
+    // The teardown under the space's lock alone where that suffices (no
+    // thread runs in it any more, and nobody finds it: p.as is gone).
+    without_kernel_lock([as] { must(as->destroy(), "destroy address space"); });
   }
 }
 
@@ -54,12 +71,18 @@ void release_resources(Process& p) {
 
 ErrorOr<int> do_fork() {
   Process& parent = *running_here();
+  // The copy of the space, which is most of a fork's work, under the
+  // parent space's lock alone where that suffices: other CPUs' system
+  // calls go on meanwhile. Nothing here relies on the kernel lock across
+  // it (the parent may be sent a signal meanwhile: it is delivered on the
+  // way out, after the fork, as if it came a moment later).
+  ErrorOr<AddressSpace*> as = Errno::ENOMEM;
+  without_kernel_lock([&] { as = parent.as->try_fork(); });
+  if (as.is_error()) return as.error();
   Process* child = alloc_process();
-  if (!child) return Errno::EAGAIN;
-  auto as = parent.as->try_fork();
-  if (as.is_error()) {
-    child->state = ProcState::Free;
-    return as.error();
+  if (!child) {
+    must(as.value()->destroy(), "destroy the unused fork's space");
+    return Errno::EAGAIN;
   }
   // A fork from a thread copies that thread alone: its registers, mask and
   // TLS; the group's files and actions.
