@@ -18,8 +18,13 @@
 // and each reports the CPU it ran on after every rep (getcpu);
 // `workers_elsewhere` counts those that ran on another CPU than the main
 // thread. They are told to start over pipes, the same for processes and
-// threads: a read that blocks leaves an idle CPU halted, which under
-// -icount adds nothing to the clock.
+// threads (a read that blocks leaves an idle CPU halted, which under
+// -icount adds nothing to the clock): two pipes whatever the workers, as
+// pvk gives a process 16 descriptors. Round r's start is one byte per
+// worker in pipe r % 2, and each worker reads the two pipes in turn, so
+// none can take a second byte of one round: its next read is from the other
+// pipe, which the main thread fills only once every worker has reported
+// (has read its byte).
 //
 // The same static binary runs on Linux (fork, clone, pipes: the Linux ABI).
 #include "bench/smp_threads.h"
@@ -41,8 +46,9 @@ struct Churn {
   uint64_t pages = 0;
   uint64_t loops = 0;
   unsigned n = 0;  // workers besides the main thread, started so far
-  int go[kMaxThreads][2];  // main -> worker i: 'w' (warm-up round), 'g' (a rep's round), 's' (stop)
-  int done[2];             // every worker -> main: one Report per round
+  int go[2][2];  // main -> workers, round r in pipe r % 2: 'w' (warm-up), 'g' (a rep's round), 's' (stop)
+  int done[2];   // every worker -> main: one Report per round
+  unsigned round = 0;  // the main thread's next round
   Thread t[kMaxThreads];   // mode=threads
   int64_t pid[kMaxThreads];  // mode=procs
   unsigned index[kMaxThreads];
@@ -81,9 +87,9 @@ int64_t read_full(int fd, void* buf, size_t n) {
 // until told to stop.
 void churn_worker(unsigned me) {
   place_thread(g_ch.placement, me);
-  for (;;) {
+  for (unsigned round = 0;; ++round) {
     char cmd = 0;
-    if (read_full(g_ch.go[me][0], &cmd, 1) != 1 || cmd == 's') return;
+    if (read_full(g_ch.go[round & 1][0], &cmd, 1) != 1 || cmd == 's') return;
     const Report rep{cpu_now(), churn_cycles(g_ch.pages, cmd == 'w' ? 1 : g_ch.loops, me + 1) ? 1u : 0u};
     write(g_ch.done[1], &rep, sizeof rep);
   }
@@ -94,7 +100,8 @@ void churn_thread(void* arg) { churn_worker(*static_cast<unsigned*>(arg)); }
 // One round of every worker, the main thread's share included. False (r
 // failed) when a worker's round went wrong or its report never came.
 bool churn_round(Run& r, char cmd, uint64_t loops, uint64_t* elsewhere) {
-  for (unsigned i = 0; i < g_ch.n; ++i) write(g_ch.go[i][1], &cmd, 1);
+  for (unsigned i = 0; i < g_ch.n; ++i) write(g_ch.go[g_ch.round & 1][1], &cmd, 1);
+  ++g_ch.round;
   bool ok = churn_cycles(g_ch.pages, loops, 0);
   const int32_t here = cpu_now();
   *elsewhere = 0;
@@ -131,7 +138,7 @@ bool churn_start(Run& r, bool procs, unsigned k) {
 // Stops and reaps the workers; closes the pipes.
 void churn_stop(Run& r, bool procs, unsigned pipes) {
   const char stop = 's';
-  for (unsigned i = 0; i < g_ch.n; ++i) write(g_ch.go[i][1], &stop, 1);
+  for (unsigned i = 0; i < g_ch.n; ++i) write(g_ch.go[g_ch.round & 1][1], &stop, 1);
   for (unsigned i = 0; i < g_ch.n; ++i) {
     if (procs) {
       if (const int st = wait_child(r, g_ch.pid[i]); st > 0) r.fail("worker process %u exited with 0x%x", i, st);
@@ -163,14 +170,15 @@ void run_mmap_churn(Run& r) {
   g_ch.pages = pages;
   g_ch.loops = loops;
   g_ch.n = 0;
-  if (pipe(g_ch.done) != 0) {
-    r.fail("pipe failed");
+  g_ch.round = 0;
+  if (int64_t e = pipe(g_ch.done); e != 0) {
+    r.fail("pipe returned %ld", e);
     return;
   }
   unsigned pipes = 0;
-  for (; pipes < threads; ++pipes)
-    if (pipe(g_ch.go[pipes]) != 0) {
-      r.fail("pipe %u failed", pipes);
+  for (; pipes < 2; ++pipes)
+    if (int64_t e = pipe(g_ch.go[pipes]); e != 0) {
+      r.fail("pipe returned %ld", e);
       break;
     }
   g_ch.placement = threads ? place_main() : Placement{};
