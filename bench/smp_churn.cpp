@@ -182,6 +182,15 @@ void run_mmap_churn(Run& r) {
       break;
     }
   g_ch.placement = threads ? place_main() : Placement{};
+  // A page that stays mapped (and written) beside the churned ranges, in
+  // every worker's address space (the forked ones inherit it): without it a
+  // lone worker's munmap empties the page tables above its range, which pvk
+  // frees and the next cycle's fault allocates again (2 table pages a cycle,
+  // measured), while several threads of one process keep each other's
+  // tables alive, so the figure at one worker would carry a cost the others
+  // do not. The crews do the same (smp_threads.cpp, crew_start).
+  uint64_t* anchor = map_pages_or_fail(r, 1);
+  if (anchor) poke(anchor, 1);
   uint64_t elsewhere = 0;
   // A warm-up round (one cycle each, untimed): every worker has begun on
   // its CPU, and a forked worker has taken its copy-on-write faults on the
@@ -195,6 +204,7 @@ void run_mmap_churn(Run& r) {
     }
   }
   churn_stop(r, procs, pipes);
+  if (anchor) munmap(anchor, kPage);
   unplace_main(g_ch.placement);
   r.extra("workers", 1 + threads);
   r.extra("workers_elsewhere", elsewhere);
