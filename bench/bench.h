@@ -18,8 +18,24 @@ class Run;
 
 struct ParamDef {
   const char* key;
-  const char* defaults;  // "1+64+4096": one record per value
+  const char* defaults;  // "1+64+4096": one record per value; "procs+threads": the words it takes
 };
+
+// A parameter may take words instead of numbers (mmap_churn's
+// mode=procs|threads): a word of 1..7 letters a-z is packed into the value
+// with the top bit set, so it never equals a number a benchmark takes, and
+// the record prints it as a string. A parameter's defaults say which kind it
+// is: words (the only ones it takes) or numbers.
+inline constexpr uint64_t kWordBit = 1ull << 63;
+inline constexpr unsigned kMaxWord = 7;
+constexpr uint64_t word_value(const char* w) {
+  uint64_t v = kWordBit;
+  for (unsigned i = 0; i < kMaxWord && w[i]; ++i) v |= static_cast<uint64_t>(static_cast<unsigned char>(w[i])) << (8 * i);
+  return v;
+}
+inline bool is_word_value(uint64_t v) { return (v & kWordBit) != 0; }
+// The word of a word value, NUL-terminated, into out[kMaxWord + 1].
+void word_text(uint64_t v, char* out);
 
 struct BenchDef {
   const char* name;
@@ -194,6 +210,7 @@ void run_munmap_threads(Run&);
 void run_fork_threads(Run&);
 void run_fault_threads(Run&);
 void run_ctx_threads(Run&);
+void run_mmap_churn(Run&);
 // The cost model's events, one at a time (bench/calibrate.cpp, `pvk calibrate`).
 void run_calibrate(Run&);
 

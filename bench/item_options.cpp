@@ -5,6 +5,30 @@
 
 namespace bench {
 
+namespace {
+
+// A word value (bench.h, word_value): 1..kMaxWord letters a-z.
+bool parse_word(const char* s, uint64_t* out) {
+  size_t n = 0;
+  for (; s[n]; ++n)
+    if (n == kMaxWord || s[n] < 'a' || s[n] > 'z') return false;
+  if (n == 0) return false;
+  *out = word_value(s);
+  return true;
+}
+
+}  // namespace
+
+void word_text(uint64_t v, char* out) {
+  unsigned n = 0;
+  for (; n < kMaxWord; ++n) {
+    const char c = static_cast<char>(v >> (8 * n) & 0xff);
+    if (!c) break;
+    out[n] = c;
+  }
+  out[n] = 0;
+}
+
 bool parse_options(const char* s, Options& opts, char* why, size_t why_cap) {
   while (*s) {
     if (opts.n == sizeof opts.opt / sizeof opts.opt[0]) {
@@ -32,7 +56,7 @@ bool parse_options(const char* s, Options& opts, char* why, size_t why_cap) {
         ++s;
       }
       num[m] = 0;
-      if (o.n == sizeof o.values / sizeof o.values[0] || !parse_u64(num, &o.values[o.n])) {
+      if (o.n == sizeof o.values / sizeof o.values[0] || (!parse_u64(num, &o.values[o.n]) && !parse_word(num, &o.values[o.n]))) {
         pvk::format(why, why_cap, "bad value '%s' for '%s'", num, o.key);
         return false;
       }

@@ -2,12 +2,13 @@
 #include "bench/smp_threads.h"
 
 namespace bench::smp {
-namespace {
 
 int32_t cpu_now() {
   uint32_t cpu = 0;
   return getcpu(&cpu, nullptr) == 0 ? static_cast<int32_t>(cpu) : -1;
 }
+
+namespace {
 
 unsigned nth_cpu(uint64_t mask, unsigned n) {
   for (unsigned c = 0, seen = 0; c < 64; ++c)

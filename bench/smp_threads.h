@@ -44,6 +44,9 @@ struct Placement {
   unsigned cpus = 1;   // CPUs in it
 };
 
+// The CPU the caller runs on (getcpu), -1 if it cannot say.
+int32_t cpu_now();
+
 // Pins the main thread to the first CPU of its mask (more than one CPU only).
 Placement place_main();
 // In thread `index` (0-based): its CPU, the (index + 1)-th of the mask, round robin.

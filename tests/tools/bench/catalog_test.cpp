@@ -55,7 +55,7 @@ TEST(Catalog, SuitesAndSwitches) {
   EXPECT_TRUE(is_suite("smp"));
   const auto smp = suite_members("smp");
   EXPECT_EQ(smp, (std::vector<std::string_view>{"mprotect_threads", "munmap_threads", "fork_threads", "fault_threads",
-                                                 "ctx_threads"}));
+                                                 "mmap_churn", "ctx_threads"}));
   EXPECT_TRUE(is_suite("calibrate"));
   EXPECT_EQ(suite_members("calibrate"), std::vector<std::string_view>{"calibrate"});
   EXPECT_EQ(suite_members("all").size() + smp.size() + 1, benchmarks().size());

@@ -84,6 +84,20 @@ TEST(ItemChecks, TheDryRunRefusesToo) {
   }
 }
 
+// A parameter of words (mmap_churn's mode) takes the words its defaults
+// list, and only those; a parameter of numbers takes no word.
+TEST(ItemChecks, WordValues) {
+  EXPECT_EQ(refusal("mmap_churn:mode=procs"), "");
+  EXPECT_EQ(refusal("mmap_churn:mode=threads+procs:threads=1"), "");
+  EXPECT_EQ(refusal("smp:mode=threads:threads=0+1"), "");
+  EXPECT_EQ(refusal("mmap_churn:mode=fibres"),
+            "benchmark item 'mmap_churn:mode=fibres': 'mode=fibres': values are numbers joined with '+'");
+  EXPECT_EQ(refusal("mmap_churn:pages=procs"),
+            "benchmark item 'mmap_churn:pages=procs': 'pages=procs': values are numbers joined with '+'");
+  // Memory: 1 + threads workers of `pages` each, whatever the mode.
+  EXPECT_NEAR(item_memory_mib(parse_item("mmap_churn:mode=threads:pages=256:threads=3")), 4, 0.1);
+}
+
 TEST(ItemChecks, MemoryOfItems) {
   EXPECT_EQ(item_memory_mib(parse_item("getpid")), 0);
   EXPECT_EQ(item_memory_mib(parse_item("hostile")), 0);

@@ -71,7 +71,8 @@ INSTANTIATE_TEST_SUITE_P(
                       PlanCase{"full_linux", {"--full", "--linux"}}, PlanCase{"wall", {"--wall"}},
                       PlanCase{"smp_2", {"--smp", "2"}}, PlanCase{"smoke", {"--smoke"}},
                       PlanCase{"mmu_unhook_auto", {"--mmu", "unhook,auto"}}, PlanCase{"aa", {"--aa"}},
-                      PlanCase{"schedule_heaviest", {"--schedule", "heaviest"}}),
+                      PlanCase{"schedule_heaviest", {"--schedule", "heaviest"}},
+                      PlanCase{"scaling_linux", {"--smp", "1,2,4,8", "--linux"}}),
     [](const ::testing::TestParamInfo<PlanCase>& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -58,7 +58,9 @@ struct Commands::State {
   bool warmup = false;              // warm-up: a one-rep run of each item first, discarded
   std::string schedule = "paired";  // schedule.hpp
   std::string icount_spec = default_icount;
-  unsigned smp = 1;  // CPUs of every machine (SMP): QEMU -smp, dom0_max_vcpus
+  // CPUs of every machine (SMP): QEMU -smp, dom0_max_vcpus; several counts
+  // (--smp 1,2,4,8): a scaling run (MatrixOptions::scaling).
+  std::vector<unsigned> smp{1};
   fs::path rootfs;   // a directory packed as every boot's root filesystem
   fs::path initrd;   // or a ready newc cpio archive
   // Cost profiles to project the rows with (projection.hpp); "none": no model.
@@ -106,7 +108,7 @@ struct Commands::State {
     if (icount) c += " --icount";
     if (virtual_time() && icount_spec != default_icount) c += " --icount-spec " + icount_spec;
     if (reps_option->count() > 0) c += fmt::format(" --reps {}", reps);
-    if (smp != 1) c += fmt::format(" --smp {}", smp);
+    if (smp != std::vector<unsigned>{1}) c += fmt::format(" --smp {}", fmt::join(smp, ","));
     if (platforms != std::vector<std::string>{"native", "native-builtin", "xen"}) c += " --platforms " + fmt::format("{}", fmt::join(platforms, ","));
     if (with_linux) c += " --linux";
     if (!mmus.empty()) c += " --mmu " + fmt::format("{}", fmt::join(mmus, ","));
@@ -152,7 +154,10 @@ struct Commands::State {
     m.with_variations = !no_variations;
     m.with_smp = !one_cpu;
     m.reps = effective_reps();
-    m.smp = smp;
+    if (smp.size() == 1)
+      m.smp = smp.front();
+    else
+      m.scaling = smp;
     m.wall_time = !virtual_time();
     if (timeout_s > 0) m.timeout = std::chrono::seconds{timeout_s};
     return m;
@@ -185,7 +190,7 @@ struct Commands::State {
     q.xen_gz = xen_gz;
     q.xen_cache_dir = build_dir / "cache" / "xen-4.17";
     q.icount = virtual_time() ? icount_spec : "";
-    q.smp = smp;
+    q.smp = *std::max_element(smp.begin(), smp.end());  // each boot says its own (Boot::machine)
     q.cancel = &g_cancel;
     q.initrd = rootfs_archive(rootfs, initrd, build_dir);
     // Without a root filesystem of the user's, the real-program benchmarks'
@@ -233,7 +238,8 @@ struct Commands::State {
             {"qemu", first_line({"qemu-system-x86_64", "--version"})},
             {"icount", q.icount},
             {"smp_icount", !q.icount.empty()},  // machines with several CPUs in virtual time too
-            {"smp", q.smp},
+            // One count, or a scaling run's list ("1,2,4,8").
+            {"smp", smp.size() == 1 ? OJson(smp.front()) : OJson(fmt::format("{}", fmt::join(smp, ",")))},
             {"schedule", schedule},
             {"aa", aa},
             {"warmup", warmup},
@@ -385,7 +391,11 @@ Commands::Commands(CLI::App& app, const fs::path& build_dir, const fs::path& sou
                 "kernbench at N/2, N and 2N workers and adds the smp suite (docs/benchmarks.md) at threads=0, 1 and N-1. "
                 "In virtual time its vCPUs run round-robin on one host thread (QEMU 10 keeps that fair), so its "
                 "figures repeat like any other's (the guest's clock is the sum of every vCPU's instructions: see "
-                "docs/benchmarks.md); with --wall it runs MTTCG, each boot alone")
+                "docs/benchmarks.md); with --wall it runs MTTCG, each boot alone. Several counts, e.g. --smp 1,2,4,8: "
+                "a scaling run, each platform's SMP configurations booted at every count with kernbench and the smp "
+                "suite (or --bench's items, given threads=0,1,N-1 where they leave it open), and the summary's "
+                "scaling table")
+      ->delimiter(',')
       ->check(CLI::Range(1u, kMaxSmp))
       ->capture_default_str();
   s.reps_option = b->add_option("--reps", s.reps,

@@ -125,6 +125,8 @@ RatioSpec ratio_of(JsonFields& f) {
   r.vary = f.str("vary", "");
   r.vary_base = f.str("vary_base", "");
   if (r.vary.empty() != r.vary_base.empty()) f.fail(r.vary.empty() ? "vary" : "vary_base", "give vary and vary_base together");
+  r.workers_per_cpu = f.boolean("workers_per_cpu", false);
+  if (r.workers_per_cpu && !r.vary.empty()) f.fail("workers_per_cpu", "not with vary");
   f.done();
   return r;
 }
@@ -147,6 +149,7 @@ Target target_of(JsonFields& f, const std::set<std::string>& ratios) {
   t.sparse_too = f.boolean("sparse_too", false);
   t.somewhere = f.boolean("somewhere", false);
   t.retired = f.str("retired", "");
+  t.needs = f.str("needs", "");
   if (t.bench.empty() && !t.somewhere) f.fail("bench", "missing (only a somewhere goal may take any benchmark)");
   f.done();
   return t;
@@ -184,6 +187,17 @@ Seed000Runs seed000_runs_of(JsonFields& f) {
   if (r.before.size() < 2 || r.after.size() < 2) f.fail(r.before.size() < 2 ? "before" : "after", "expected two runs or more");
   f.done();
   return r;
+}
+
+WorkerParam worker_param_of(JsonFields& f) {
+  WorkerParam w;
+  w.param = f.str("param");
+  if (w.param.empty()) f.fail("param", "empty");
+  const double plus = f.number("plus", 0.0);
+  if (plus < 0 || plus != static_cast<unsigned>(plus)) f.fail("plus", "expected a whole number, 0 or more");
+  w.plus = static_cast<unsigned>(plus);
+  f.done();
+  return w;
 }
 
 SeedLine seed_line_of(JsonFields& f) {
@@ -243,6 +257,15 @@ Experiments parse_experiments(std::string_view text, const std::string& name) {
     x.seed003_per_page.numerator = f.str("numerator");
     x.seed003_per_page.denominator = f.str("denominator");
     if (x.seed003_per_page.numerator == x.seed003_per_page.denominator) f.fail("denominator", "the same as numerator");
+    f.done();
+  }
+  // The scaling table's reading of the rows (scaling.hpp); a file without
+  // it has no worker parameters, and so no scaling table.
+  if (json.contains("scaling")) {
+    JsonFields f(top.member("scaling", false), name, "scaling");
+    for (auto& w : f.objects("workers")) x.scaling.workers.push_back(worker_param_of(w));
+    x.scaling.counters = f.strings("counters", std::vector<std::string>{});
+    x.scaling.counter_prefixes = f.strings("counter_prefixes", std::vector<std::string>{});
     f.done();
   }
   top.done();

@@ -1,6 +1,7 @@
 #include "pvk/bench/item_checks.hpp"
 
 #include "pvk/bench/catalog.hpp"
+#include "pvk/bench/matrix.hpp"  // split_fields
 
 #include <fmt/format.h>
 
@@ -35,6 +36,24 @@ std::optional<std::vector<double>> values_of(std::string_view list) {
     if (plus == std::string_view::npos) return out;
     start = plus + 1;
   }
+}
+
+// Whether every value of "w1+w2" is a word the parameter `key` of one of
+// `members` lists in its defaults: a parameter of words (the driver's
+// word_value, bench/bench.h) takes those and nothing else.
+bool listed_words(const std::vector<std::string_view>& members, std::string_view key, std::string_view list) {
+  for (const auto& m : members) {
+    const BenchInfo& b = *find_benchmark(m);
+    for (size_t i = 0; i < b.params.size(); ++i) {
+      if (b.params[i] != key) continue;
+      const std::vector<std::string> words = split_fields(b.defaults[i], '+');
+      const std::vector<std::string> given = split_fields(list, '+');
+      if (std::all_of(given.begin(), given.end(),
+                      [&](const std::string& v) { return std::find(words.begin(), words.end(), v) != words.end(); }))
+        return true;
+    }
+  }
+  return false;
 }
 
 bool takes(const BenchInfo& b, std::string_view key) {
@@ -102,6 +121,10 @@ void check_item(const Item& item) {
                                      [&](std::string_view m) { return takes(*find_benchmark(m), key); });
     if (!applies) refuse(item, fmt::format("'{}' has no parameter '{}'", item.name, key));
     const auto values = values_of(value);
+    if (!values && listed_words(members, key, value)) {
+      if (split_fields(value, '+').size() > kMaxValues) refuse(item, fmt::format("'{}': more than {} values", key, kMaxValues));
+      continue;
+    }
     if (!values) refuse(item, fmt::format("'{}={}': values are numbers joined with '+'", key, value));
     if (values->size() > kMaxValues) refuse(item, fmt::format("'{}': more than {} values", key, kMaxValues));
     if (key == "reps" && (values->size() != 1 || values->front() < 1 || values->front() > kMaxReps))

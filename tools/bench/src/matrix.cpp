@@ -54,50 +54,6 @@ const PlatformSpec* find_platform(std::string_view name) {
   return nullptr;
 }
 
-std::string kernbench_procs(unsigned smp) {
-  if (smp <= 1) return "1+4+8";
-  constexpr unsigned kMaxProcs = 20;  // bench/seed002.cpp: each worker has a kbworker and its child
-  std::vector<unsigned> loads{std::max(1u, smp / 2), smp, 2 * smp};
-  std::string out;
-  unsigned last = 0;
-  for (unsigned p : loads) {
-    p = std::min(p, kMaxProcs);
-    if (p == last) continue;
-    out += (out.empty() ? "" : "+") + std::to_string(p);
-    last = p;
-  }
-  return out;
-}
-
-Item smp_items(unsigned smp) {
-  std::string threads = "0+1";
-  if (smp > 2) threads += "+" + std::to_string(smp - 1);
-  return Item{"smp", {{"threads", threads}, {"reps", "3"}}};
-}
-
-namespace {
-
-// kernbench's options on N CPUs: the N-CPU loads, and jobs= so that every
-// worker has a job at 2N.
-std::vector<std::pair<std::string, std::string>> kernbench_options(unsigned smp) {
-  const std::string procs = kernbench_procs(smp);
-  const unsigned top = static_cast<unsigned>(std::stoul(procs.substr(procs.rfind('+') + 1)));
-  return {{"procs", procs}, {"jobs", std::to_string(std::max(8u, top))}};
-}
-
-}  // namespace
-
-std::vector<Item> default_items(unsigned smp) {
-  if (smp <= 1) return {Item{"all", {}}};
-  // `all` with procs= would reach ctx too (its ring size): the seeds'
-  // suites one by one, procs= on seed002 (kernbench is its only member
-  // with procs).
-  return {Item{"seed000", {}}, Item{"seed001", {}}, Item{"seed002", kernbench_options(smp)}, Item{"seed003", {}},
-          smp_items(smp)};
-}
-
-std::vector<Item> smp_matrix_items(unsigned smp) { return {Item{"kernbench", kernbench_options(smp)}, smp_items(smp)}; }
-
 std::vector<Item> large_items() {
   return {Item{"fork_dirty", {{"pages", "64000+128000"}}}, Item{"mprotect", {{"pages", "65536+128000"}}}};
 }
@@ -384,6 +340,54 @@ void add_smp_configs(Plan& plan, std::set<std::string>& seen, const MatrixOption
   }
 }
 
+// A scaling run's configurations of one platform's smp_switches entry:
+// each --set value replaces its switch or adds it (where the switch
+// applies to the backend; Linux takes none).
+std::vector<Switches> scaling_switches(const Switches& base, const MatrixOptions& options) {
+  std::vector<Switches> crossed{base};
+  const auto mmu = std::find_if(base.begin(), base.end(), [](const auto& s) { return s.first == "mmu"; });
+  if (mmu == base.end()) return crossed;
+  for (const auto& axis : options.sets) {
+    const auto only = switch_backends(axis.key);
+    if (!only.empty() && std::find(only.begin(), only.end(), mmu->second) == only.end()) continue;
+    std::vector<Switches> next;
+    for (const auto& switches : crossed)
+      for (const auto& value : axis.values) {
+        Switches with = switches;
+        std::erase_if(with, [&](const auto& s) { return s.first == axis.key; });
+        with.emplace_back(axis.key, value);
+        next.push_back(std::move(with));
+      }
+    crossed = std::move(next);
+  }
+  return crossed;
+}
+
+// The scaling run (MatrixOptions::scaling): the SMP configurations of each
+// platform at every count. smp=1 is named too, so that every row of the
+// scaling table says its CPUs.
+void add_scaling_configs(Plan& plan, std::set<std::string>& seen, const MatrixOptions& options) {
+  if (options.smoke || options.full)
+    throw std::invalid_argument("--smp with several counts is a scaling run of the smp suite; not with --smoke or --full");
+  for (const auto& name : options.platforms) {
+    const PlatformSpec* spec = find_platform(name);
+    if (!spec) throw std::invalid_argument(fmt::format("no platform named '{}'", name));
+    if (spec->smp_switches.empty())
+      plan.notes.push_back(fmt::format("platform {} skipped: it has no configurations with several CPUs", name));
+    for (const Switches& base : spec->smp_switches) {
+      const auto mmu = std::find_if(base.begin(), base.end(), [](const auto& s) { return s.first == "mmu"; });
+      if (mmu != base.end() && !options.mmus.empty() && !named(options.mmus, mmu->second)) continue;
+      for (const Switches& switches : scaling_switches(base, options))
+        for (unsigned n : options.scaling) {
+          Switches with = switches;
+          with.emplace_back(std::string(kSmpKey), std::to_string(n));
+          add_config(plan, seen, options, *spec, make_config(name, with),
+                     {{fmt::format("{} CPU{}", n, n == 1 ? "" : "s"), scaling_items(options.items, n), false, 1.0}}, TargetSizes::No);
+        }
+    }
+  }
+}
+
 }  // namespace
 
 Plan build_plan(const MatrixOptions& options) {
@@ -394,6 +398,13 @@ Plan build_plan(const MatrixOptions& options) {
   const std::vector<Group> groups = item_groups(options);
   const std::set<std::string> set_keys = checked_set_keys(options);
   std::set<std::string> seen;
+  if (!options.scaling.empty()) {
+    add_scaling_configs(plan, seen, options);
+    if (plan.boots.empty()) throw std::invalid_argument("the matrix is empty");
+    std::stable_sort(plan.boots.begin(), plan.boots.end(),
+                     [](const Boot& a, const Boot& b) { return a.weight > b.weight; });
+    return plan;
+  }
 
   for (const auto& name : options.platforms) {
     const PlatformSpec* spec = find_platform(name);

@@ -4,6 +4,7 @@
 #include "pvk/bench/projection.hpp"
 #include "pvk/bench/report.hpp"
 #include "pvk/bench/runner.hpp"
+#include "pvk/bench/scaling.hpp"
 #include "pvk/bench/seeds.hpp"
 
 #include <fmt/format.h>
@@ -58,6 +59,7 @@ Written write_outputs(const Results& results, const std::vector<RatioSpec>& spec
     fits.push_back({{"configuration", f.config}, {"per_page_ns", f.fit.slope}, {"fixed_ns", f.fit.intercept},
                     {"r2", f.fit.r2}, {"points", f.fit.n}, {"pages", {f.lo, f.hi}}});
   json["fork_fits"] = fits;
+  json["scaling"] = scaling_json(results);
   const std::vector<CostProfile> profiles = applied_profiles(results);
   if (!profiles.empty()) json["model_ratios"] = projection_ratios_json(results, profiles, specs);
   w.json = dir / "results.json";

@@ -1,5 +1,7 @@
 #include "pvk/bench/ratio.hpp"
 
+#include "pvk/bench/scaling.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -132,6 +134,11 @@ std::string param_value(const Params& params, const std::string& key) {
 
 // Whether b is a's denominator under spec's rows and parameters.
 bool rows_pair(const RatioSpec& spec, const Row& a, const Row& b) {
+  if (spec.workers_per_cpu) {
+    std::string pa, pb;
+    return row_workers(a, &pa) && row_workers(b, &pb) && pa == pb &&
+           params_without(a.params, pa) == params_without(b.params, pb);
+  }
   if (spec.vary.empty()) return params_text(a.params) == params_text(b.params);
   const std::string va = param_value(a.params, spec.vary), vb = param_value(b.params, spec.vary);
   return !va.empty() && va != spec.vary_base && vb == spec.vary_base &&
@@ -156,6 +163,7 @@ std::vector<Ratio> compute_ratios(const Results& results, const std::vector<Rati
         // One configuration over itself only across benchmarks or a parameter;
         // across a parameter, only within one configuration.
         if (!cb || !spec.denominator.matches(*cb)) continue;
+        if (spec.workers_per_cpu && (row_workers(a) != ca->cpus() || row_workers(b) != cb->cpus())) continue;
         if (spec.vary.empty() ? (same_config && a.bench == b.bench) : !same_config) continue;
         std::set<std::string> keys;
         for (const auto& k : ca->keys()) keys.insert(k);

@@ -3,6 +3,7 @@
 #include "pvk/bench/break_even.hpp"
 #include "pvk/bench/format.hpp"
 #include "pvk/bench/ptshare_section.hpp"
+#include "pvk/bench/scaling.hpp"
 #include "pvk/bench/targets.hpp"
 
 #include "pvk/bench/catalog.hpp"
@@ -163,7 +164,8 @@ std::string fork_density_tables(const Results& results) {
 
 std::string time_mode(const Results& results) {
   if (results.virtual_time() && !results.configs.empty() &&
-      std::all_of(results.configs.begin(), results.configs.end(), [](const Config& c) { return c.cpus() > 1; }))
+      std::all_of(results.configs.begin(), results.configs.end(),
+                  [&](const Config& c) { return !results.virtual_time(c); }))
     return "wall time (every machine has several CPUs)";
   if (results.mixed_time()) return "virtual time (-icount); machines with several CPUs in wall time";
   return results.virtual_time() ? "virtual time (-icount)" : "wall time";
@@ -405,6 +407,7 @@ std::string summary_markdown(const Results& results, const std::vector<RatioSpec
   md += configurations_section(results);
   md += benchmarks_section(results);
   md += ptshare_section(results);
+  md += scaling_section(results);
   md += targets_section(ratios);
   md += ratios_section(results, specs, ratios);
   md += seeds_section(results, ratios);

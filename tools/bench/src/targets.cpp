@@ -104,7 +104,9 @@ void add_target_lines(const Target& t, const std::vector<Ratio>& ratios, std::ve
                                    params.empty() ? "" : ", " + params, against),
                        target_measured(r), target_verdict(t, r)});
       }
-      if (!any) out.push_back({t.goal, "—", needs_linux ? "needs Linux rows" : "not in this run"});
+      if (!any)
+        out.push_back({t.goal, "—",
+                       needs_linux ? "needs Linux rows" : t.needs.empty() ? "not in this run" : "not in this run: " + t.needs});
       return;
     }
     const Ratio* r = base_ratio(ratios, t.ratio, t.bench, t.params);

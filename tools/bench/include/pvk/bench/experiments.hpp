@@ -1,8 +1,8 @@
 // The experiments of `pvk bench` as data: bench/experiments.json, compiled
 // into the harness (experiments_data.cpp is generated from it) and read
 // with nlohmann-json on first use. The platforms and their machines, the
-// variations the default matrix adds, the ratios, the targets and the
-// seeds' figures live there; matrix, ratio, report and seeds read them
+// variations the default matrix adds, the ratios, the targets, the seeds'
+// figures and what the scaling table reads (scaling.hpp) live there; matrix, ratio, report and seeds read them
 // through the accessors (platform_specs(), variations(), builtin_ratios(),
 // targets(), seed_figures()). A bad file is refused in one line naming the
 // field (JsonFieldError).
@@ -10,6 +10,7 @@
 
 #include "pvk/bench/matrix.hpp"
 #include "pvk/bench/ratio.hpp"
+#include "pvk/bench/scaling.hpp"
 #include "pvk/bench/seeds.hpp"
 
 #include <string>
@@ -29,6 +30,7 @@ struct Experiments {
   std::string seed001_verdict;
   std::vector<SeedLine> seed003_lines;
   SeedPairing seed003_per_page;
+  ScalingSpec scaling;
 };
 
 // Parses and checks a whole file (`name` for errors): every field's type,

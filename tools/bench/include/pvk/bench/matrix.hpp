@@ -106,6 +106,9 @@ std::vector<Item> default_items(unsigned smp = 1);
 // kernbench's loads on N CPUs: "1+4+8" (the driver's default) for N = 1,
 // else max(1, N/2), N and 2N (capped at 20, the driver's limit), each once.
 std::string kernbench_procs(unsigned smp);
+// The smp suite's threads= at N CPUs: "0+1", and N-1 when larger (one
+// worker per CPU).
+std::string smp_threads(unsigned smp);
 // The thread benchmarks for N CPUs: the smp suite at threads=0, 1
 // and N-1 (when larger), each at its default small and larger page counts,
 // 3 reps.
@@ -114,6 +117,12 @@ Item smp_items(unsigned smp);
 // smp_switches) run only what is about them: kernbench at the N-CPU loads
 // and the smp suite.
 std::vector<Item> smp_matrix_items(unsigned smp);
+// What one configuration of a scaling run (MatrixOptions::scaling) boots at
+// N CPUs: smp_matrix_items(N) when `items` is empty (no --bench), else the
+// items with threads=smp_threads(N) added to each smp-suite item that does
+// not give threads, and kernbench's N-CPU loads to a kernbench item that
+// does not give procs.
+std::vector<Item> scaling_items(const std::vector<Item>& items, unsigned smp);
 std::vector<Item> large_items();
 // The sparse fork: fork_dirty over one span (12,800 pages) at falling
 // densities, stride=2+10+100+512 (50 %, 10 %, 1 %, one entry per L1 table;
@@ -134,6 +143,12 @@ struct MatrixOptions {
   int reps = 1;  // boots per configuration
   std::optional<std::chrono::seconds> timeout;
   unsigned smp = 1;  // CPUs of every machine (--smp): the default list's SMP items
+  // --smp N,M,... (two or more counts): a scaling run instead of the
+  // matrix. Each platform's smp_switches configurations (those --mmu names;
+  // a --set value replaces or adds its switch) boot at every count, named
+  // with it (smp=N, smp=1 included), each running scaling_items(items, N).
+  // No variations, no targets' sizes. Empty: not a scaling run.
+  std::vector<unsigned> scaling{};
   // The run times in wall time (--wall, --smoke): a machine with several
   // CPUs then boots alone (Boot::exclusive). In virtual time its vCPUs run
   // round-robin on one host thread, and it shares the host like any other.

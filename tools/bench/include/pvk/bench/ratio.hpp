@@ -53,6 +53,11 @@ struct RatioSpec {
   // `vary` parameter is not `vary_base` over its row with `vary_base` and
   // every other parameter the same. "" = rows pair only at equal parameters.
   std::string vary{}, vary_base{};
+  // Across CPU counts (the scaling run, scaling.hpp): rows pair where each
+  // ran one worker per CPU of its configuration (row_workers: threads=N-1,
+  // procs=N) and the other parameters are the same, e.g. fault_threads
+  // threads=7 at smp=8 over threads=0 at smp=1.
+  bool workers_per_cpu = false;
 };
 
 // The ratios every summary shows (when the run has both sides):
@@ -90,6 +95,9 @@ struct Target {
   // listed, its verdict "retired: <reason>" instead of met or missed, so no
   // target is dropped silently and none prints a miss forever.
   std::string retired{};
+  // The run that measures it, said when this one did not ("not in this
+  // run: ..."), e.g. a scaling run's command.
+  std::string needs{};
 };
 const std::vector<Target>& targets();  // bench/experiments.json, "targets"
 
