@@ -228,7 +228,10 @@ TEST(ScalingTarget, EightCpusOverOneOnDisjointData) {
     const std::string goal = t->goal + " — " + x.pair + ", " + params_text(x.params);
     ASSERT_TRUE(verdicts.count(goal)) << goal;
     EXPECT_TRUE(x.deterministic) << goal;
-    EXPECT_EQ(verdicts[goal], x.value <= 1.2 ? "met" : "missed") << goal;
+    if (x.bench == "munmap_threads")  // retired: not disjoint data (its threads share the space)
+      EXPECT_TRUE(verdicts[goal].starts_with("retired: not disjoint data")) << verdicts[goal];
+    else
+      EXPECT_EQ(verdicts[goal], x.value <= 1.2 ? "met" : "missed") << goal;
     ++judged;
   }
   EXPECT_EQ(judged, 4u);
@@ -241,7 +244,7 @@ TEST(ScalingTarget, EightCpusOverOneOnDisjointData) {
   Results small = r;
   std::erase_if(small.rows, [](const Row& row) { return row.config.ends_with("smp=8"); });
   for (const auto& line : evaluate_targets(compute_ratios(small, builtin_ratios())))
-    if (line.goal.starts_with("total work per op at 8 CPUs")) {
+    if (line.goal.starts_with("total work per op at 8 CPUs") && !line.verdict.starts_with("retired")) {
       EXPECT_EQ(line.verdict, "not in this run: tools/pvk bench --smp 1,2,4,8") << line.goal;
     }
 }
