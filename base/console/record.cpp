@@ -14,6 +14,12 @@ Record::Record(const char* k, const char* value) {
   append_escaped(value);
 }
 
+Record::Record(const char* event, char* storage, size_t capacity) : buf_(storage), cap_(capacity) {
+  append("@pvk {", 6);
+  key("event");
+  append_escaped(event);
+}
+
 Record::~Record() {
   append("}\n", 2);
   console_begin_line();
@@ -27,7 +33,7 @@ Record::~Record() {
 }
 
 void Record::append(const char* s, size_t n) {
-  if (len_ + n > sizeof buf_) {
+  if (len_ + n > cap_) {
     overflow_ = true;
     return;
   }

@@ -14,6 +14,9 @@ class Record {
   explicit Record(const char* event);
   // Starts a record whose first member is {key: value}, e.g. {"bench": name}.
   Record(const char* key, const char* value);
+  // A record longer than the usual kilobyte (a report with a field per
+  // CPU), built in the caller's storage instead.
+  Record(const char* event, char* storage, size_t capacity);
   Record(const Record&) = delete;
   Record& operator=(const Record&) = delete;
   ~Record();  // emits the line
@@ -28,7 +31,9 @@ class Record {
   void append(const char* s, size_t n);
   void append_escaped(const char* s);
 
-  char buf_[1024];
+  char inline_[1024];
+  char* buf_ = inline_;
+  size_t cap_ = sizeof inline_;
   size_t len_ = 0;
   bool overflow_ = false;
 };

@@ -243,7 +243,10 @@ void idle_loop(bool boot_cpu) {
 
 // Per-CPU counts at shutdown: proof of which CPUs ran processes.
 void report_sched() {
-  Record r("sched");
+  // Seven fields per CPU: more than a kilobyte past four CPUs. Shutdown
+  // runs on one CPU, so one static buffer serves.
+  static char storage[256 + smp::kMaxCpus * 7 * 40];
+  Record r("sched", storage, sizeof storage);
   unsigned ran = 0;
   uint64_t switches = 0;
   for (unsigned c = 0; c < smp::kMaxCpus; ++c) {
