@@ -132,7 +132,8 @@ void do_thread_exit(int wait_status) {
   clear_child_tid(p);
   fpu_release(p);  // it never returns to user mode: nothing to save at the switch
   p.wait_status = wait_status;
-  if (--group.live_threads > 0) {
+  if (group.live_threads > 1) {
+    --group.live_threads;
     // The others keep the group's space, files and actions. A leader stays
     // (as a zombie nobody reaps yet) to hold them and the process' pid.
     if (&p != &group) p.as = nullptr;
@@ -144,8 +145,12 @@ void do_thread_exit(int wait_status) {
   // The last thread: the process ends, with the group exit's status if
   // there was one, else the last thread's own (what Linux reports).
   const int status = group.group_exiting ? group.group_exit_status : wait_status;
+  // This thread still counts as live while the space is torn down (which
+  // may give up the kernel lock): a parent's wait must not find the group
+  // a zombie with nobody live, and reap it, before it has ended.
   release_resources(group);
   release_resources(p);
+  group.live_threads = 0;
   p.state = ProcState::Zombie;
   group.wait_status = status;
   group.state = ProcState::Zombie;

@@ -1,0 +1,66 @@
+# Counts the instructions of one way into the kernel and back, per function:
+# a gdb Python script for a pvk boot started paused with a gdb stub
+# (`pvk run --gdb`, native). It waits for the Nth entry of one vector from
+# user mode at the entry stubs' common path, single-steps until the CPU is
+# back in user mode, and prints the instructions each kernel function ran.
+# Used to find where a path's instructions go (virtual time counts one per
+# instruction), e.g. between two commits' kernels.
+#
+#   gdb -q -batch -x tools/trace/entry_trace.py \
+#       -ex 'python trace_entry("build/guest/pvk.elf", vector=14, skip=300)'
+import bisect
+import collections
+import subprocess
+
+import gdb
+
+
+def symbols(elf):
+    out = subprocess.run(["nm", "-C", "--defined-only", "-n", elf], capture_output=True, text=True).stdout
+    addrs, names = [], []
+    for line in out.splitlines():
+        parts = line.split(" ", 2)
+        if len(parts) == 3 and parts[1].lower() in "tw":
+            addrs.append(int(parts[0], 16))
+            names.append(parts[2])
+    return addrs, names
+
+
+def trace_entry(elf, vector=14, skip=0, entry="trap_common", limit=200000):
+    gdb.execute("set pagination off")
+    gdb.execute("file " + elf)
+    gdb.execute("target remote :1234")
+    gdb.execute("break %s" % entry)
+    addrs, names = symbols(elf)
+    hits = 0
+    while True:
+        gdb.execute("continue", to_string=True)
+        rsp = int(gdb.parse_and_eval("$rsp"))
+        inferior = gdb.selected_inferior()
+        vec = int.from_bytes(inferior.read_memory(rsp, 8).tobytes(), "little")
+        cs = int.from_bytes(inferior.read_memory(rsp + 24, 8).tobytes(), "little")
+        if vec != vector or (cs & 3) != 3:
+            continue
+        hits += 1
+        if hits > skip:
+            break
+    gdb.execute("delete")
+    per_function = collections.Counter()
+    order = []
+    steps = 0
+    while steps < limit:
+        pc = int(gdb.parse_and_eval("$pc"))
+        if int(gdb.parse_and_eval("$cs")) & 3 == 3:
+            break
+        i = bisect.bisect_right(addrs, pc) - 1
+        name = names[i] if i >= 0 else hex(pc)
+        if not order or order[-1] != name:
+            order.append(name)
+        per_function[name] += 1
+        gdb.execute("stepi", to_string=True)
+        steps += 1
+    print("instructions %d (vector %d, entry %d from user mode)" % (steps, vector, skip + 1))
+    for name, n in per_function.most_common():
+        print("%6d  %s" % (n, name))
+    print("path: " + " > ".join(order[:80]))
+    gdb.execute("kill")
