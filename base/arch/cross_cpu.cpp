@@ -3,6 +3,9 @@
 #include "base/arch/cross_cpu.h"
 
 namespace pvk::xcpu {
+
+bool g_one_cpu = false;
+void set_one_cpu() { g_one_cpu = true; }
 namespace {
 
 unsigned one_cpu_id() { return 0; }

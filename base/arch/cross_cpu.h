@@ -53,8 +53,16 @@ extern Delivery g_delivery;
 // Replaces the one-CPU delivery (at the start of either boot entry).
 void install(const Delivery& delivery);
 
+// A machine with one CPU, said once at boot before the first process (no
+// lock held, no request pending): from then on this_cpu_id() is 0 without
+// asking the delivery, locks take no tickets (base/lib/spinlock.h) and a
+// flush has no other CPU to reach, so one CPU pays no SMP bookkeeping.
+extern bool g_one_cpu;
+inline bool one_cpu() { return g_one_cpu; }
+void set_one_cpu();
+
 // This CPU's dense id (0 is the boot CPU); per-CPU data exists from early boot.
-inline unsigned this_cpu_id() { return g_delivery.this_cpu_id(); }
+inline unsigned this_cpu_id() { return g_one_cpu ? 0 : g_delivery.this_cpu_id(); }
 // How many CPUs are online (1 until the APs report in).
 inline unsigned cpus_online() { return g_delivery.cpus_online(); }
 // Whether `cpu` is online.

@@ -59,7 +59,32 @@ void irq_restore(IrqState s) {
   if (g_platform && g_platform->irq_restore) g_platform->irq_restore(s.bits);
 }
 
+// A machine with one CPU (xcpu::one_cpu): no other CPU can hold or wait
+// for a lock, so taking one is marking its owner (what held_by_this_cpu
+// reads) and counting it; no ticket, no wait loop.
+
+void Spinlock::acquire_alone() {
+#ifndef NDEBUG
+  if (__atomic_load_n(&owner_, __ATOMIC_RELAXED) == 0) panic("lock %s: taken again by CPU 0, which holds it", cls_->name);
+  if (const LockClass* held = g_held[0].conflict(*cls_))
+    panic("lock order: CPU 0 takes %s (rank %u) while holding %s (rank %u)", cls_->name,
+          static_cast<unsigned>(cls_->rank), held->name, static_cast<unsigned>(held->rank));
+  g_held[0].push(*cls_);
+#endif
+  owner_ = 0;
+  if (cls_->stat != LockStat::none) ++g_lock_counts[0].c[static_cast<unsigned>(cls_->stat)].acquired;
+}
+
+void Spinlock::release_alone() {
+#ifndef NDEBUG
+  if (owner_ != 0) panic("lock %s: released by CPU 0, held by CPU %d", cls_->name, owner_);
+  if (!g_held[0].pop(*cls_)) panic("lock %s: released out of order on CPU 0", cls_->name);
+#endif
+  owner_ = -1;
+}
+
 void Spinlock::acquire() {
+  if (xcpu::one_cpu()) return acquire_alone();
   const int32_t cpu = static_cast<int32_t>(me());
 #ifndef NDEBUG
   if (__atomic_load_n(&owner_, __ATOMIC_RELAXED) == cpu)
@@ -124,8 +149,9 @@ void Spinlock::wake_next(uint32_t serving) {
 }
 
 void Spinlock::release() {
-  [[maybe_unused]] const int32_t cpu = static_cast<int32_t>(me());
+  if (xcpu::one_cpu()) return release_alone();
 #ifndef NDEBUG
+  const int32_t cpu = static_cast<int32_t>(me());
   if (__atomic_load_n(&owner_, __ATOMIC_RELAXED) != cpu)
     panic("lock %s: released by CPU %d, held by CPU %d", cls_->name, cpu, __atomic_load_n(&owner_, __ATOMIC_RELAXED));
   if (!g_held[cpu].pop(*cls_)) panic("lock %s: released out of order on CPU %d", cls_->name, cpu);
@@ -174,10 +200,12 @@ bool Spinlock::held_by_this_cpu() const {
 }
 
 bool Spinlock::contended() const {
+  if (xcpu::one_cpu()) return false;
   return __atomic_load_n(&next_, __ATOMIC_ACQUIRE) - __atomic_load_n(&serving_, __ATOMIC_ACQUIRE) > 1;
 }
 
 bool Spinlock::is_locked() const {
+  if (xcpu::one_cpu()) return __atomic_load_n(&owner_, __ATOMIC_RELAXED) >= 0;
   return __atomic_load_n(&serving_, __ATOMIC_ACQUIRE) != __atomic_load_n(&next_, __ATOMIC_ACQUIRE);
 }
 

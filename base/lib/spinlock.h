@@ -14,6 +14,9 @@
 // the lock holder's thread needs; Linux's paravirtual spinlocks halt and
 // kick the same way.
 //
+// On a machine with one CPU (xcpu::one_cpu, base/arch/cross_cpu.h) a lock
+// is an owner mark and a count: no ticket, no wait loop.
+//
 // Every lock has a class (base/lib/lock_order.h); in debug builds each CPU
 // keeps the list of locks it holds and taking one out of rank order panics
 // with both names.
@@ -61,6 +64,8 @@ class Spinlock {
  private:
   void acquire();
   void release();
+  void acquire_alone();
+  void release_alone();
 
   void wait_for(uint32_t ticket, int32_t cpu);
   void wake_next(uint32_t serving);

@@ -206,6 +206,8 @@ fs::Inode* current_exe() {
 ErrorOr<int> start_init(const char* const* argv) {
   const char* envp[] = {nullptr};
   fs::set_self_exe_hook(&current_exe);
+  // A machine with one CPU: its locks need no tickets (nothing is held yet).
+  if (smp::counts().found() == 1) xcpu::set_one_cpu();
   kernel_lock();  // the boot CPU's idle context holds it like any other
   Process* p = alloc_process();
   if (!p) {

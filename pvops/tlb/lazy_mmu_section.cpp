@@ -132,7 +132,12 @@ ErrorOr<void> LazyMmuSection::drain() {
   // line, where it is inlined only when GCC happens to split the function.
   gen_ = 0;
   flushed_cpus_ = CpuMask{};
-  const auto shot = user_ || kernel_ ? shoot_down() : ErrorOr<void>{};
+  // One CPU: nobody else to flush or to keep a generation for.
+  ErrorOr<void> shot;
+  if (xcpu::one_cpu())
+    tables_unhooked_ = false;
+  else if (user_ || kernel_)
+    shot = shoot_down();
   flush_all_ = false;
   user_ = kernel_ = false;
   page_count_ = 0;

@@ -8,6 +8,9 @@
 #
 #   gdb -q -batch -x tools/trace/entry_trace.py \
 #       -ex 'python trace_entry("build/guest/pvk.elf", vector=14, skip=300)'
+# or, for the next system call after the 300th mprotect:
+#       -ex 'python trace_entry("build/guest/pvk.elf", vector=None, entry="native_syscall_entry",
+#                               skip=300, after="pvk::AddressSpace::mprotect")'
 import bisect
 import collections
 import subprocess
@@ -26,15 +29,27 @@ def symbols(elf):
     return addrs, names
 
 
-def trace_entry(elf, vector=14, skip=0, entry="trap_common", limit=200000):
+def trace_entry(elf, vector=14, skip=0, entry="trap_common", limit=200000, after=None):
+    """after: a kernel function the path runs (e.g. the fault handler): gdb
+    lets it run `skip` times (an ignore count, no round trip per hit), then
+    the next entry is traced; without it every entry stops in gdb."""
     gdb.execute("set pagination off")
     gdb.execute("file " + elf)
     gdb.execute("target remote :1234")
-    gdb.execute("break %s" % entry)
     addrs, names = symbols(elf)
+    if after:
+        gdb.execute("break %s" % after)
+        if skip:
+            gdb.execute("ignore 1 %d" % skip)
+        gdb.execute("continue", to_string=True)
+        gdb.execute("delete")
+        skip = 0
+    gdb.execute("break %s" % entry)
     hits = 0
     while True:
         gdb.execute("continue", to_string=True)
+        if vector is None:  # a system call entry: every stop is one
+            break
         rsp = int(gdb.parse_and_eval("$rsp"))
         inferior = gdb.selected_inferior()
         vec = int.from_bytes(inferior.read_memory(rsp, 8).tobytes(), "little")
@@ -59,7 +74,7 @@ def trace_entry(elf, vector=14, skip=0, entry="trap_common", limit=200000):
         per_function[name] += 1
         gdb.execute("stepi", to_string=True)
         steps += 1
-    print("instructions %d (vector %d, entry %d from user mode)" % (steps, vector, skip + 1))
+    print("instructions %d (vector %s)" % (steps, vector))
     for name, n in per_function.most_common():
         print("%6d  %s" % (n, name))
     print("path: " + " > ".join(order[:80]))
