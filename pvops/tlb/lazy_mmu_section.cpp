@@ -109,6 +109,7 @@ void LazyMmuSection::put_frame_after_flush(Pfn pfn) {
 
 void LazyMmuSection::put_deferred_frames() {
   DeferredFrames& d = deferred_here();
+  if (!d.count) return;  // the common case: no frame was unmapped
   for (unsigned i = 0; i < d.count; ++i)
     put_frame_ref(d.frames[i]);
   d.count = 0;
