@@ -12,13 +12,19 @@
 // queue, files and pipes, signals) is serialised by this one lock. The cost
 // is that two CPUs never run kernel code at once; finer locks
 // (base/lib/spinlock.h, ranked inside Kernel's) are split out of it one
-// subsystem at a time. Split out so far, for user page faults, which run
-// without this lock (kernel/proc/process.h: user_fault_unlocked):
-//  - each address space's page tables and VMAs: its own lock (rank Mm),
-//    which every path that changes them takes under this one;
+// subsystem at a time. Split out so far (docs/locking.md), where the
+// space's own lock suffices (kernel/proc/process.h: space_lock_suffices):
+//  - user page faults (user_fault_unlocked), anonymous mmap, munmap,
+//    mprotect, brk (kernel/proc/unlocked_calls.cpp), fork's copy of the
+//    space and exit's teardown (kernel/proc/lifecycle.cpp): each address
+//    space's page tables and VMAs have their own lock (rank Mm), the table
+//    of spaces and the root cache theirs (rank Spaces);
 //  - the frame allocator (rank Frames) and atomic frame reference counts;
+//  - a file's pages (rank FilePages) and its mappings' references (atomic;
+//    a last drop without this lock is put on the way out, under it);
 //  - the pvops lazy-MMU state and Xen update queue (per CPU) and the MMU
-//    counters (atomic adds).
+//    counters (atomic adds);
+//  - the caller's own ids and the clocks.
 //
 // The lock belongs to a CPU, not a process: a process that sleeps in the
 // kernel keeps nothing; the CPU switching to another process (or to its
