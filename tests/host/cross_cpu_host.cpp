@@ -6,11 +6,13 @@ FakeXcpu& fake_xcpu() {
   static FakeXcpu f;
   return f;
 }
+thread_local int t_cpu = -1;
+void act_as_cpu(unsigned cpu) { t_cpu = static_cast<int>(cpu); }
 }  // namespace test
 
 namespace {
 
-unsigned fake_this_cpu_id() { return test::fake_xcpu().this_cpu; }
+unsigned fake_this_cpu_id() { return test::t_cpu >= 0 ? static_cast<unsigned>(test::t_cpu) : test::fake_xcpu().this_cpu; }
 unsigned fake_cpus_online() { return test::fake_xcpu().online; }
 bool fake_online(unsigned cpu) { return cpu < test::fake_xcpu().online; }
 

@@ -27,4 +27,9 @@ struct FakeXcpu {
 
 FakeXcpu& fake_xcpu();
 
+// A host thread that plays a CPU of its own (threaded lock tests): this
+// thread's this_cpu_id() is `cpu` until it ends; other threads keep the
+// fake's this_cpu.
+void act_as_cpu(unsigned cpu);
+
 }  // namespace pvk::test
