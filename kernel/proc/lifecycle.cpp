@@ -208,6 +208,7 @@ ErrorOr<int> start_init(const char* const* argv) {
   fs::set_self_exe_hook(&current_exe);
   // A machine with one CPU: its locks need no tickets (nothing is held yet).
   if (smp::counts().found() == 1) xcpu::set_one_cpu();
+  note_space_locking();  // the backend and mm's switches are set by now
   kernel_lock();  // the boot CPU's idle context holds it like any other
   Process* p = alloc_process();
   if (!p) {

@@ -7,6 +7,7 @@
 // user mode is, on each CPU's timer tick. A CPU with nothing to run goes
 // to its idle loop and halts until a tick or a Reschedule IPI.
 #pragma once
+#include "base/lib/fault_inject.h"
 #include "arch/trap_frame.h"
 #include "arch/upcalls.h"  // what arch calls here: the entries, the scheduler of other CPUs
 #include "base/abi.h"
@@ -188,8 +189,11 @@ UnlockedFault user_fault_unlocked(TrapFrame& f, uint64_t fault_addr);
 // pvops/backends/registry.h); page tables are never shared between spaces
 // (ptshare=on shares L1 tables across a fork, and one space's lock does not
 // cover its siblings' writes to them); fault injection is off (its schedule
-// is one global sequence).
-bool space_lock_suffices();
+// is one global sequence). The first two are the boot's, read once before
+// the first process (note_space_locking); the check is on every fault.
+extern bool g_space_lock_by_boot;
+void note_space_locking();
+inline bool space_lock_suffices() { return g_space_lock_by_boot && !fault_inject_armed(); }
 
 // The system calls that run without the kernel lock
 // (kernel/proc/unlocked_calls.cpp): true if it ran the call in f (its

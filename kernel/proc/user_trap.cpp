@@ -80,8 +80,10 @@ bool fault_may_skip_kernel_lock(uint64_t error_code) {
 
 }  // namespace
 
-bool space_lock_suffices() {
-  return installed_backend().fault_locking == FaultLocking::SpaceLock && !mm_policy().ptshare && !fault_inject_armed();
+bool g_space_lock_by_boot = false;
+
+void note_space_locking() {
+  g_space_lock_by_boot = installed_backend().fault_locking == FaultLocking::SpaceLock && !mm_policy().ptshare;
 }
 
 UnlockedFault user_fault_unlocked(TrapFrame& f, uint64_t fault_addr) {
