@@ -64,34 +64,49 @@ void irq_restore(IrqState s) {
 // reads) and counting it; no ticket, no wait loop.
 
 void Spinlock::acquire_alone() {
-#ifndef NDEBUG
-  if (__atomic_load_n(&owner_, __ATOMIC_RELAXED) == 0) panic("lock %s: taken again by CPU 0, which holds it", cls_->name);
-  if (const LockClass* held = g_held[0].conflict(*cls_))
-    panic("lock order: CPU 0 takes %s (rank %u) while holding %s (rank %u)", cls_->name,
-          static_cast<unsigned>(cls_->rank), held->name, static_cast<unsigned>(held->rank));
-  g_held[0].push(*cls_);
-#endif
+  check_take(0);
   owner_ = 0;
   if (cls_->stat != LockStat::none) ++g_lock_counts[0].c[static_cast<unsigned>(cls_->stat)].acquired;
+  note_taken(0);
 }
 
 void Spinlock::release_alone() {
-#ifndef NDEBUG
-  if (owner_ != 0) panic("lock %s: released by CPU 0, held by CPU %d", cls_->name, owner_);
-  if (!g_held[0].pop(*cls_)) panic("lock %s: released out of order on CPU 0", cls_->name);
-#endif
+  check_release(0);
   owner_ = -1;
 }
 
-void Spinlock::acquire() {
-  if (xcpu::one_cpu()) return acquire_alone();
-  const int32_t cpu = static_cast<int32_t>(me());
+// Debug builds: the lock is not already this CPU's and its rank is above
+// every lock the CPU holds; the book of held locks follows each take and
+// release (a lost unlock or an out-of-order release stops the kernel).
+void Spinlock::check_take([[maybe_unused]] int32_t cpu) const {
 #ifndef NDEBUG
   if (__atomic_load_n(&owner_, __ATOMIC_RELAXED) == cpu)
     panic("lock %s: taken again by CPU %d, which holds it", cls_->name, cpu);
   if (const LockClass* held = g_held[cpu].conflict(*cls_))
     panic("lock order: CPU %d takes %s (rank %u) while holding %s (rank %u)", cpu, cls_->name,
           static_cast<unsigned>(cls_->rank), held->name, static_cast<unsigned>(held->rank));
+#endif
+}
+
+void Spinlock::note_taken([[maybe_unused]] int32_t cpu) const {
+#ifndef NDEBUG
+  g_held[cpu].push(*cls_);
+#endif
+}
+
+void Spinlock::check_release([[maybe_unused]] int32_t cpu) const {
+#ifndef NDEBUG
+  if (__atomic_load_n(&owner_, __ATOMIC_RELAXED) != cpu)
+    panic("lock %s: released by CPU %d, held by CPU %d", cls_->name, cpu, __atomic_load_n(&owner_, __ATOMIC_RELAXED));
+  if (!g_held[cpu].pop(*cls_)) panic("lock %s: released out of order on CPU %d", cls_->name, cpu);
+#endif
+}
+
+void Spinlock::acquire() {
+  if (xcpu::one_cpu()) return acquire_alone();
+  const int32_t cpu = static_cast<int32_t>(me());
+  check_take(cpu);
+#ifndef NDEBUG
   const uint64_t start = cpu::rdtsc();
 #endif
   const uint32_t ticket = __atomic_fetch_add(&next_, 1, __ATOMIC_RELAXED);
@@ -120,9 +135,7 @@ void Spinlock::acquire() {
       counts.spins += waited;
     }
   }
-#ifndef NDEBUG
-  g_held[cpu].push(*cls_);
-#endif
+  note_taken(cpu);
 }
 
 // Halts until woken (interrupts are off here, so the platform's halt,
@@ -151,10 +164,7 @@ void Spinlock::wake_next(uint32_t serving) {
 void Spinlock::release() {
   if (xcpu::one_cpu()) return release_alone();
 #ifndef NDEBUG
-  const int32_t cpu = static_cast<int32_t>(me());
-  if (__atomic_load_n(&owner_, __ATOMIC_RELAXED) != cpu)
-    panic("lock %s: released by CPU %d, held by CPU %d", cls_->name, cpu, __atomic_load_n(&owner_, __ATOMIC_RELAXED));
-  if (!g_held[cpu].pop(*cls_)) panic("lock %s: released out of order on CPU %d", cls_->name, cpu);
+  check_release(static_cast<int32_t>(me()));  // (me() is an indirect call: debug builds only)
 #endif
   __atomic_store_n(&owner_, -1, __ATOMIC_RELAXED);
   const uint32_t serving = __atomic_load_n(&serving_, __ATOMIC_RELAXED) + 1;

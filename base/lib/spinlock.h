@@ -66,6 +66,9 @@ class Spinlock {
   void release();
   void acquire_alone();
   void release_alone();
+  void check_take(int32_t cpu) const;
+  void note_taken(int32_t cpu) const;
+  void check_release(int32_t cpu) const;
 
   void wait_for(uint32_t ticket, int32_t cpu);
   void wake_next(uint32_t serving);

@@ -13,11 +13,6 @@ namespace {
 
 using Args = uint64_t[6];
 
-// An address the call returns (mmap, brk): its raw value.
-int64_t address_result(const ErrorOr<VirtAddr>& r) {
-  return r.is_error() ? syscall_result(r.error()) : static_cast<int64_t>(raw(r.value()));
-}
-
 // mmap's flags and protection, checked alike for both kinds of mapping.
 bool mmap_args_valid(const Args& a) {
   const uint64_t prot = a[2], flags = a[3];
@@ -32,10 +27,10 @@ int64_t sys_mmap(const Args& a) {
   if (!(flags & abi::MAP_ANONYMOUS)) {
     const FileRef f = fscall::fd_get(a[4]);
     if (!f) return syscall_result(Errno::EBADF);
-    return address_result(
+    return syscall_result(
         mmap_file(f.get(), VirtAddr{a[0]}, a[1], static_cast<uint32_t>(prot), shared, flags & abi::MAP_FIXED, a[5]));
   }
-  return address_result(current()->as->mmap(VirtAddr{a[0]}, a[1], static_cast<uint32_t>(prot),
+  return syscall_result(current()->as->mmap(VirtAddr{a[0]}, a[1], static_cast<uint32_t>(prot),
                                             shared ? vm::Shared : 0, flags & abi::MAP_FIXED));
 }
 
@@ -56,7 +51,7 @@ bool mm_call(uint64_t nr, const Args& a, int64_t& ret, bool unlocked) {
       return true;
     case abi::SYS_mprotect: ret = sys_mprotect(a); return true;
     case abi::SYS_munmap: ret = syscall_result(current()->as->munmap(VirtAddr{a[0]}, a[1])); return true;
-    case abi::SYS_brk: ret = address_result(current()->as->brk(VirtAddr{a[0]})); return true;
+    case abi::SYS_brk: ret = syscall_result(current()->as->brk(VirtAddr{a[0]})); return true;
     default: return false;
   }
 }

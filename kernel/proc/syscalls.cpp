@@ -42,10 +42,6 @@ int64_t result(const ErrorOr<T>& r) {
   return static_cast<int64_t>(r.value());
 }
 int64_t result(const ErrorOr<void>& r) { return r.is_error() ? result(r.error()) : 0; }
-// An address the call returns (mmap, brk): its raw value.
-int64_t result(const ErrorOr<VirtAddr>& r) {
-  return r.is_error() ? result(r.error()) : static_cast<int64_t>(raw(r.value()));
-}
 
 // The file table is the thread group's: its leader's.
 File** fd_table() { return current()->leader->fds; }

@@ -28,6 +28,13 @@
 namespace pvk {
 namespace {
 
+// The call's arguments, read from the frame only by the calls that take
+// any (the id calls stay a few loads long).
+struct Args {
+  uint64_t v[6];
+};
+Args args_of(const TrapFrame& f) { return Args{{f.rdi, f.rsi, f.rdx, f.r10, f.r8, f.r9}}; }
+
 bool return_needs_kernel_lock(const Process& p, const TrapFrame& f) {
   return (__atomic_load_n(&p.pending, __ATOMIC_RELAXED) & ~p.blocked) || fs::puts_deferred() ||
          f.rip >= abi::kUserTop;
@@ -45,20 +52,14 @@ bool syscall_unlocked(TrapFrame& f) {
     case abi::SYS_mmap:
     case abi::SYS_munmap:
     case abi::SYS_mprotect:
-    case abi::SYS_brk: {
-      if (!p->as || !space_lock_suffices()) return false;
-      const uint64_t a[6] = {f.rdi, f.rsi, f.rdx, f.r10, f.r8, f.r9};
-      if (!mm_call(f.rax, a, ret, /*unlocked=*/true)) return false;
+    case abi::SYS_brk:
+      if (!p->as || !space_lock_suffices() || !mm_call(f.rax, args_of(f).v, ret, /*unlocked=*/true)) return false;
       break;
-    }
     case abi::SYS_clock_gettime:
     case abi::SYS_gettimeofday:
-    case abi::SYS_time: {
-      if (!space_lock_suffices()) return false;
-      const uint64_t a[6] = {f.rdi, f.rsi, f.rdx, f.r10, f.r8, f.r9};
-      clock_call(f.rax, a, ret);
+    case abi::SYS_time:
+      if (!space_lock_suffices() || !clock_call(f.rax, args_of(f).v, ret)) return false;
       break;
-    }
     default: return false;
   }
   f.rax = static_cast<uint64_t>(ret);
