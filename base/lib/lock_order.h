@@ -18,7 +18,7 @@ namespace pvk {
 // Ranks, outermost first. Gaps leave room for locks added later.
 enum class LockRank : uint8_t {
   Kernel = 10,    // the kernel lock (kernel/kernel_lock.h): taken first on entry
-  RunQueue = 20,  // scheduler state, were it ever split from the kernel lock
+  RunQueue = 20,  // one CPU's run queue (kernel/proc/run_queue.h)
   Mm = 30,        // one address space's page tables
   Spaces = 32,    // the table of address spaces and the root cache (mm/address_space_parts.h)
   FilePages = 35, // the root filesystem's file-page index (a fault maps a file's page under Mm)

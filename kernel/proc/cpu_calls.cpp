@@ -36,7 +36,7 @@ int64_t sys_sched_setaffinity(uint64_t tid, uint64_t len, uint64_t user_mask) {
   mask &= proc::schedulable_cpus();
   if (mask == 0) return syscall_result(Errno::EINVAL);
   p->affinity = mask;
-  if (p == current()) proc::migrate_if_unallowed();
+  proc::follow_affinity(*p);
   return 0;
 }
 

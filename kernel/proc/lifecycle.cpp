@@ -235,14 +235,15 @@ ErrorOr<int> start_init(const char* const* argv) {
   this_cpu()->current = nullptr;
   switch_space(nullptr);
   prepare_first_switch(*p);
-  p->state = ProcState::Runnable;
+  make_runnable(*p);  // on this CPU's queue: its idle loop starts it
   fault_inject_arm(true);  // fail= (if configured) concerns what the processes do
   xcpu::set_handler(xcpu::Ipi::SignalKick, &note_signal_kick);
   // The other CPUs leave their park (secondary_cpu_scheduler).
   __atomic_store_n(&g_sched_started, true, __ATOMIC_RELEASE);
   for (unsigned c = 1; c < smp::kMaxCpus; ++c)
     if (xcpu::online(c)) xcpu::send(c, xcpu::Ipi::Reschedule);
-  idle_loop(/*boot_cpu=*/true);  // returns when init has exited
+  kernel_unlock();  // idle loops look for work without it
+  idle_loop(/*boot_cpu=*/true);  // returns when init has exited, the kernel lock held
   fault_inject_arm(false);
   // The other CPUs drop their processes at their next tick or kernel entry
   // (schedule() sends them idle once init has exited); wait for that
@@ -256,6 +257,7 @@ ErrorOr<int> start_init(const char* const* argv) {
     kernel_lock();
   }
   // Init is gone: whatever is left dies with it, without running again.
+  clear_run_queues();
   for (Process& q : g_procs) {
     if (q.state == ProcState::Free) continue;
     release_resources(q);

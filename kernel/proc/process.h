@@ -1,8 +1,8 @@
 // Processes: a pid, an address space, a kernel stack whose top holds the
-// user-mode TrapFrame, open files, signal state. Every CPU runs processes:
-// one run queue (the process table, scanned round-robin) under the kernel
-// lock (kernel/kernel_lock.h); a process runs on at most one CPU at a
-// time (Process::on_cpu) and may continue on another after it was switched
+// user-mode TrapFrame, open files, signal state. Every CPU runs processes
+// from its own run queue (kernel/proc/run_queue.h), and an idle CPU takes
+// work from the others'; a process runs on at most one CPU at a time
+// (Process::on_cpu) and may continue on another after it was switched
 // out. The kernel is never preempted (interrupts are off in kernel mode);
 // user mode is, on each CPU's timer tick. A CPU with nothing to run goes
 // to its idle loop and halts until a tick or a Reschedule IPI.
@@ -37,10 +37,22 @@ struct Process {
   // (0: no timer); timed_out says the timer, not wake_all, woke it.
   uint64_t wake_deadline = 0;
   bool timed_out = false;
-  // The CPU it runs on (kNoCpu: none). Set and cleared under the kernel
-  // lock by the CPU switching to or away from it.
+  // The CPU it runs on (kNoCpu: none). Set by the CPU switching to it,
+  // under that CPU's run-queue lock; cleared once a switch away from it is
+  // complete (its registers saved), before it can be queued again.
   static constexpr int16_t kNoCpu = -1;
   int16_t on_cpu = kNoCpu;
+  // Whose run queue it waits on (kNoCpu: none), and its link there
+  // (kernel/proc/run_queue.h); the CPU it last ran on, where a wake-up
+  // sends it unless another CPU it may run on is idle.
+  int16_t rq_cpu = kNoCpu;
+  int16_t last_cpu = 0;
+  Process* rq_next = nullptr;
+  // Whether it held the kernel lock when it was switched out (a sleep in a
+  // system call under it) or not (sched_yield, which runs without it): it
+  // holds the same again when it runs on. A new process starts as if it
+  // held it (its first way to user mode drops it).
+  bool holds_kernel_lock = true;
   uint32_t ran_on = 0;  // bit n: it has run on CPU n (the sched record)
   // Bit n: it may run on CPU n (sched_setaffinity; fork and clone inherit
   // it, as on Linux). The scheduler also keeps to the CPUs that run

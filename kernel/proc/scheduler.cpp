@@ -1,6 +1,14 @@
-// The scheduler: one run queue (the process table) for every CPU under the
-// kernel lock, each CPU's switches between processes and its idle loop,
-// sleeping and waking, ticks, and the secondary CPUs' entry into it.
+// The scheduler: a run queue per CPU (kernel/proc/run_queue.h) with idle
+// CPUs pulling from the others, wake-ups sent to the CPU that should run
+// the woken process, each CPU's switches between processes and its idle
+// loop, sleeping and waking, ticks, and the secondary CPUs' entry into it.
+//
+// The kernel lock is a process's, not the scheduler's: a process that
+// sleeps in a system call holds it until its switch away is complete, and
+// holds it again when it runs on; one that yields without it (sched_yield)
+// neither gives nor takes it. Between two holders it passes as a baton
+// (finish_switch). Queues, switches and idle CPUs' searches need only the
+// run-queue locks.
 #include "kernel/proc/process.h"
 
 #include "base/arch/cpu.h"
@@ -34,7 +42,6 @@ using namespace proc;
 namespace {
 
 bool g_sched_all_cpus = true;  // sched_cpus= (boot: only CPU 0 runs processes)
-unsigned g_rr_next = 0;        // where the round-robin scan starts
 constexpr uint64_t kSliceMs = 10;  // the same as the timer tick
 
 // User mode's data segment selectors, as this CPU holds them now.
@@ -59,24 +66,79 @@ void restore_user_segments(const Process& p) {
   if (s.gs != p.user_gs && g_platform->load_user_gs) g_platform->load_user_gs(p.user_gs);
 }
 
-void work_appeared(uint64_t cpus);
+bool stopping() { return __atomic_load_n(&g_init_exited, __ATOMIC_ACQUIRE); }
+bool is_idle(unsigned c) { return __atomic_load_n(&g_sched[c].idle, __ATOMIC_SEQ_CST); }
+
+// Where a runnable process waits: its last CPU if that one is idle (its
+// caches, and no other CPU disturbed), else any idle CPU it may run on,
+// else its last CPU again (or, if it may no longer run there, the first it
+// may run on). So a wake-up never leaves a CPU idle while the process
+// waits behind another on a busy one.
+unsigned place(const Process& p) {
+  uint64_t allowed = p.affinity & schedulable_cpus();
+  if (!allowed) allowed = schedulable_cpus();  // its CPUs went away: any
+  const unsigned last = static_cast<unsigned>(p.last_cpu);
+  const bool last_allowed = allowed >> last & 1;
+  if (last_allowed && is_idle(last)) return last;
+  for (uint64_t m = allowed; m; m &= m - 1) {
+    const unsigned c = static_cast<unsigned>(__builtin_ctzll(m));
+    if (is_idle(c)) return c;
+  }
+  return last_allowed ? last : static_cast<unsigned>(__builtin_ctzll(allowed));
+}
+
+// Queues p (runnable, on no CPU, on no queue) where place() says, and
+// wakes that CPU if it idles. The hint is set before the idle flag is
+// read, and an idle loop sets its flag before it reads the hint: one of
+// the two sees the other (both sequentially consistent).
+void enqueue(Process& p) {
+  const unsigned c = place(p);
+  CpuSched& cs = g_sched[c];
+  cs.rq.lock();
+  cs.rq.push(p, static_cast<int16_t>(c));
+  cs.rq.unlock();
+  __atomic_store_n(&cs.work_hint, true, __ATOMIC_SEQ_CST);
+  if (c == me()) return;
+  // One kick per idle spell: whoever clears the flag sends it.
+  if (__atomic_exchange_n(&cs.idle, false, __ATOMIC_SEQ_CST) && xcpu::send(c, xcpu::Ipi::Reschedule))
+    ++mine().kicks_sent;
+}
+
+// Completes a switch on the side switched to (a process resumed in
+// switch_to or switch_to_idle, an idle loop, a new process's first entry),
+// with this CPU's run-queue lock still held from the switcher: the
+// process switched away from is now off this CPU (its registers saved),
+// so it may be queued again or reaped; then the kernel lock goes from the
+// old context's holding to the new one's (`resumed_holds`) — kept, as a
+// baton, when both hold it.
+void finish_switch(bool resumed_holds) {
+  CpuSched& cs = mine();
+  const PendingSwitch s = cs.pending;
+  cs.pending = PendingSwitch{};
+  if (s.prev) __atomic_store_n(&s.prev->on_cpu, Process::kNoCpu, __ATOMIC_RELEASE);
+  cs.rq.unlock();
+  if (s.requeue_prev && !stopping()) enqueue(*s.prev);
+  if (s.prev_held_kernel_lock && !resumed_holds) kernel_unlock();
+  if (!s.prev_held_kernel_lock && resumed_holds) kernel_lock();
+}
 
 // Switches this CPU from what it runs (a process, or its idle loop) to
-// `next`, which is runnable and on no CPU. The kernel lock stays held
-// across: `next` releases it on its way back to user mode.
-void switch_to(Process* next) {
+// `next`, which was just taken off a run queue, with this CPU's run-queue
+// lock held (finish_switch, on the other side, drops it). `held`: whether
+// the context switched away from holds the kernel lock.
+void switch_to(Process* next, bool held) {
   Process* prev = running_here();
-  if (next == prev) return;
   const unsigned id = me();
   CpuSched& cs = g_sched[id];
   next->on_cpu = static_cast<int16_t>(id);
+  next->last_cpu = static_cast<int16_t>(id);
   if (!(next->ran_on & (1u << id))) next->ran_on |= 1u << id, ++cs.processes;
   ++cs.switches;
+  cs.pending = PendingSwitch{prev, held, prev && prev->state == ProcState::Runnable};
   if (prev) {
-    prev->on_cpu = Process::kNoCpu;  // no one else looks before the lock is dropped, past the switch
+    prev->holds_kernel_lock = held;
     save_user_segments(*prev);
     fpu_switch_out(*prev);
-    if (prev->state == ProcState::Runnable) work_appeared(prev->affinity);  // an idle CPU may take it
   }
   this_cpu()->current = next;
   if (!prev && g_platform->timer_resume) g_platform->timer_resume();  // from idle: the tick again
@@ -88,54 +150,96 @@ void switch_to(Process* next) {
   switch_fs_base(prev, *next);
   fpu_switch_in(*next);  // the kernel uses no FP registers: next's from here on
   switch_context(prev ? &prev->saved_rsp : &cs.idle_rsp, next->saved_rsp);
-  // Back here, maybe on another CPU: this process's selectors again.
+  // Back here, maybe on another CPU: as the process (or idle loop) that
+  // was switched away from.
+  finish_switch(prev ? prev->holds_kernel_lock : false);
   if (prev) restore_user_segments(*prev);
 }
 
-// The next runnable process that no CPU runs, round-robin over the table.
-Process* pick_next() {
-  if (!g_sched_all_cpus && me() != 0) return nullptr;
-  for (unsigned n = 0; n < kMaxProcs; ++n) {
-    const unsigned i = (g_rr_next + n) % kMaxProcs;
-    Process& p = g_procs[i];
-    if (p.state == ProcState::Runnable && p.on_cpu == Process::kNoCpu && may_run_here(p)) {
-      g_rr_next = i + 1;
-      return &p;
-    }
+// From the running process to this CPU's idle loop, this CPU's run-queue
+// lock held (as for switch_to).
+void switch_to_idle_locked(bool held) {
+  Process* prev = running_here();
+  if (!prev) panic("switch to idle with no process running");
+  CpuSched& cs = mine();
+  // Still runnable (it may not run here, or yielded with nothing else
+  // queued here): back on a queue, where place() says.
+  cs.pending = PendingSwitch{prev, held, prev->state == ProcState::Runnable};
+  prev->holds_kernel_lock = held;
+  save_user_segments(*prev);
+  fpu_switch_out(*prev);
+  this_cpu()->current = nullptr;
+  switch_space(nullptr);
+  switch_context(&prev->saved_rsp, cs.idle_rsp);
+  finish_switch(prev->holds_kernel_lock);
+  restore_user_segments(*prev);  // resumed, maybe on another CPU
+}
+
+// Work for this CPU, with its run-queue lock held on return if there is
+// any: the first process of its own queue that may run here, else one
+// taken from another CPU's queue (an idle CPU pulls; each queue is locked
+// alone, never two at once). Null (and no lock held) if there is none.
+Process* take_work() {
+  const unsigned self = me();
+  const uint64_t bit = uint64_t{1} << self;
+  CpuSched& cs = g_sched[self];
+  if (!(schedulable_cpus() & bit)) return nullptr;
+  cs.rq.lock();
+  if (Process* p = cs.rq.take_first(bit)) return p;
+  cs.rq.unlock();
+  const uint64_t others = schedulable_cpus() & ~bit;
+  for (uint64_t m = others; m; m &= m - 1) {
+    CpuSched& victim = g_sched[__builtin_ctzll(m)];
+    if (!victim.rq.size()) continue;
+    victim.rq.lock();
+    Process* p = victim.rq.take_first(bit);
+    victim.rq.unlock();
+    if (!p) continue;
+    ++cs.steals;
+    cs.rq.lock();
+    return p;
   }
   return nullptr;
 }
 
-// Something became runnable that may run on `cpus`: each of them gets
-// the hint, and one idle one a kick to look (it may find the work taken
-// already: then it halts again). The hint is per CPU because a process
-// may be pinned: a CPU that looked and found nothing it may run clears
-// only its own, never another's that has work waiting for it alone.
-// Every switch and wake-up comes here, so it visits only the CPUs in the
-// mask (one, on one CPU), never every possible CPU id.
-void work_appeared(uint64_t cpus) {
-  cpus &= schedulable_cpus();
-  const unsigned self = me();
-  for (uint64_t m = cpus; m; m &= m - 1)
-    __atomic_store_n(&g_sched[__builtin_ctzll(m)].work_hint, true, __ATOMIC_SEQ_CST);
-  for (uint64_t m = cpus; m; m &= m - 1) {
-    const unsigned c = static_cast<unsigned>(__builtin_ctzll(m));
-    if (c == self || !g_sched[c].idle) continue;
-    g_sched[c].idle = false;  // one kick each: the next wake-up goes to another CPU
-    if (xcpu::send(c, xcpu::Ipi::Reschedule)) ++g_sched[self].kicks_sent;
-    return;
-  }
-}
-
 // Whether any process runs or can run, or will (a timed sleeper's timer
 // wakes it); else every one is blocked for good: nothing (no I/O) would
-// wake them.
+// wake them. Kernel lock held (wake-ups happen under it).
 bool anything_to_run() {
   for (const Process& p : g_procs)
     if (p.state == ProcState::Runnable || p.on_cpu != Process::kNoCpu ||
         (p.state == ProcState::Blocked && p.wake_deadline))
       return true;
   return false;
+}
+
+// Every CPU that runs processes idles but this one: the only time a
+// deadlock check (under the kernel lock) is worth its cost.
+bool others_idle() {
+  const uint64_t others = schedulable_cpus() & ~(uint64_t{1} << me());
+  for (uint64_t m = others; m; m &= m - 1)
+    if (!is_idle(static_cast<unsigned>(__builtin_ctzll(m)))) return false;
+  return true;
+}
+
+void check_deadlock() {
+  kernel_lock();
+  const bool any = anything_to_run();
+  kernel_unlock();
+  if (any) return;
+  kprintf("pvk: every process is blocked: deadlock\n");
+  Record("error").str("message", "every process is blocked");
+  panic("deadlock");
+}
+
+// Timers expire under the kernel lock (a timed sleeper is woken like any
+// other); a caller without it takes it only when one is due.
+void expire_timers(bool held) {
+  if (held) return expire_timed_sleeps();
+  if (!timed_sleep_due()) return;
+  kernel_lock();
+  expire_timed_sleeps();
+  kernel_unlock();
 }
 
 }  // namespace
@@ -160,9 +264,29 @@ uint64_t schedulable_cpus() {
 
 bool may_run_here(const Process& p) { return p.affinity >> me() & 1; }
 
-void migrate_if_unallowed() {
-  Process* self = running_here();
-  if (self && !may_run_here(*self)) schedule();
+void follow_affinity(Process& p) {
+  if (&p == running_here()) {
+    if (!may_run_here(p)) schedule();  // off this CPU: queued where it may run
+    return;
+  }
+  // Queued where it may no longer run: queued again where it may. (A
+  // process another CPU is switching to or from is on no queue: that
+  // switch queues it by its new mask.)
+  const int16_t c = __atomic_load_n(&p.rq_cpu, __ATOMIC_RELAXED);
+  if (c == Process::kNoCpu || p.affinity >> c & 1) return;
+  RunQueue& rq = g_sched[c].rq;
+  rq.lock();
+  const bool was_there = rq.remove(p);
+  rq.unlock();
+  if (was_there) enqueue(p);
+}
+
+void clear_run_queues() {
+  for (CpuSched& cs : g_sched) {
+    cs.rq.lock();
+    cs.rq.clear();
+    cs.rq.unlock();
+  }
 }
 
 // The one place a CPU changes address space: mm's switch_mm keeps each
@@ -181,20 +305,9 @@ void save_user_segments(Process& p) {
   p.user_ds = s.ds, p.user_es = s.es, p.user_gs = s.gs;
 }
 
-// From the running process to this CPU's idle loop.
 void switch_to_idle() {
-  Process* prev = running_here();
-  if (!prev) panic("switch to idle with no process running");
-  prev->on_cpu = Process::kNoCpu;
-  save_user_segments(*prev);
-  fpu_switch_out(*prev);
-  this_cpu()->current = nullptr;
-  // Still runnable (it may not run here, or the machine is stopping):
-  // a CPU it may run on should take it.
-  if (prev->state == ProcState::Runnable) work_appeared(prev->affinity);
-  switch_space(nullptr);
-  switch_context(&prev->saved_rsp, mine().idle_rsp);
-  restore_user_segments(*prev);  // resumed, maybe on another CPU
+  mine().rq.lock();
+  switch_to_idle_locked(kernel_lock_held());
 }
 
 // A signal for p, which runs on another CPU, maybe in user mode where
@@ -211,41 +324,41 @@ void kick_signal_target(const Process& p) {
 // the entry that ran it, which delivers once it holds the lock.
 void note_signal_kick() { mine().kicked = true; }
 
-// A CPU's idle context: runs processes while there are any, halts while
-// there are none. Kernel lock held on entry and on return (the boot CPU
-// returns once init has exited; the others never do).
+// A CPU's idle context (process_parts.h). It takes no kernel lock to
+// find work: its own run queue's lock, or another CPU's to pull from.
 void idle_loop(bool boot_cpu) {
   CpuSched& cs = mine();
   for (;;) {
-    expire_timed_sleeps();
-    if (__atomic_load_n(&g_init_exited, __ATOMIC_ACQUIRE)) {
-      if (boot_cpu) return;
-    } else if (Process* next = pick_next()) {
-      switch_to(next);
-      continue;  // back when this CPU has nothing to run
-    } else if (!anything_to_run()) {
-      kprintf("pvk: every process is blocked: deadlock\n");
-      Record("error").str("message", "every process is blocked");
-      panic("deadlock");
+    expire_timers(/*held=*/false);
+    if (stopping()) {
+      if (boot_cpu) {
+        kernel_lock();  // start_init's teardown runs under it
+        return;
+      }
+    } else {
+      // Cleared before looking: work queued after the look sets it again.
+      __atomic_store_n(&cs.work_hint, false, __ATOMIC_SEQ_CST);
+      if (Process* next = take_work()) {
+        switch_to(next, /*held=*/false);
+        continue;  // back when this CPU has nothing to run
+      }
+      if (others_idle()) check_deadlock();
     }
-    __atomic_store_n(&cs.work_hint, false, __ATOMIC_SEQ_CST);  // looked: nothing to pick
-    cs.idle = true;
-    kernel_unlock();
-    do {
+    __atomic_store_n(&cs.idle, true, __ATOMIC_SEQ_CST);
+    while (!__atomic_load_n(&cs.work_hint, __ATOMIC_SEQ_CST) && !timed_sleep_due() &&
+           !(boot_cpu && stopping())) {
       ++cs.idle_halts;
       g_platform->idle_halt();
-    } while (!__atomic_load_n(&cs.work_hint, __ATOMIC_SEQ_CST) && !timed_sleep_due() &&
-             !(boot_cpu && __atomic_load_n(&g_init_exited, __ATOMIC_SEQ_CST)));
-    kernel_lock();
-    cs.idle = false;
+    }
+    __atomic_store_n(&cs.idle, false, __ATOMIC_SEQ_CST);
   }
 }
 
 // Per-CPU counts at shutdown: proof of which CPUs ran processes.
 void report_sched() {
-  // Seven fields per CPU: more than a kilobyte past four CPUs. Shutdown
+  // Eight fields per CPU: more than a kilobyte past four CPUs. Shutdown
   // runs on one CPU, so one static buffer serves.
-  static char storage[256 + smp::kMaxCpus * 7 * 40];
+  static char storage[256 + smp::kMaxCpus * 8 * 40];
   Record r("sched", storage, sizeof storage);
   unsigned ran = 0;
   uint64_t switches = 0;
@@ -266,6 +379,7 @@ void report_sched() {
     per_cpu("ticks", cs.ticks);
     per_cpu("kicks", cs.kicks_sent);
     per_cpu("signal_kicks", cs.signal_kicks);
+    per_cpu("steals", cs.steals);
   }
   r.u64("cpus", xcpu::cpus_online()).u64("cpus_ran_processes", ran).u64("switches", switches);
 }
@@ -285,7 +399,9 @@ void make_runnable(Process& p) {
   p.state = ProcState::Runnable;
   p.wait_on = nullptr;
   p.wake_deadline = 0;  // whoever woke it, its timer is done
-  work_appeared(p.affinity);
+  // Off every CPU already: a sleeper holds the kernel lock, as its waker
+  // does, until its switch away is complete (finish_switch).
+  enqueue(p);
 }
 
 Process* current() { return running_here(); }
@@ -302,22 +418,31 @@ void wake_all(const void* channel) {
     if (p.state == ProcState::Blocked && p.wait_on == channel) make_runnable(p);
 }
 
+// With the kernel lock (a sleep, a tick, a preemption point) or without
+// it (sched_yield); the caller holds the same again when this returns.
 void schedule() {
+  const bool held = kernel_lock_held();
   // Timers expire here too, not only at ticks from user mode and in idle
   // loops: processes that hand the CPU to each other inside the kernel
   // would otherwise keep every timed sleeper asleep past its deadline.
-  expire_timed_sleeps();
+  expire_timers(held);
   Process* prev = running_here();
-  const bool stopping = __atomic_load_n(&g_init_exited, __ATOMIC_ACQUIRE);
-  if (!stopping) {
-    if (Process* next = pick_next()) {
-      switch_to(next);
+  CpuSched& cs = mine();
+  cs.rq.lock();
+  if (!stopping()) {
+    const uint64_t bit = uint64_t{1} << me();
+    if (Process* next = (schedulable_cpus() & bit) ? cs.rq.take_first(bit) : nullptr) {
+      switch_to(next, held);
       return;
     }
-    // Nothing else: keep running, unless it may no longer run here.
-    if (prev && prev->state == ProcState::Runnable && may_run_here(*prev)) return;
+    // Nothing else queued here: keep running, unless it may no longer run
+    // here. (A blocked one goes idle, where this CPU pulls from others.)
+    if (prev && prev->state == ProcState::Runnable && may_run_here(*prev)) {
+      cs.rq.unlock();
+      return;
+    }
   }
-  switch_to_idle();
+  switch_to_idle_locked(held);
 }
 
 void on_timer_tick(bool from_user) {
@@ -335,7 +460,9 @@ void cond_resched() {
 
 extern "C" void process_first_entry() {
   // A new process leaves for user mode for the first time on this CPU:
-  // its selectors (fork: the parent's), then the kernel lock goes.
+  // the switch completed (it starts as if it held the kernel lock), its
+  // selectors (fork: the parent's), then the kernel lock goes.
+  finish_switch(/*resumed_holds=*/true);
   Process& p = *running_here();
   restore_user_segments(p);
   if (p.set_child_tid) {
@@ -355,7 +482,6 @@ void secondary_cpu_scheduler() {
   // processes exist.
   while (!__atomic_load_n(&g_sched_started, __ATOMIC_ACQUIRE)) g_platform->idle_halt();
   if (g_platform->start_cpu_timer) g_platform->start_cpu_timer();
-  kernel_lock();
   idle_loop(false);
   panic("an idle loop returned on CPU %u", me());
 }

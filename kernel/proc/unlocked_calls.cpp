@@ -3,6 +3,8 @@
 // thread's own:
 //  - getpid, gettid, getppid: the thread's ids (a parent's exit rewrites
 //    ppid under the kernel lock: one aligned word, read whole);
+//  - sched_yield: the run queues have locks of their own, and a thread
+//    switched away without the kernel lock comes back without it;
 //  - mmap of anonymous memory, munmap, mprotect, brk (kernel/proc/
 //    mm_calls.cpp): the caller's address space under its own lock, with
 //    frames, shootdowns and file mappings' references each under their own
@@ -49,6 +51,7 @@ bool syscall_unlocked(TrapFrame& f) {
     case abi::SYS_getpid: ret = p->tgid; break;  // the process; gettid is the thread
     case abi::SYS_gettid: ret = p->pid; break;
     case abi::SYS_getppid: ret = __atomic_load_n(&p->ppid, __ATOMIC_RELAXED); break;
+    case abi::SYS_sched_yield: schedule(), ret = 0; break;  // the run queues have their own locks
     case abi::SYS_mmap:
     case abi::SYS_munmap:
     case abi::SYS_mprotect:
