@@ -177,8 +177,9 @@ void switch_to_idle_locked(bool held) {
 
 // Work for this CPU, with its run-queue lock held on return if there is
 // any: the first process of its own queue that may run here, else one
-// taken from another CPU's queue (an idle CPU pulls; each queue is locked
-// alone, never two at once). Null (and no lock held) if there is none.
+// taken from another CPU's queue (a CPU that would otherwise idle or
+// spin in sched_yield pulls; each queue is locked alone, never two at
+// once). Null (and no lock held) if there is none.
 Process* take_work() {
   const unsigned self = me();
   const uint64_t bit = uint64_t{1} << self;
@@ -399,6 +400,7 @@ void make_runnable(Process& p) {
   p.state = ProcState::Runnable;
   p.wait_on = nullptr;
   p.wake_deadline = 0;  // whoever woke it, its timer is done
+  if (!p.ran_on) p.last_cpu = static_cast<int16_t>(me());  // new: beside its creator, unless a CPU idles
   // Off every CPU already: a sleeper holds the kernel lock, as its waker
   // does, until its switch away is complete (finish_switch).
   enqueue(p);
@@ -428,19 +430,22 @@ void schedule() {
   expire_timers(held);
   Process* prev = running_here();
   CpuSched& cs = mine();
-  cs.rq.lock();
   if (!stopping()) {
-    const uint64_t bit = uint64_t{1} << me();
-    if (Process* next = (schedulable_cpus() & bit) ? cs.rq.take_first(bit) : nullptr) {
+    // This CPU's queue first, then another's: a thread that yields while
+    // waiting for work queued elsewhere lets that work run here.
+    if (Process* next = take_work()) {
       switch_to(next, held);
       return;
     }
-    // Nothing else queued here: keep running, unless it may no longer run
-    // here. (A blocked one goes idle, where this CPU pulls from others.)
+    cs.rq.lock();
+    // Nothing else anywhere: keep running, unless it may no longer run
+    // here (a blocked one goes idle).
     if (prev && prev->state == ProcState::Runnable && may_run_here(*prev)) {
       cs.rq.unlock();
       return;
     }
+  } else {
+    cs.rq.lock();
   }
   switch_to_idle_locked(held);
 }
