@@ -26,10 +26,13 @@
 //    counters (atomic adds);
 //  - the caller's own ids and the clocks.
 //
-// The lock belongs to a CPU, not a process: a process that sleeps in the
-// kernel keeps nothing; the CPU switching to another process (or to its
-// idle loop) keeps holding the lock across switch_context and the code it
-// switches to releases it (on its way to user mode, or before halting).
+//  - the run queues (one per CPU, kernel/proc/run_queue.h): sched_yield
+//    and idle CPUs' search for work.
+//
+// The lock belongs to the process that holds it: one that sleeps in the
+// kernel holds it until its switch away is complete and again when it runs
+// on; between two holders the CPU passes it across switch_context as a
+// baton (kernel/proc/scheduler.cpp: finish_switch).
 #pragma once
 
 namespace pvk {
