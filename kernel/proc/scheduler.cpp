@@ -75,6 +75,7 @@ bool is_idle(unsigned c) { return __atomic_load_n(&g_sched[c].idle, __ATOMIC_SEQ
 // may run on). So a wake-up never leaves a CPU idle while the process
 // waits behind another on a busy one.
 unsigned place(const Process& p) {
+  if (xcpu::one_cpu()) return 0;
   uint64_t allowed = p.affinity & schedulable_cpus();
   if (!allowed) allowed = schedulable_cpus();  // its CPUs went away: any
   const unsigned last = static_cast<unsigned>(p.last_cpu);
@@ -401,8 +402,12 @@ void make_runnable(Process& p) {
   p.wait_on = nullptr;
   p.wake_deadline = 0;  // whoever woke it, its timer is done
   if (!p.ran_on) p.last_cpu = static_cast<int16_t>(me());  // new: beside its creator, unless a CPU idles
-  // Off every CPU already: a sleeper holds the kernel lock, as its waker
+  // Still running here: a sleeper whose own timer expired as it went to
+  // sleep (schedule() expires timers first). It runs on; no queue.
+  if (&p == running_here()) return;
+  // Off every CPU otherwise: a sleeper holds the kernel lock, as its waker
   // does, until its switch away is complete (finish_switch).
+  if (p.on_cpu != Process::kNoCpu) panic("pid %d woken while CPU %d switches away from it", p.pid, p.on_cpu);
   enqueue(p);
 }
 
