@@ -2,8 +2,8 @@
 // calls that change one address space run under its lock alone. A thread
 // mprotects, munmaps or faults while another thread of its process runs
 // on the other CPU, and the benchmark's record must show none of those
-// operations taking the kernel lock (the other entries still may: the
-// other thread's sched_yield, ticks). The shutdown `locks` record names every
+// operations, nor the other thread's sched_yield, taking the kernel lock
+// (ticks from user mode still do). The shutdown `locks` record names every
 // class, and its counts add up with the records'.
 #include <set>
 
@@ -51,20 +51,20 @@ TEST_P(Locks, MmCallsAndFaultsTakeNoKernelLock) {
     ASSERT_GE(ops, 200u) << rec.dump();
     // The mm calls per op: mprotect_threads two mprotects, munmap_threads
     // an mmap and a munmap (and a fault per page), fault_threads none (a
-    // fault per op). Every other entry may still take the kernel lock (the
-    // crew's sched_yield, ticks): the kernel lock's count must stay below
-    // those entries by the mm calls and faults, which under the kernel
-    // lock would each have added one.
+    // fault per op).
     const uint64_t calls = bench == "fault_threads" ? 0 : 2;
-    // (Flush IPIs are interrupts that never take it: left out.)
-    const uint64_t entries = rec.value("syscall_entries", uint64_t{0}) + rec.value("interrupt_entries", uint64_t{0}) -
-                             rec.value("ipis_taken", uint64_t{0}) + rec.value("exception_entries", uint64_t{0});
     const uint64_t faults = rec.value("page_faults", uint64_t{0});
     EXPECT_GE(faults + calls * ops, ops) << rec.dump();
-    // Slack: a quarter of an acquisition per op (idle CPUs look for work
-    // under the kernel lock without entering from user mode).
-    EXPECT_LE(kernel + calls * ops + faults, entries + ops / 4) << bench << ": mm calls or faults took the kernel lock\n"
-                                                          << rec.dump();
+    // Nor does the crew's sched_yield (the run queues have locks of their
+    // own), nor an idle CPU's search for work: what may still take the
+    // kernel lock is a tick from user mode (an interrupt that is not a
+    // flush IPI) and the benchmark's own few locked calls around its loop.
+    // Under the kernel lock each mm call, fault and yield would have added
+    // one per op.
+    const uint64_t ticks = rec.value("interrupt_entries", uint64_t{0}) - rec.value("ipis_taken", uint64_t{0});
+    EXPECT_LE(kernel, ticks + ops / 10 + 8) << bench << ": mm calls, faults or yields took the kernel lock\n"
+                                            << rec.dump();
+    EXPECT_GT(rec.value("lock_run_queue_acquired", uint64_t{0}), 0u) << rec.dump();
     EXPECT_GE(space, ops) << bench << ": each op takes its space's lock\n" << rec.dump();
   }
   EXPECT_EQ(seen, 3u) << transcript(r);
@@ -76,7 +76,7 @@ TEST_P(Locks, MmCallsAndFaultsTakeNoKernelLock) {
       classes.insert(rec.value("class", ""));
       EXPECT_LE(rec.value("contended", uint64_t{0}), rec.value("acquired", uint64_t{0})) << rec.dump();
     }
-  for (const char* c : {"kernel", "address_space", "file_pages", "file_maps", "frames"})
+  for (const char* c : {"kernel", "run_queue", "address_space", "file_pages", "file_maps", "frames"})
     EXPECT_TRUE(classes.count(c)) << "no locks record for " << c << "\n" << transcript(r);
 }
 
