@@ -26,7 +26,7 @@ TEST(FrameMagazinesThreads, CpusAllocatingAndFreeingAtOnceLoseNothing) {
   // busy host a waiter may spin away the time slice its holder needs.
   constexpr unsigned kThreads = 3;
   constexpr uint64_t kFrames = 256;  // fewer than the threads may want at once
-  constexpr unsigned kRounds = 200;
+  constexpr unsigned kRounds = 300;
   std::vector<uint64_t> storage(FrameAllocator::storage_words_for(kFrames));
   static FrameAllocator fa;  // (its magazines: too big for a thread's stack)
   fa.init(storage.data(), kFrames);
