@@ -82,7 +82,7 @@ class FrameAllocator {
   struct alignas(64) Magazine {
     uint32_t busy = 0;
     uint32_t count = 0;
-    Pfn frames[kMagazineFrames];
+    Pfn frames[kMagazineFrames] = {};
   };
 
   // Bitmap side (frame_allocator.cpp), under lock_.
