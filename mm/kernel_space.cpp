@@ -38,7 +38,7 @@ ErrorOr<void> init_frames(const BootInfo& info) {
   if (!max_pfn) return Errno::ENOMEM;
   // Only the bitmap comes first (it must sit where the early map reaches);
   // the reference counts follow once the physmap covers all of RAM.
-  const uint64_t bitmap_pages = align_up(FrameAllocator::words_for(max_pfn) * 8, kPageSize) >> kPageShift;
+  const uint64_t bitmap_pages = align_up(FrameAllocator::storage_words_for(max_pfn) * 8, kPageSize) >> kPageShift;
 
   // The bitmap goes in the first RAM run that avoids every reserved range.
   uint64_t bitmap_first = 0;

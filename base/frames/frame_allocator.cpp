@@ -1,5 +1,12 @@
+// The bitmap side of the frame allocator: everything done under its lock.
+// The per-CPU magazines in front of it are frame_magazines.cpp.
+//
+// Words of bits_ are written only under the lock, but a free without the
+// lock reads them (its double-free check), so they are read and written
+// with relaxed atomic loads and stores (plain moves on x86).
 #include "base/frames/frame_allocator.h"
 
+#include "base/arch/cross_cpu.h"
 #include "base/lib/fault_inject.h"
 
 namespace pvk {
@@ -7,70 +14,113 @@ namespace pvk {
 namespace {
 FrameAllocator g_frames;
 constexpr uint64_t bit(uint64_t pfn) { return uint64_t{1} << (pfn % 64); }
+uint64_t load(const uint64_t* w) { return __atomic_load_n(w, __ATOMIC_RELAXED); }
+void store(uint64_t* w, uint64_t v) { __atomic_store_n(w, v, __ATOMIC_RELAXED); }
 }  // namespace
 
 FrameAllocator& frames() { return g_frames; }
 
-void FrameAllocator::init(uint64_t* bitmap, uint64_t max_pfn) {
-  bits_ = bitmap;
+void FrameAllocator::init(uint64_t* storage, uint64_t max_pfn) {
   max_pfn_ = max_pfn;
-  free_count_ = 0;
+  relocate(storage);
+  set_bitmap_free(0);
   hint_word_ = 0;
-  for (uint64_t i = 0; i < words_for(max_pfn); ++i) bits_[i] = 0;
+  for (uint64_t i = 0; i < storage_words_for(max_pfn); ++i) storage[i] = 0;
+  for (Magazine& m : magazines_) {
+    m.busy = 0;
+    m.count = 0;
+  }
 }
+
+void FrameAllocator::relocate(uint64_t* storage) {
+  bits_ = storage;
+  cached_ = storage + words_for(max_pfn_);
+}
+
+bool FrameAllocator::free_in_bitmap(uint64_t p) const { return load(&bits_[p / 64]) & bit(p); }
+bool FrameAllocator::cached(uint64_t p) const { return __atomic_load_n(&cached_[p / 64], __ATOMIC_ACQUIRE) & bit(p); }
 
 ErrorOr<void> FrameAllocator::add_free_range(Pfn first, uint64_t count) {
   SpinGuard guard(lock_);
   if (raw(first) + count > max_pfn_ || raw(first) + count < raw(first)) return Errno::EINVAL;
   // Check first, change after: a refused range leaves nothing behind.
   for (uint64_t p = raw(first); p < raw(first) + count; ++p)
-    if (bits_[p / 64] & bit(p)) return Errno::EEXIST;
-  for (uint64_t p = raw(first); p < raw(first) + count; ++p) bits_[p / 64] |= bit(p);
-  free_count_ += count;
+    if (free_in_bitmap(p) || cached(p)) return Errno::EEXIST;
+  for (uint64_t p = raw(first); p < raw(first) + count; ++p) store(&bits_[p / 64], load(&bits_[p / 64]) | bit(p));
+  set_bitmap_free(bitmap_free_ + count);
   return {};
 }
 
 void FrameAllocator::reserve_range(Pfn first, uint64_t count) {
+  drain_magazines();  // (empty at boot, when this runs: no frame is out of sight)
   SpinGuard guard(lock_);
   for (uint64_t p = raw(first); p < raw(first) + count && p < max_pfn_; ++p) {
-    if (bits_[p / 64] & bit(p)) {
-      bits_[p / 64] &= ~bit(p);
-      --free_count_;
+    if (free_in_bitmap(p)) {
+      store(&bits_[p / 64], load(&bits_[p / 64]) & ~bit(p));
+      set_bitmap_free(bitmap_free_ - 1);
     }
   }
 }
 
 ErrorOr<Pfn> FrameAllocator::try_alloc() {
+  if (fault_inject_fails(FaultSite::FrameAlloc)) return Errno::ENOMEM;
+  if (!xcpu::one_cpu()) {
+    if (Magazine* m = my_magazine()) return alloc_cached(*m);
+  }
   SpinGuard guard(lock_);
   return alloc_locked();
 }
 
+// The bitmap, then (it is empty) whatever the magazines hold: frames
+// stranded in another CPU's cache are still free.
 ErrorOr<Pfn> FrameAllocator::alloc_locked() {
-  if (free_count_ == 0 || fault_inject_fails(FaultSite::FrameAlloc)) return Errno::ENOMEM;
+  if (auto p = take_from_bitmap(); !p.is_error()) return p;
+  drain_others_locked(nullptr);
+  return take_from_bitmap();
+}
+
+ErrorOr<Pfn> FrameAllocator::take_from_bitmap() {
+  if (bitmap_free_ == 0) return Errno::ENOMEM;
   const uint64_t words = words_for(max_pfn_);
   for (uint64_t n = 0; n < words; ++n) {
-    uint64_t w = (hint_word_ + n) % words;
-    if (bits_[w]) {
-      uint64_t p = w * 64 + static_cast<uint64_t>(__builtin_ctzll(bits_[w]));
-      bits_[w] &= ~bit(p);
-      --free_count_;
+    const uint64_t w = (hint_word_ + n) % words;
+    if (const uint64_t word = load(&bits_[w])) {
+      const uint64_t p = w * 64 + static_cast<uint64_t>(__builtin_ctzll(word));
+      store(&bits_[w], word & ~bit(p));
+      set_bitmap_free(bitmap_free_ - 1);
       hint_word_ = w;
       return Pfn{p};
     }
   }
-  return Errno::ENOMEM;  // unreachable while free_count_ is right
+  return Errno::ENOMEM;  // unreachable while bitmap_free_ is right
+}
+
+void FrameAllocator::give_to_bitmap(uint64_t p) {
+  store(&bits_[p / 64], load(&bits_[p / 64]) | bit(p));
+  set_bitmap_free(bitmap_free_ + 1);
+  if (p / 64 < hint_word_) hint_word_ = p / 64;  // keep handing out low frames first
 }
 
 ErrorOr<Pfn> FrameAllocator::try_alloc_run(uint64_t count) {
   if (!count) return Errno::EINVAL;
+  {
+    SpinGuard guard(lock_);
+    if (auto run = find_run(count); !run.is_error()) return run;
+  }
+  // Frames in magazines may break every run: give them back and look again.
+  drain_magazines();
   SpinGuard guard(lock_);
+  return find_run(count);
+}
+
+ErrorOr<Pfn> FrameAllocator::find_run(uint64_t count) {
   uint64_t run = 0;
   for (uint64_t p = 0; p < max_pfn_; ++p) {
-    run = (bits_[p / 64] & bit(p)) ? run + 1 : 0;
+    run = free_in_bitmap(p) ? run + 1 : 0;
     if (run == count) {
       const uint64_t first = p + 1 - count;
-      for (uint64_t q = first; q <= p; ++q) bits_[q / 64] &= ~bit(q);
-      free_count_ -= count;
+      for (uint64_t q = first; q <= p; ++q) store(&bits_[q / 64], load(&bits_[q / 64]) & ~bit(q));
+      set_bitmap_free(bitmap_free_ - count);
       return Pfn{first};
     }
   }
@@ -78,19 +128,32 @@ ErrorOr<Pfn> FrameAllocator::try_alloc_run(uint64_t count) {
 }
 
 ErrorOr<void> FrameAllocator::try_free(Pfn pfn) {
-  SpinGuard guard(lock_);
-  uint64_t p = raw(pfn);
+  const uint64_t p = raw(pfn);
   if (p >= max_pfn_) return Errno::EINVAL;
-  if (bits_[p / 64] & bit(p)) return Errno::EINVAL;  // double free
-  bits_[p / 64] |= bit(p);
-  ++free_count_;
-  if (p / 64 < hint_word_) hint_word_ = p / 64;  // keep handing out low frames first
+  if (!xcpu::one_cpu()) {
+    if (Magazine* m = my_magazine()) return free_cached(*m, p);
+  }
+  SpinGuard guard(lock_);
+  return free_locked(p);
+}
+
+ErrorOr<void> FrameAllocator::free_locked(uint64_t p) {
+  if (free_in_bitmap(p) || cached(p)) return Errno::EINVAL;  // double free
+  give_to_bitmap(p);
   return {};
 }
 
 bool FrameAllocator::is_free(Pfn pfn) const {
+  // Under the lock: no batch is moving between the bitmap and a magazine,
+  // so a free frame has one of its two bits set.
   SpinGuard guard(lock_);
-  return raw(pfn) < max_pfn_ && (bits_[raw(pfn) / 64] & bit(raw(pfn)));
+  return raw(pfn) < max_pfn_ && (free_in_bitmap(raw(pfn)) || cached(raw(pfn)));
+}
+
+uint64_t FrameAllocator::free_count() const {
+  uint64_t n = __atomic_load_n(&bitmap_free_, __ATOMIC_RELAXED);
+  for (const Magazine& m : magazines_) n += __atomic_load_n(&m.count, __ATOMIC_RELAXED);
+  return n;
 }
 
 }  // namespace pvk

@@ -5,6 +5,7 @@
 
 #include "base/arch/cpu.h"
 #include "base/arch/cross_cpu.h"
+#include "base/frames/frame_allocator.h"
 #include "base/lib/fault_inject.h"
 #include "base/lib/kstring.h"
 #include "kernel/kernel_lock.h"
@@ -206,8 +207,13 @@ fs::Inode* current_exe() {
 ErrorOr<int> start_init(const char* const* argv) {
   const char* envp[] = {nullptr};
   fs::set_self_exe_hook(&current_exe);
-  // A machine with one CPU: its locks need no tickets (nothing is held yet).
-  if (smp::counts().found() == 1) xcpu::set_one_cpu();
+  // A machine with one CPU: its locks need no tickets (nothing is held yet),
+  // and its frames go to and from the bitmap directly (what boot left in
+  // its magazine goes back there).
+  if (smp::counts().found() == 1) {
+    xcpu::set_one_cpu();
+    frames().drain_magazines();
+  }
   note_space_locking();  // the backend and mm's switches are set by now
   kernel_lock();  // the boot CPU's idle context holds it like any other
   Process* p = alloc_process();

@@ -103,7 +103,7 @@ void FakeMmu::reset(const FakeConfig& config) {
   g_arena_frames = config.frames;
   g_physmap_offset = reinterpret_cast<uint64_t>(base);
 
-  bitmap_.assign(FrameAllocator::words_for(config.frames), 0);
+  bitmap_.assign(FrameAllocator::storage_words_for(config.frames), 0);
   frames().init(bitmap_.data(), config.frames);
 #ifdef PVK_HOST_HAVE_FRAME_REFS
   refcounts_.assign(config.frames, 0);
