@@ -176,7 +176,7 @@ void start_round(uint32_t mode) {
 }  // namespace
 
 void test_mm_race_threads() {
-  constexpr unsigned kRounds = 6;
+  constexpr unsigned kRounds = 16;
   const uint64_t mask = cpus_mask();
   g_workers = __builtin_popcountll(mask) > 1 ? static_cast<unsigned>(__builtin_popcountll(mask)) - 1 : 1;
   if (g_workers > kMaxWorkers) g_workers = kMaxWorkers;
@@ -280,7 +280,7 @@ void test_mm_race_threads() {
 namespace {
 
 constexpr unsigned kMaxProcs = 4;
-constexpr unsigned kProcRounds = 12;
+constexpr unsigned kProcRounds = 24;
 constexpr uint64_t kProcPages = 8;
 
 // Per process, in a MAP_SHARED page the test maps before forking them.
