@@ -32,7 +32,8 @@ struct Region {
 // A region's word w: its tag and index, never 0 (a fresh page's value).
 uint64_t word_of(uint64_t tag, uint64_t w) { return mix(tag * 0x10001 + w) | 1; }
 
-struct Thread_ {
+// The regions a thread made: its own, never touched by the other thread.
+struct ThreadState {
   Ctx* c;
   Region r[kRegions];
 };
@@ -89,7 +90,7 @@ bool store_faults(Ctx* c, volatile uint64_t* p) {
   return false;
 }
 
-Region* pick(Thread_& t, bool mapped) {
+Region* pick(ThreadState& t, bool mapped) {
   const unsigned start = static_cast<unsigned>(next(t.c->rng) % kRegions);
   for (unsigned k = 0; k < kRegions; ++k) {
     Region& r = t.r[(start + k) % kRegions];
@@ -98,7 +99,7 @@ Region* pick(Thread_& t, bool mapped) {
   return nullptr;
 }
 
-void op_mmap_(Thread_& t) {
+void op_mmap_(ThreadState& t) {
   Ctx* c = t.c;
   Region* r = pick(t, false);
   if (!r) r = pick(t, true);  // all in use: replace one
@@ -114,7 +115,7 @@ void op_mmap_(Thread_& t) {
   fill(*r);
 }
 
-void op_munmap_(Thread_& t) {
+void op_munmap_(ThreadState& t) {
   Ctx* c = t.c;
   Region* r = pick(t, true);
   if (!r) return skip(c, op_munmap);
@@ -127,7 +128,7 @@ void op_munmap_(Thread_& t) {
   else CHECK_OP(op_munmap, wrong_words(*r) == 0);
 }
 
-void op_mprotect_(Thread_& t) {
+void op_mprotect_(ThreadState& t) {
   Ctx* c = t.c;
   Region* r = pick(t, true);
   if (!r) return skip(c, op_mprotect);
@@ -142,7 +143,7 @@ void op_mprotect_(Thread_& t) {
   p[0] = word_of(r->tag, first * kWords);  // writable again
 }
 
-void op_touch_(Thread_& t) {
+void op_touch_(ThreadState& t) {
   Ctx* c = t.c;
   Region* r = pick(t, true);
   if (!r) return skip(c, op_touch);
@@ -154,7 +155,7 @@ void op_touch_(Thread_& t) {
 
 // The break is the process's: only the pinned thread moves it, and gives
 // it back before the operation ends.
-void op_brk_(Thread_& t) {
+void op_brk_(ThreadState& t) {
   Ctx* c = t.c;
   if (c->thread != 0) return skip(c, op_brk);
   const int64_t cur = brk(nullptr);
@@ -175,7 +176,7 @@ void op_brk_(Thread_& t) {
 // handed, rewrites one, and reports its own sum through a pipe; exit and
 // wait. fork_kill: the child is killed wherever it is (before it ran, or
 // in its work): the status says one or the other.
-void op_fork_(Thread_& t, bool kill_it) {
+void op_fork_(ThreadState& t, bool kill_it) {
   Ctx* c = t.c;
   const Op kind = kill_it ? op_fork_kill : op_fork;
   int fds[2];
@@ -227,7 +228,7 @@ void mini_thread(void* arg) {
   m->out = ok ? m->tag : 0;
 }
 
-void op_thread_(Thread_& t) {
+void op_thread_(ThreadState& t) {
   Ctx* c = t.c;
   Mini m{0, next(c->rng) | 1};
   Thread th;
@@ -236,7 +237,7 @@ void op_thread_(Thread_& t) {
   CHECK_OP(op_thread, m.out == m.tag);
 }
 
-void op_pipe_(Thread_& t) {
+void op_pipe_(ThreadState& t) {
   Ctx* c = t.c;
   int fds[2];
   CHECK_OP(op_pipe, pipe(fds) == 0);
@@ -250,7 +251,7 @@ void op_pipe_(Thread_& t) {
   CHECK_OP(op_pipe, close(fds[0]) == 0);
 }
 
-void op_futex_(Thread_& t) {
+void op_futex_(ThreadState& t) {
   Ctx* c = t.c;
   volatile uint32_t word = static_cast<uint32_t>(next(c->rng));
   CHECK_OP(op_futex, futex(&word, FUTEX_WAKE, 1) == 0);                 // nobody waits on a stack word
@@ -259,7 +260,7 @@ void op_futex_(Thread_& t) {
   CHECK_OP(op_futex, futex(&word, FUTEX_WAIT, word, &ts) == -ETIMEDOUT);
 }
 
-void op_signal_(Thread_& t) {
+void op_signal_(ThreadState& t) {
   Ctx* c = t.c;
   const uint64_t before = c->usr1;
   // To this thread: taken before the call returns to it.
@@ -269,7 +270,7 @@ void op_signal_(Thread_& t) {
   CHECK_OP(op_signal, kill(0x3fffffff, SIGUSR1) == -ESRCH);
 }
 
-void op_sleep_(Thread_& t) {
+void op_sleep_(ThreadState& t) {
   Ctx* c = t.c;
   const Timespec ts{0, static_cast<int64_t>(next(c->rng) % 200'000)};
   const uint64_t t0 = now_ns();
@@ -277,16 +278,16 @@ void op_sleep_(Thread_& t) {
   CHECK_OP(op_sleep, now_ns() - t0 >= static_cast<uint64_t>(ts.tv_nsec));
 }
 
-void op_ids_(Thread_& t) {
+void op_ids_(ThreadState& t) {
   Ctx* c = t.c;
   const int64_t pid = getpid(), tid = gettid();
   CHECK_OP(op_ids, pid > 0 && tid > 0 && getppid() > 0);
-  CHECK_OP(op_ids, (c->thread == 0) ? true : tid != pid);
+  CHECK_OP(op_ids, tid != pid);  // both are threads the worker's main thread started
   uint32_t cpu = ~0u;
   CHECK_OP(op_ids, getcpu(&cpu, nullptr) == 0 && cpu < 64);
 }
 
-void op_clock_(Thread_& t) {
+void op_clock_(ThreadState& t) {
   Ctx* c = t.c;
   Timespec ts{};
   CHECK_OP(op_clock, clock_gettime(CLOCK_MONOTONIC, &ts) == 0);
@@ -296,7 +297,7 @@ void op_clock_(Thread_& t) {
 }
 
 // A file of its own in /tmp: written, read back at an offset, removed.
-void op_file_(Thread_& t) {
+void op_file_(ThreadState& t) {
   Ctx* c = t.c;
   if (!c->cfg->files) return skip(c, op_file);
   char path[48];
@@ -322,7 +323,7 @@ void install_handlers() {
 }
 
 void run_thread(void* arg) {
-  Thread_ t;
+  ThreadState t;
   t.c = static_cast<Ctx*>(arg);
   Ctx* c = t.c;
   // The memory operations come most often: they are what runs without
