@@ -82,8 +82,8 @@ class MmRace : public ::testing::TestWithParam<StressCase> {};
 // other CPUs' TLBs; with none the race never crossed CPUs).
 TEST_P(MmRace, NoStoreOrReadOutlivesTheCall) {
   const StressCase& c = GetParam();
-  const RunResult r =
-      boot_virtual(c.platform, c.params + " sched_cpus=all init=proctest init_args=mm_race_threads,mm_race_procs", c.cpus);
+  const RunResult r = boot_virtual(
+      c.platform, c.params + " sched_cpus=all init=proctest init_args=mm_race_threads,mm_race_procs", c.cpus);
   RecordProperty("boot_ms", static_cast<int>(r.elapsed.count()));
   ASSERT_TRUE(r.pass) << transcript(r);
   EXPECT_TRUE(init_clean(r, "proctest")) << transcript(r);

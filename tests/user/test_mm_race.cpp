@@ -54,6 +54,11 @@ int64_t shootdowns_now() {
   PvkCounters c{};
   return read_counters(&c) == 0 ? static_cast<int64_t>(c.shootdowns) : 0;
 }
+// Flushes that left a lazy CPU out (it catches up when it runs the space again).
+int64_t lazy_skipped_now() {
+  PvkCounters c{};
+  return read_counters(&c) == 0 ? static_cast<int64_t>(c.shootdown_lazy_skipped) : 0;
+}
 
 // Waits (yielding) until pred() or the bound; false if the bound came first.
 template <typename Pred>
@@ -75,13 +80,17 @@ struct Shared {
   volatile uint32_t round;           // bumped with every mode change
   volatile uint64_t* region;         // one page per worker (phases 1 and 2)
   volatile uint32_t unmapped;        // phase 2: munmap has returned
+  volatile uint32_t unmapping;       // phase 2: munmap is about to be called
+  volatile uint64_t foreign_early;   // foreign reads before munmap was called
   volatile uint8_t* arena;           // phase 3: a slice per thread
   volatile uint64_t stores[kMaxWorkers];
   volatile uint32_t faults[kMaxWorkers];      // SIGSEGVs taken, all phases
   volatile uint32_t acked[kMaxWorkers];       // the round a worker is in
   volatile uint64_t reads[kMaxWorkers];       // phase 2 reads that returned
-  volatile uint64_t foreign[kMaxWorkers];     // a read saw the new owner's tag
+  volatile uint64_t foreign[kMaxWorkers];     // a read saw anything but the old owner's tag
   volatile uint64_t late[kMaxWorkers];        // a read begun after "unmapped" returned a value
+  volatile uint64_t first_foreign;            // the first foreign value read (what it was tells whose)
+  volatile uint64_t first_foreign_at;         // round << 8 | worker
   volatile uint64_t bad_sums[kMaxWorkers + 1];  // phase 3 checksums that did not match
 };
 Shared g;
@@ -90,6 +99,14 @@ unsigned g_index[kMaxWorkers] = {0, 1, 2};
 JmpBuf g_jmp[kMaxWorkers];
 
 constexpr uint64_t kOldTag = 0xA1, kNewTag = 0xB2;
+// Values that say who wrote them: a phase-1 store (round, worker, count)
+// and the phase-2 tags (owner, round, page).
+uint64_t stored(uint64_t round, uint64_t worker, uint64_t n) {
+  return 0x5Cull << 56 | round << 40 | worker << 32 | (n & 0xffffffff);
+}
+uint64_t tagged(uint64_t owner, uint64_t round, uint64_t page) {
+  return owner << 56 | round << 40 | page << 32 | 0x7A6;
+}
 constexpr uint64_t kSlicePages = 6, kDisjointCycles = 4;
 
 unsigned my_index() { return *static_cast<unsigned*>(thread_self()->arg); }
@@ -121,7 +138,8 @@ void disjoint_cycles(unsigned slot, unsigned round) {
     uint64_t want = 0;
     for (uint64_t w = 0; w < kSlicePages * kWords; ++w) words[w] = pattern(tag, w);
     for (uint64_t w = 0; w < kSlicePages * kWords; ++w) want = want * 31 + pattern(tag, w);
-    if (mprotect(const_cast<uint8_t*>(base), kSlicePages / 2 * 4096, PROT_READ) != 0) g.bad_sums[slot] = g.bad_sums[slot] + 1;
+    if (mprotect(const_cast<uint8_t*>(base), kSlicePages / 2 * 4096, PROT_READ) != 0)
+      g.bad_sums[slot] = g.bad_sums[slot] + 1;
     if (slice_sum(base, kSlicePages) != want) g.bad_sums[slot] = g.bad_sums[slot] + 1;
     // Leave a hole between cycles: the next mmap makes the VMA again.
     if (munmap(const_cast<uint8_t*>(base), kSlicePages * 4096) != 0) g.bad_sums[slot] = g.bad_sums[slot] + 1;
@@ -143,16 +161,21 @@ void worker(void*) {
     if (mode == kStore) {
       // Until the store faults (mprotect) or the next round.
       for (uint64_t n = 1; g.round == round; ++n) {
-        page[n % kWords] = pattern(round * 8 + i, n);
+        page[n % kWords] = stored(round, i, n);
         g.stores[i] = n;
       }
     } else if (mode == kRead) {
-      const uint64_t old_tag = pattern(kOldTag, i);
+      const uint64_t old_tag = tagged(kOldTag, round, i);
       while (g.round == round) {
+        const uint32_t started = __atomic_load_n(&g.unmapping, __ATOMIC_ACQUIRE);
         const uint32_t gone = __atomic_load_n(&g.unmapped, __ATOMIC_ACQUIRE);
         const uint64_t v = page[round % kWords];
         if (gone) g.late[i] = g.late[i] + 1;  // the read above should have faulted
-        if (v != old_tag) g.foreign[i] = g.foreign[i] + 1;
+        if (v != old_tag) {
+          g.foreign[i] = g.foreign[i] + 1;
+          if (!started) g.foreign_early = g.foreign_early + 1;
+          if (!g.first_foreign) g.first_foreign = v, g.first_foreign_at = (uint64_t{round} << 8) | i;
+        }
         g.reads[i] = g.reads[i] + 1;
       }
     } else if (mode == kDisjoint) {
@@ -195,7 +218,7 @@ void test_mm_race_threads() {
     CHECK(thread_create(&t[i], worker, &g_index[i]) > 0);
   }
   pin(nth_cpu(mask, 0));
-  const int64_t shootdowns_before = shootdowns_now();
+  const int64_t shootdowns_before = shootdowns_now(), lazy_before = lazy_skipped_now();
   uint64_t late_stores = 0, changed_words = 0, unfaulted = 0, foreign = 0, late_reads = 0, reads = 0;
   for (unsigned round = 0; round < kRounds; ++round) {
     g.region = static_cast<volatile uint64_t*>(map_anon(len));
@@ -229,9 +252,11 @@ void test_mm_race_threads() {
 
     // 2. munmap under the reads; the frames go to a new owner elsewhere.
     CHECK_EQ(mprotect(const_cast<uint64_t*>(g.region), len, PROT_READ | PROT_WRITE), 0);
+    // Tagged with the round the readers will be in (start_round bumps it).
     for (unsigned i = 0; i < g_workers; ++i)
-      for (uint64_t w = 0; w < kWords; ++w) g.region[i * kWords + w] = pattern(kOldTag, i);
+      for (uint64_t w = 0; w < kWords; ++w) g.region[i * kWords + w] = tagged(kOldTag, g.round + 1, i);
     g.unmapped = 0;
+    g.unmapping = 0;
     for (unsigned i = 0; i < g_workers; ++i) g.reads[i] = 0;
     start_round(kRead);
     wait_until([] {
@@ -244,10 +269,11 @@ void test_mm_race_threads() {
     // when the new owner's first stores fault them in.
     auto* next = static_cast<volatile uint64_t*>(map_anon(len));
     CHECK(next != nullptr);
+    __atomic_store_n(&g.unmapping, 1, __ATOMIC_SEQ_CST);
     CHECK_EQ(munmap(const_cast<uint64_t*>(g.region), len), 0);
     __atomic_store_n(&g.unmapped, 1, __ATOMIC_RELEASE);
     if (next)
-      for (uint64_t w = 0; w < g_workers * kWords; ++w) next[w] = pattern(kNewTag, w / kWords);
+      for (uint64_t w = 0; w < g_workers * kWords; ++w) next[w] = tagged(kNewTag, g.round, w / kWords);
     // 3. Disjoint slices, the main thread too.
     start_round(kDisjoint);
     disjoint_cycles(g_workers, round);
@@ -273,6 +299,13 @@ void test_mm_race_threads() {
   detail("foreign_reads", static_cast<int64_t>(foreign));
   detail("late_reads", static_cast<int64_t>(late_reads));
   detail("bad_sums", static_cast<int64_t>(bad_sums));
+  detail("lazy_skipped", lazy_skipped_now() - lazy_before);
+  // What the first foreign read saw (the new owner's tag, 0 from a frame
+  // cleared for its next owner, another program's data) and where; whether
+  // any came before the munmap was even called.
+  detail("first_foreign", static_cast<int64_t>(g.first_foreign));
+  detail("first_foreign_at", static_cast<int64_t>(g.first_foreign_at));
+  detail("foreign_early", static_cast<int64_t>(g.foreign_early));
 }
 
 // --- mm_race_procs -----------------------------------------------------------
