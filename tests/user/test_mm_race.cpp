@@ -144,6 +144,12 @@ void disjoint_cycles(unsigned slot, unsigned round) {
     // Leave a hole between cycles: the next mmap makes the VMA again.
     if (munmap(const_cast<uint8_t*>(base), kSlicePages * 4096) != 0) g.bad_sums[slot] = g.bad_sums[slot] + 1;
   }
+  // Reserved again once the cycles are over: a hole left here would be the
+  // first gap the next round's regions get, and a thread still reading one
+  // would then see the next phase's slice there, legitimately mapped.
+  if (is_err(mmap(const_cast<uint8_t*>(base), kSlicePages * 4096, PROT_NONE,
+                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED)))
+    g.bad_sums[slot] = g.bad_sums[slot] + 1;
 }
 
 void worker(void*) {
@@ -274,7 +280,9 @@ void test_mm_race_threads() {
     __atomic_store_n(&g.unmapped, 1, __ATOMIC_RELEASE);
     if (next)
       for (uint64_t w = 0; w < g_workers * kWords; ++w) next[w] = tagged(kNewTag, g.round, w / kWords);
-    // 3. Disjoint slices, the main thread too.
+    // 3. Disjoint slices, the main thread too; only once every reader has
+    // left phase 2 (a reader still in it must not race the slices' mmaps).
+    start_round(kIdle);
     start_round(kDisjoint);
     disjoint_cycles(g_workers, round);
     start_round(kIdle);  // waits until every worker finished its cycles
