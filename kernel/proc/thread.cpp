@@ -123,7 +123,10 @@ ErrorOr<int> do_kill(int64_t pid, uint64_t sig) {
   // A thread that exited is gone (its leader pointer may be stale by now).
   if (!target || (target->state == ProcState::Zombie && target->tgid != target->pid)) return Errno::ESRCH;
   Process& group = *target->leader;
-  if (group.live_threads == 0) return Errno::ESRCH;
+  // A process that has exited but is not reaped yet still exists (Linux:
+  // kill succeeds and the signal is dropped): its parent may signal a
+  // child that just died without having to tell the two apart.
+  if (group.live_threads == 0) return 0;
   // init is the one process whose death ends the run: only it may signal itself.
   if (group.pid == 1 && current()->tgid != 1) return Errno::EPERM;
   if (sig)

@@ -169,5 +169,8 @@ void test_futex_timed_progress();
 void test_futex_timeouts();
 void test_exec_race();
 void test_affinity();
+// The mm calls and faults raced across CPUs (tests/user/test_mm_race.cpp).
+void test_mm_race_threads();
+void test_mm_race_procs();
 
 }  // namespace proctest

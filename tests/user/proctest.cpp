@@ -72,6 +72,11 @@ const Test kTests[] = {
     // when named (tests/boot/smp_boot_test.cpp's SmpTlb boots name them).
     {"sigkick_tgkill", test_sigkick_tgkill, true},
     {"sigkick_exit_group", test_sigkick_exit_group, true},
+    // The unlocked mm calls raced by threads and processes pinned to
+    // different CPUs: run when named (tests/boot/smp_stress_boot_test.cpp),
+    // since with one CPU they only repeat what test_mm and test_tlb check.
+    {"mm_race_threads", test_mm_race_threads, true},
+    {"mm_race_procs", test_mm_race_procs, true},
     // The harness's own checks: each must be reported as a failure.
     {"_fail", [] { CHECK_EQ(1 + 1, 3); }, true},
     {"_crash", [] { poke(0); }, true},

@@ -157,7 +157,8 @@ void test_efault() {
 // mmap of length 0, without MAP_SHARED/MAP_PRIVATE, or MAP_FIXED at an
 // unaligned address -EINVAL; mprotect/munmap unaligned or munmap of length 0
 // -EINVAL; munmap of an unmapped range 0; close/read/write/dup2 of a bad fd
-// -EBADF (also a second close); kill of a nonexistent or reaped pid -ESRCH,
+// -EBADF (also a second close); kill of a nonexistent or reaped pid -ESRCH
+// (of an exited child not yet reaped 0),
 // with a bad signal -EINVAL; sigaction of SIGKILL or of an out-of-range
 // signal -EINVAL; clock_gettime of an unknown clock -EINVAL; an unknown
 // system call -ENOSYS; pvk_shutdown from anything but init -EPERM.
@@ -219,6 +220,18 @@ void test_bad_args() {
   CHECK(pid > 0);
   CHECK_EQ(wait_for(pid), 0);
   CHECK_EQ(kill(pid, SIGTERM), -ESRCH);  // reaped
+  // Until it is reaped a child exists, exited or not: kill says 0 (and a
+  // signal to a zombie changes nothing of its status).
+  pid = fork_helper();
+  if (pid == 0) exit_group(0);
+  CHECK(pid > 0);
+  const Timespec while_it_exits{0, 2'000'000};
+  nanosleep(&while_it_exits, nullptr);
+  CHECK_EQ(kill(pid, 0), 0);
+  CHECK_EQ(kill(pid, SIGKILL), 0);
+  st = wait_for(pid);
+  CHECK(st == 0 || st == ::pvk::abi::wait_signaled(SIGKILL));
+  CHECK_EQ(kill(pid, 0), -ESRCH);
   CHECK_EQ(kill(getpid(), 65), -EINVAL);
   CHECK_EQ(kill(getpid(), -3), -EINVAL);
 
