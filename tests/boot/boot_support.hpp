@@ -60,6 +60,10 @@ std::string guest_output(const RunResult& r);
 // that passed must have reported at least one such record.
 ::testing::AssertionResult no_frame_leak(const RunResult& r);
 
+// The init_exit record of `program`: it exited with status 0 and the free
+// frames were back at their count from before it.
+::testing::AssertionResult init_exited_cleanly(const RunResult& r, std::string_view program);
+
 // The first record {"event":<event>, <key>:<value>, ...}; index into r.records.
 std::optional<size_t> find_record(const RunResult& r, std::string_view event,
                                   const std::function<bool(const json&)>& pred = {});

@@ -30,18 +30,6 @@ RunResult boot_virtual(Platform platform, const std::string& params, unsigned cp
   return r;
 }
 
-// init exited 0 with the free frames back at their count before it.
-::testing::AssertionResult init_clean(const RunResult& r, std::string_view program) {
-  const auto at = find_record(r, "init_exit", "program", program);
-  if (!at) return ::testing::AssertionFailure() << "no init_exit record for " << program;
-  const json& rec = r.records[*at];
-  if (rec.value("exited", false) != true || rec.value("code", -1) != 0)
-    return ::testing::AssertionFailure() << "init did not exit 0: " << rec.dump();
-  if (rec.value("free_frames_before", 0u) != rec.value("free_frames_after", 1u))
-    return ::testing::AssertionFailure() << "frames leaked: " << rec.dump();
-  return ::testing::AssertionSuccess();
-}
-
 // The sched record: every one of `cpus` CPUs ran processes.
 ::testing::AssertionResult every_cpu_ran(const RunResult& r, unsigned cpus) {
   const auto sched = find_record(r, "sched");
@@ -86,7 +74,7 @@ TEST_P(MmRace, NoStoreOrReadOutlivesTheCall) {
       c.platform, c.params + " sched_cpus=all init=proctest init_args=mm_race_threads,mm_race_procs", c.cpus);
   RecordProperty("boot_ms", static_cast<int>(r.elapsed.count()));
   ASSERT_TRUE(r.pass) << transcript(r);
-  EXPECT_TRUE(init_clean(r, "proctest")) << transcript(r);
+  EXPECT_TRUE(init_exited_cleanly(r, "proctest")) << transcript(r);
   EXPECT_TRUE(every_cpu_ran(r, c.cpus)) << transcript(r);
   const json* threads = subtest(r, "mm_race_threads");
   ASSERT_NE(threads, nullptr) << transcript(r);
@@ -141,7 +129,7 @@ TEST_P(Stress, SeededMixOnEveryCpu) {
     EXPECT_GT(s.value(kind, uint64_t{0}), 0u) << "no " << kind << " made: " << s.dump();
   // Every store into a read-only range faulted, as its mprotect said.
   EXPECT_EQ(s.value("segv_expected", uint64_t{0}), s.value("mprotect", uint64_t{1})) << s.dump();
-  EXPECT_TRUE(init_clean(r, "smpstress")) << transcript(r);
+  EXPECT_TRUE(init_exited_cleanly(r, "smpstress")) << transcript(r);
   EXPECT_TRUE(every_cpu_ran(r, c.cpus)) << transcript(r);
   ASSERT_TRUE(r.pass) << transcript(r);
 }

@@ -91,6 +91,19 @@ inline uint64_t peek(uint64_t addr) {
   return v;
 }
 
+// Yields until pred() holds or `bound_ns` of the clock passed (virtual
+// time in a benchmark boot): false if the bound came first. For waits on
+// another CPU's thread, which must never hang a test.
+template <typename Pred>
+bool wait_until(Pred pred, uint64_t bound_ns) {
+  const uint64_t t0 = now_ns();
+  while (!pred()) {
+    if (now_ns() - t0 > bound_ns) return false;
+    sched_yield();
+  }
+  return true;
+}
+
 inline uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) & ~(a - 1); }
 
 // A deterministic 64-bit pattern for (tag, index).

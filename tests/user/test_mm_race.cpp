@@ -60,16 +60,6 @@ int64_t lazy_skipped_now() {
   return read_counters(&c) == 0 ? static_cast<int64_t>(c.shootdown_lazy_skipped) : 0;
 }
 
-// Waits (yielding) until pred() or the bound; false if the bound came first.
-template <typename Pred>
-bool wait_until(Pred pred) {
-  const uint64_t t0 = now_ns();
-  while (!pred()) {
-    if (now_ns() - t0 > kWaitNs) return false;
-    sched_yield();
-  }
-  return true;
-}
 
 // --- mm_race_threads ---------------------------------------------------------
 
@@ -199,7 +189,7 @@ void start_round(uint32_t mode) {
     for (unsigned i = 0; i < g_workers; ++i)
       if (g.acked[i] != r) return false;
     return true;
-  });
+  }, kWaitNs);
 }
 
 }  // namespace
@@ -238,7 +228,7 @@ void test_mm_race_threads() {
       for (unsigned i = 0; i < g_workers; ++i)
         if (g.stores[i] < 1000) return false;
       return true;
-    });
+    }, kWaitNs);
     CHECK_EQ(mprotect(const_cast<uint64_t*>(g.region), len, PROT_READ), 0);
     uint64_t at_return[kMaxWorkers];
     static uint64_t snapshot[kMaxWorkers * kWords];
@@ -248,7 +238,7 @@ void test_mm_race_threads() {
       for (unsigned i = 0; i < g_workers; ++i)
         if (g.faults[i] == faults_before[i]) return false;
       return true;
-    });
+    }, kWaitNs);
     for (unsigned i = 0; i < g_workers; ++i) {
       if (g.faults[i] == faults_before[i]) ++unfaulted;
       if (g.stores[i] > at_return[i] + 1) late_stores += g.stores[i] - at_return[i] - 1;
@@ -269,7 +259,7 @@ void test_mm_race_threads() {
       for (unsigned i = 0; i < g_workers; ++i)
         if (g.reads[i] < 100) return false;
       return true;
-    });
+    }, kWaitNs);
     // The new owner's range is taken before the munmap, so the old one
     // stays unmapped (a read there must fault): only the frames move on,
     // when the new owner's first stores fault them in.

@@ -37,16 +37,6 @@ unsigned worker_index() { return *static_cast<unsigned*>(thread_self()->arg); }
 
 unsigned g_index[kWorkers] = {0, 1, 2};
 
-// Waits until pred() or the bound; false if the bound came first.
-template <typename Pred>
-bool wait_until(Pred pred) {
-  const uint64_t t0 = now_ns();
-  while (!pred()) {
-    if (now_ns() - t0 > kWaitNs) return false;
-    sched_yield();
-  }
-  return true;
-}
 
 // The kernel's shootdown count (pvk's counter syscall; -1 on Linux): a
 // test reports how many its call made, so a boot test can tell a race that
@@ -116,7 +106,7 @@ void test_tlb_mprotect() {
   Thread t[kWorkers];
   for (unsigned i = 0; i < kWorkers; ++i) CHECK(thread_create(&t[i], storer, &g_index[i]) > 0);
   // Every writer has stored for a while: its CPU holds the writable entry.
-  CHECK(wait_until([] { return all_stored(10000); }));
+  CHECK(wait_until([] { return all_stored(10000); }, kWaitNs));
 
   const int64_t shootdowns_before = shootdowns_now();
   CHECK_EQ(mprotect(const_cast<uint64_t*>(g_sr.region), len, PROT_READ), 0);
@@ -126,7 +116,7 @@ void test_tlb_mprotect() {
   detail_shootdowns("shootdowns", shootdowns_before);
 
   // Each writer's next store faults ...
-  const bool faulted = wait_until(all_faulted);
+  const bool faulted = wait_until(all_faulted, kWaitNs);
   CHECK(faulted);
   if (!faulted) g_sr.stop = 1;  // writers still storing: stop them, so they can be joined
   // ... and none landed after mprotect returned: at most the one a writer
@@ -216,7 +206,7 @@ void test_tlb_cow_fork() {
   *g_cr.writer_went_on = 0;
   Thread t;
   CHECK(thread_create(&t, cow_writer, &g_index[0]) > 0);
-  CHECK(wait_until([] { return g_cr.stores > 10000; }));
+  CHECK(wait_until([] { return g_cr.stores > 10000; }, kWaitNs));
   const uint64_t at_fork = g_cr.stores;
   const int64_t shootdowns_before = shootdowns_now();
   const int64_t pid = fork_helper();
@@ -224,7 +214,7 @@ void test_tlb_cow_fork() {
   detail_shootdowns("shootdowns", shootdowns_before);
   CHECK(pid > 0);
   // The writer goes on storing while the child watches (the race happens).
-  CHECK(wait_until([at_fork] { return g_cr.stores > at_fork; }));
+  CHECK(wait_until([at_fork] { return g_cr.stores > at_fork; }, kWaitNs));
   *g_cr.writer_went_on = 1;
   if (pid > 0) CHECK_EQ(WAIT_OR_KILL(pid, 20), ::pvk::abi::wait_exited(0));
   CHECK(g_cr.stores > at_fork);
@@ -280,14 +270,14 @@ void test_tlb_munmap() {
     for (unsigned i = 0; i < kWorkers; ++i)
       if (g_rr.reads[i] < 100) return false;
     return true;
-  }));
+  }, kWaitNs));
 
   const int64_t shootdowns_before = shootdowns_now();
   CHECK_EQ(munmap(const_cast<uint64_t*>(g_rr.region), len), 0);
   detail_shootdowns("shootdowns", shootdowns_before);
   for (uint64_t w = 0; w < kUnmapPages * kWordsPerPage; ++w) next[w] = kNew;
 
-  const bool faulted = wait_until(all_faulted);
+  const bool faulted = wait_until(all_faulted, kWaitNs);
   CHECK(faulted);
   for (unsigned i = 0; i < kWorkers; ++i) {
     CHECK_EQ(g_rr.bad[i], 0);

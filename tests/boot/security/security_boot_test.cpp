@@ -91,17 +91,6 @@ std::vector<SecCase> cases(Platform platform, std::initializer_list<const char*>
   return ::testing::AssertionSuccess();
 }
 
-::testing::AssertionResult init_exited_cleanly(const RunResult& r, std::string_view program) {
-  const auto at = find_record(r, "init_exit", "program", program);
-  if (!at) return ::testing::AssertionFailure() << "no init_exit record for " << program;
-  const json& rec = r.records[*at];
-  if (rec.value("exited", false) != true || rec.value("code", -1) != 0)
-    return ::testing::AssertionFailure() << "init did not exit 0: " << rec.dump();
-  if (rec.value("free_frames_before", 0u) != rec.value("free_frames_after", 1u))
-    return ::testing::AssertionFailure() << "frames leaked: " << rec.dump();
-  return ::testing::AssertionSuccess();
-}
-
 // The console has exactly one line starting `@pvk {"event":"done"`: the
 // kernel's own final record. hostile's fake ones must be tagged (@pvk-user)
 // or absent.
