@@ -34,9 +34,13 @@ struct PvopSite {
   // also loads the entry (pte_flag_bits_at) has kLoadSite too.
   static constexpr uint16_t kFlagBitsSite = 0x8000;
   static constexpr uint16_t kLoadSite = 0x4000;
-  unsigned verb() const { return slot & ~(kFlagBitsSite | kLoadSite); }
+  // A native-body site (pvops/call/pvop.h, PVOP): a 5-byte jump to the
+  // verb's ordinary site beside it, over the native backend's body.
+  static constexpr uint16_t kNativeBody = 0x2000;
+  unsigned verb() const { return slot & ~(kFlagBitsSite | kLoadSite | kNativeBody); }
   bool flag_bits() const { return slot & kFlagBitsSite; }
   bool loads() const { return slot & kLoadSite; }
+  bool native_body() const { return slot & kNativeBody; }
 };
 static_assert(sizeof(PvopSite) == 8);
 
