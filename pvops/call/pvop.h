@@ -71,7 +71,10 @@ struct NativeFirst<Slot, R (*)(A...), Native> {
                :
                : generic);
       return native_verb(a...);
+      // Cold: the compiler keeps the native path's registers as the
+      // compiled-in image does and pays for the call's clobbers on this side.
     generic:
+      __attribute__((cold));
       return Site<Slot, R (*)(A...)>::call(a...);
     }
   }
