@@ -156,6 +156,8 @@ void patch_call_sites() {
       .u64("inline_pte_pfn", p.native_pfn)
       .u64("inline_make_pte", p.native_make)
       .u64("inline_lazy_mmu", p.lazy_tlb)
+      .u64("native_body", p.native_body)
+      .u64("generic_jumps", p.generic_jumps)
       .u64("unpatched", p.unpatched)
       .u64("verified", p.verified);
 }

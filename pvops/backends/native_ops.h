@@ -96,9 +96,13 @@ constexpr MmuOps ops(PteAccess access) {
   return ops;
 }
 
+// The native verbs as compile-time constants (pte=attrs: the walk's flag
+// tests are the inline mask). The compiled-in image calls them for every
+// verb — no pte=flags there: with no pvops table, a flag read is the mask;
+// the pvops image's native-body sites (pvops/call/pvop.h) for the hot ones.
+inline constexpr MmuOps kNativeOps = ops(PteAccess::Attrs);
 #if PVK_BUILTIN_NATIVE
-// No pte=flags here: with no pvops table, a flag read is the mask.
-inline constexpr MmuOps kBuiltinOps = ops(PteAccess::Attrs);
+inline constexpr const MmuOps& kBuiltinOps = kNativeOps;
 #endif
 
 }  // namespace pvk::native

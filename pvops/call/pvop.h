@@ -15,9 +15,52 @@
 #include "pvops/backends/native_ops.h"
 #define PVOP(verb) (::pvk::native::kBuiltinOps.verb)
 #elif defined(PVK_KERNEL)
-#define PVOP(verb) PVOP_SITE(verb)
+#include "pvops/backends/native_ops.h"
+#define PVOP(verb)                                                                               \
+  (::pvk::pvop_detail::NativeFirst<offsetof(::pvk::MmuOps, verb), decltype(::pvk::MmuOps{}.verb), \
+                                   decltype([](const ::pvk::MmuOps& o) { return o.verb; })>{})
 #else
 #define PVOP(verb) (::pvk::g_mmu.verb)
+#endif
+
+#if !PVK_BUILTIN_NATIVE && defined(PVK_KERNEL)
+namespace pvk::pvop_detail {
+
+// Native: reads the verb's slot out of a table (the native one, a
+// compile-time constant, so the call it gives is direct and inlinable).
+template <size_t Slot, typename Fn, typename Native>
+struct NativeFirst;
+
+// A native-body site (PvopSite::kNativeBody): a 5-byte jump over the
+// native backend's own function — called through a compile-time constant,
+// so the compiler inlines it as in the compiled-in image — to the verb's
+// ordinary site (an indirect call, patched as any other). pvpatch=on turns
+// the jump into one 5-byte nop when the selected backend's function for
+// the slot is that very native function (pvops/call/pvpatch.cpp); anywhere
+// else the jump stays, and the call costs one instruction more.
+template <size_t Slot, typename R, typename... A, typename Native>
+struct NativeFirst<Slot, R (*)(A...), Native> {
+  [[gnu::always_inline]] R operator()(A... a) const {
+    if constexpr (!native_first(Slot)) {
+      return Site<Slot, R (*)(A...)>{}(a...);
+    } else {
+      constexpr R (*native_verb)(A...) = Native{}(native::kNativeOps);
+      asm goto("771:\n\t.byte 0xe9\n\t.long %l[generic] - . - 4\n772:\n773:\n\t" PVK_PVOP_SITE_RECORD
+               :
+               : [slot] "i"(Slot | PvopSite::kNativeBody)
+               :
+               : generic);
+      return native_verb(a...);
+      // Cold: the compiler keeps the native path's registers as the
+      // compiled-in image does and pays for the call's clobbers on this side.
+    generic:
+      __attribute__((cold));
+      return Site<Slot, R (*)(A...)>::call(a...);
+    }
+  }
+};
+
+}  // namespace pvk::pvop_detail
 #endif
 
 namespace pvk {

@@ -34,9 +34,13 @@ struct PvopSite {
   // also loads the entry (pte_flag_bits_at) has kLoadSite too.
   static constexpr uint16_t kFlagBitsSite = 0x8000;
   static constexpr uint16_t kLoadSite = 0x4000;
-  unsigned verb() const { return slot & ~(kFlagBitsSite | kLoadSite); }
+  // A native-body site (pvops/call/pvop.h, PVOP): a 5-byte jump to the
+  // verb's ordinary site beside it, over the native backend's body.
+  static constexpr uint16_t kNativeBody = 0x2000;
+  unsigned verb() const { return slot & ~(kFlagBitsSite | kLoadSite | kNativeBody); }
   bool flag_bits() const { return slot & kFlagBitsSite; }
   bool loads() const { return slot & kLoadSite; }
+  bool native_body() const { return slot & kNativeBody; }
 };
 static_assert(sizeof(PvopSite) == 8);
 
@@ -68,6 +72,26 @@ namespace pvop_detail {
 constexpr bool is_light(size_t slot) {
   return slot == offsetof(MmuOps, pte_flags) || slot == offsetof(MmuOps, pte_val) ||
          slot == offsetof(MmuOps, pte_pfn);
+}
+
+// The verbs whose sites carry the native backend's body beside the call:
+// the ones a fault, a small mprotect or a fork-exit-wait pays for on every
+// call, whose native bodies are short. There a patched call still cost
+// what the compiled-in image saves by inlining — the call, the
+// caller-saved registers it clobbers, and the result the compiler cannot
+// see (an ErrorOr<void> the native verb always returns as success is still
+// tested) — 11 to 34 instructions per entry. Bigger range verbs (fork,
+// teardown, map, unmap) stay calls: their bodies would bloat every caller.
+constexpr bool native_first(size_t slot) {
+  return slot == offsetof(MmuOps, enter_lazy_mmu) || slot == offsetof(MmuOps, flush_lazy_mmu) ||
+         slot == offsetof(MmuOps, leave_lazy_mmu) || slot == offsetof(MmuOps, flush_tlb_one) ||
+         slot == offsetof(MmuOps, flush_tlb_all) || slot == offsetof(MmuOps, load_root) ||
+         slot == offsetof(MmuOps, set_pte) || slot == offsetof(MmuOps, set_pmd) ||
+         slot == offsetof(MmuOps, set_pud) || slot == offsetof(MmuOps, set_p4d) ||
+         slot == offsetof(MmuOps, ptep_modify_prot_start) || slot == offsetof(MmuOps, ptep_modify_prot_commit) ||
+         slot == offsetof(MmuOps, alloc_pt_page) || slot == offsetof(MmuOps, release_pt_page) ||
+         slot == offsetof(MmuOps, range.lookup) || slot == offsetof(MmuOps, range.remap) ||
+         slot == offsetof(MmuOps, range.protect);
 }
 
 // The SysV x86-64 calling convention for what verbs take and return: values

@@ -5,6 +5,7 @@
 #include "base/arch/cpu.h"
 #include "base/lib/format.h"
 #include "base/lib/kstring.h"
+#include "pvops/backends/native_ops.h"
 #include "pvops/call/pvop_site.h"
 #include "pvops/call/site_code.h"
 
@@ -26,9 +27,11 @@ uint64_t thunk_address(unsigned slot) { return reinterpret_cast<uint64_t>(pvop_d
 // A flag-bits load site's thunk (the entry in rax).
 uint64_t load_thunk_address() { return reinterpret_cast<uint64_t>(&pvk_pvop_thunk_pte_flags_at); }
 
-// What the compiler left at a site: a call through the verb's slot, or for
-// a light verb a direct call to its thunk.
+// What the compiler left at a site: a call through the verb's slot, for
+// a light verb a direct call to its thunk, for a native-body site a jump.
 bool as_compiled(const PvopSite& s, const site_code::Decoded& d) {
+  if (s.native_body())
+    return !s.flag_bits() && !s.loads() && s.length == site_code::kJumpLength && d.form == site_code::Form::Jump;
   if (s.flag_bits() && s.verb() != offsetof(MmuOps, pte_flags)) return false;
   if (s.loads() != s.flag_bits() && s.loads()) return false;
   if (s.loads()) return d.form == site_code::Form::LoadCall && d.target == load_thunk_address();
@@ -41,6 +44,15 @@ bool as_compiled(const PvopSite& s, const site_code::Decoded& d) {
 // compiler more than a C function keeps).
 uint64_t direct_target(unsigned slot) {
   return pvop_detail::is_light(slot) ? thunk_address(slot) : slot_target(slot);
+}
+
+// A native-body site may fall into its body when the backend's function
+// for the verb is the very function that body was compiled from (the native
+// backend's, pte=attrs: the same address in the table), not merely one
+// that behaves alike.
+bool runs_native_body(unsigned slot) {
+  return memcmp(reinterpret_cast<const char*>(&g_mmu) + slot, reinterpret_cast<const char*>(&native::kNativeOps) + slot,
+                sizeof(uint64_t)) == 0;
 }
 
 // The inline form a verb's sites may take under this backend, if any, and
@@ -177,6 +189,14 @@ ErrorOr<PatchReport> patch_pvop_sites(bool patch, char* failure, size_t failure_
   for (const PvopSite* s = __pvop_sites_start; s != __pvop_sites_end; ++s) {
     uint8_t code[32];
     const uint64_t at = reinterpret_cast<uint64_t>(s->address());
+    if (s->native_body()) {
+      // The jump stays unless the native body is this backend's verb.
+      if (runs_native_body(s->verb())) {
+        site_code::encode_nops(code, s->length);
+        memcpy(s->address(), code, s->length);
+      }
+      continue;
+    }
     InlineOp op{};
     uint64_t counter = 0;
     const bool as_inline = inline_op_for(s->verb(), op, &counter, s->flag_bits(), s->loads()) &&
@@ -196,6 +216,17 @@ ErrorOr<PatchReport> patch_pvop_sites(bool patch, char* failure, size_t failure_
   for (const PvopSite* s = __pvop_sites_start; s != __pvop_sites_end; ++s) {
     const uint64_t at = reinterpret_cast<uint64_t>(s->address());
     const auto d = site_code::decode(s->address(), s->length, at);
+    if (s->native_body()) {
+      const bool body = runs_native_body(s->verb());
+      if (d.form != (body ? site_code::Form::Nops : site_code::Form::Jump)) {
+        format(failure, failure_size, "pvk: pvpatch: self-check: native-body site at %p (g_mmu slot %u) reads back wrong",
+               s->address(), s->verb());
+        return Errno::EIO;
+      }
+      ++r.verified;
+      ++(body ? r.native_body : r.generic_jumps);
+      continue;
+    }
     InlineOp op{};
     uint64_t counter = 0;
     const bool want_inline =

@@ -24,7 +24,11 @@ struct PatchReport {
   unsigned native_pfn = 0;  //   pte_pfn
   unsigned native_make = 0; //   make_pte
   unsigned lazy_tlb = 0;   //   the lazy-MMU and TLB verbs that natively only count (and invlpg)
-  unsigned unpatched = 0;   // left as indirect calls (pvpatch=off)
+  // Native-body sites (pvops/call/pvop.h): the jump to the ordinary site
+  // became a nop (the selected backend's verb is the native body) or stayed.
+  unsigned native_body = 0;
+  unsigned generic_jumps = 0;
+  unsigned unpatched = 0;   // left as compiled (pvpatch=off)
   unsigned verified = 0;    // read back as intended by the self-check
 };
 

@@ -205,6 +205,16 @@ Decoded decode(const uint8_t* buf, unsigned length, uint64_t at) {
     d.target = at + kDirectCallLength + static_cast<int64_t>(read32(buf + 1));
     return d;
   }
+  if (length == kJumpLength && buf[0] == 0xe9) {
+    d.form = Form::Jump;
+    d.target = at + kJumpLength + static_cast<int64_t>(read32(buf + 1));
+    return d;
+  }
+  // Nothing but nops (checked before the inline forms, none of which is empty).
+  if (length > 0 && only_nops(buf, length)) {
+    d.form = Form::Nops;
+    return d;
+  }
   // The counting forms first: read their counter back from the displacement.
   for (unsigned k = 0; k < 2; ++k) {
     const InlineOp op = k == 0 ? InlineOp::CountInvlpg : InlineOp::Count;

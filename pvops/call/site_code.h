@@ -10,7 +10,9 @@ namespace pvk::site_code {
 
 // LoadCall: a flag-bits site that loads its entry (mov (%rdi),%rax) and
 // calls the thunk that takes the entry in rax, as the compiler leaves it.
-enum class Form : uint8_t { IndirectCall, DirectCall, Inline, Unknown, LoadCall };
+// Jump: a native-body site as compiled (e9 rel32 to the generic call beside
+// it); Nops: the same site patched to fall into the native body.
+enum class Form : uint8_t { IndirectCall, DirectCall, Inline, Unknown, LoadCall, Jump, Nops };
 
 // The inline forms, each the SysV body of a one-line verb: argument in rdi
 // (and rsi), result in rax.
@@ -37,6 +39,7 @@ enum class InlineOp : uint8_t {
 inline constexpr unsigned kIndirectCallLength = 6;  // ff 15 disp32
 inline constexpr unsigned kDirectCallLength = 5;    // e8 rel32
 inline constexpr unsigned kLoadCallLength = 8;      // 48 8b 07 (mov (%rdi),%rax), e8 rel32
+inline constexpr unsigned kJumpLength = 5;          // e9 rel32
 
 // Bytes an inline form takes (before padding).
 unsigned inline_length(InlineOp op);
@@ -54,7 +57,7 @@ bool encode_load_call(uint8_t* buf, unsigned length, uint64_t at, uint64_t targe
 
 struct Decoded {
   Form form = Form::Unknown;
-  uint64_t target = 0;  // DirectCall: the callee; IndirectCall: the slot read
+  uint64_t target = 0;  // DirectCall: the callee; IndirectCall: the slot read; Jump: where it goes
   InlineOp op{};        // Inline (target: the counter of Count / CountInvlpg)
 };
 // Reads back a site of `length` bytes at address `at`: one of the forms

@@ -230,7 +230,10 @@ class PageCursor {
   // fn(stretch_va, first_index, count, pages_done_before) for each stretch.
   // The lambda is inlined: still one indirect call per range, none per entry.
   template <typename Fn>
-  static ErrorOr<void> each_stretch(VirtAddr va, uint64_t pages, Fn&& fn) {
+  // Always inlined: a small range's loop is a few instructions, and a call
+  // of its own would cost more than it (protect's native body inlines it as
+  // the compiled-in image does).
+  [[gnu::always_inline]] static ErrorOr<void> each_stretch(VirtAddr va, uint64_t pages, Fn&& fn) {
     for (uint64_t i = 0; i < pages;) {
       const VirtAddr v = va + i * kPageSize;
       const unsigned first = index_at(v, Level::L1);

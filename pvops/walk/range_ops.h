@@ -39,7 +39,11 @@ class PageWalk {
                          });
   }
 
-  static ErrorOr<void> protect(Pfn root, VirtAddr va, uint64_t pages, PteFlags set, PteFlags clear,
+  // Always inlined where called by name (the compiled-in image's mprotect,
+  // the pvops image's native-body sites): the body is one call of the
+  // stretch lambda, and a call of its own costs a small mprotect ~13
+  // instructions; the table's pointer still gets an out-of-line copy.
+  [[gnu::always_inline]] static ErrorOr<void> protect(Pfn root, VirtAddr va, uint64_t pages, PteFlags set, PteFlags clear,
                                LazyMmuSection& section) {
     return protect_leaves(root, va, pages, set, clear, section, Tables::Leaves);
   }

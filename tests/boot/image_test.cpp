@@ -69,6 +69,7 @@ struct Site {
   uint8_t length;
   bool flag_bits;
   bool loads;  // a flag-bits load site
+  bool native_body;  // a jump over the native backend's body to the verb's ordinary site
 };
 
 std::vector<Site> sites_of(const ElfImage& elf) {
@@ -79,7 +80,7 @@ std::vector<Site> sites_of(const ElfImage& elf) {
     PvopSite rec;
     memcpy(&rec, elf.at(*s, s->sh_addr + off), sizeof rec);
     out.push_back({s->sh_addr + off + static_cast<int64_t>(rec.at), static_cast<uint16_t>(rec.verb()), rec.length,
-                   rec.flag_bits(), rec.loads()});
+                   rec.flag_bits(), rec.loads(), rec.native_body()});
   }
   return out;
 }
@@ -125,6 +126,7 @@ TEST_P(ImageSites, EveryRecordIsAnIndirectCallThroughItsSlot) {
   ASSERT_GE(sites.size(), 100u) << "the kernel makes far more pvops calls than that";
   std::set<uint64_t> seen;
   std::map<uint16_t, unsigned> per_slot;
+  std::vector<std::pair<uint64_t, uint16_t>> jumps;  // native-body sites: where they jump, their verb
   for (const Site& s : sites) {
     SCOPED_TRACE(::testing::Message() << std::hex << "site 0x" << s.address << " slot 0x" << s.slot);
     EXPECT_TRUE(seen.insert(s.address).second) << "recorded twice";
@@ -133,6 +135,19 @@ TEST_P(ImageSites, EveryRecordIsAnIndirectCallThroughItsSlot) {
     EXPECT_NE(s.slot, offsetof(MmuOps, name));
     // Room for the inline form where a verb may take one, a bare call elsewhere;
     // a flag-bits site is pte_flags' and holds its 5-byte call.
+    if (s.native_body) {
+      // A 5-byte jump, forward or back, to an ordinary site of the same verb
+      // in the same function (checked below, once every site is known).
+      EXPECT_TRUE(pvop_detail::native_first(s.slot));
+      EXPECT_FALSE(s.flag_bits || s.loads);
+      EXPECT_EQ(s.length, site_code::kJumpLength);
+      ASSERT_TRUE(elf.holds(*text, s.address, s.length)) << "outside .text";
+      const auto d = site_code::decode(elf.at(*text, s.address), s.length, s.address);
+      EXPECT_EQ(d.form, site_code::Form::Jump);
+      jumps.push_back({d.target, s.slot});
+      ++per_slot[s.slot];
+      continue;
+    }
     if (s.flag_bits) {
       EXPECT_EQ(s.slot, offsetof(MmuOps, pte_flags));
     }
@@ -163,6 +178,15 @@ TEST_P(ImageSites, EveryRecordIsAnIndirectCallThroughItsSlot) {
     }
     ++per_slot[s.slot];
   }
+  // A native-body site's jump lands on the verb's ordinary site (the
+  // compiler may put moves of the arguments before it: up to 64 bytes).
+  ASSERT_GT(jumps.size(), 0u) << "no native-body site";
+  for (const auto& [target, slot] : jumps) {
+    bool found = false;
+    for (const Site& s : sites)
+      found |= !s.native_body && s.slot == slot && s.address >= target && s.address - target <= 64;
+    EXPECT_TRUE(found) << std::hex << "the jump to 0x" << target << " reaches no site of slot 0x" << slot;
+  }
   // The hot verbs are there: flag reads (pte=flags walks), range operations,
   // the lazy-MMU verbs and single-entry stores.
   for (size_t slot : {offsetof(MmuOps, pte_flags), offsetof(MmuOps, range.protect), offsetof(MmuOps, range.map),
@@ -178,7 +202,7 @@ TEST_P(ImageSites, NoCallThroughTheTableEscapesTheRecord) {
   size_t through_table = 0;  // the sites of light verbs call their thunk instead
   for (const Site& s : sites_of(elf)) {
     recorded.insert(s.address);
-    through_table += !pvop_detail::is_light(s.slot);
+    through_table += !pvop_detail::is_light(s.slot) && !s.native_body;
   }
   const auto calls = calls_through_gmmu(PVK_KERNEL_PATH);
   ASSERT_GE(calls.size(), through_table) << "objdump found fewer calls than there are sites";
