@@ -223,8 +223,8 @@ TEST_P(SecuritySmp, LifetimesOnTwoCpus) {
   ASSERT_TRUE(r.pass) << transcript(r);
 }
 
-// The attack suite and the fuzzer (its ordinary mode, then its lifetime
-// mode) in one boot with 4 vCPUs, processes on all of them (sched_cpus=all,
+// The attack suite (natively) and the fuzzer (its ordinary mode, then its
+// lifetime mode) in one boot with 4 vCPUs, processes on all of them (sched_cpus=all,
 // under Xen too), in virtual time so the run repeats: hostile's attacks
 // while the other CPUs run the fuzzer's children and races, four of them
 // at once (parallel=4, procs=4) and page faults and mm calls without the
@@ -233,10 +233,14 @@ TEST_P(SecuritySmp, LifetimesOnTwoCpus) {
 constexpr const char* kSmp4Native =
     "bench=hostile,sysfuzz:seed=1:iters=3000:children=6:parallel=4:regress=1:lifetimes=300:procs=4:threads=4";
 // Under Xen four vCPUs in virtual time run ~30x slower than the guest's
-// clock (the attacks alone are ~3 s of it): half the fuzzing, a third of
-// the lifetime operations.
+// clock: the attack suite alone (~3 s of guest time) took 2.5-5 minutes of
+// the host's on two loaded cores, too near a boot's bound to be a test
+// that never depends on the host's speed. So under Xen the fuzzer alone
+// (half its calls, a third of the lifetime operations) with four vCPUs;
+// the attacks run under Xen at two (SmpXen/Smp.HostileSuitePassesWithTwoCpus)
+// and natively at four (above).
 constexpr const char* kSmp4Xen =
-    "bench=hostile,sysfuzz:seed=1:iters=1500:children=4:parallel=4:regress=1:lifetimes=100:procs=4:threads=4";
+    "bench=sysfuzz:seed=1:iters=1500:children=4:parallel=4:regress=1:lifetimes=100:procs=4:threads=4";
 
 class SecuritySmp4 : public ::testing::TestWithParam<SecCase> {};
 
@@ -254,7 +258,7 @@ TEST_P(SecuritySmp4, HostileAndFuzzerOnFourCpus) {
   RecordProperty("boot_ms", static_cast<int>(r.elapsed.count()));
   EXPECT_TRUE(no_frame_leak(r)) << transcript(r);
   EXPECT_TRUE(booted_with(r, "mmu", c.mmu)) << transcript(r);
-  EXPECT_TRUE(every_attack_passed(r)) << transcript(r);
+  if (c.platform == Platform::native) EXPECT_TRUE(every_attack_passed(r)) << transcript(r);
   EXPECT_TRUE(no_fake_done_line(r)) << transcript(r);
   EXPECT_TRUE(fuzzer_clean(r)) << transcript(r);
   EXPECT_TRUE(lifetimes_clean(r)) << transcript(r);
