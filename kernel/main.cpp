@@ -252,7 +252,6 @@ void kernel_main(Platform& platform, BootInfo& info) {
                                                                     : "default")
         .u64("auto_threshold", mmu_backend_facts().thresholds.unhook_at)
         .u64("auto_share_threshold", mmu_backend_facts().thresholds.share_at)
-        .u64("auto_threshold_busy_extra", mmu_backend_facts().thresholds.busy_extra)
         .u64("tsc_khz", platform.tsc_khz)
         .boolean("smep", platform.smep)
         .boolean("smap", platform.smap)
