@@ -14,6 +14,7 @@ struct AutoCalibration {
   uint64_t plain_ticks = 0;        // one plain store into an unhooked table
   uint64_t table_cycle_ticks = 0;  // unhook + rehook of one full table (one whole-table validation)
   uint64_t empty_cycle_ticks = 0;  // the same for a table holding one leaf
+  uint64_t split_ticks = 0;        // an unhook begun with one entry queued, over one begun with none
   uint64_t l2_store_ticks = 0;     // one L2 entry store (a ptshare gate)
   uint64_t trap_ticks = 0;         // one trapped and emulated L1 store (0: Xen refused the assist)
   uint64_t elapsed_ticks = 0;

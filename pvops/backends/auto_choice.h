@@ -14,6 +14,13 @@
 // a full one. The break-even is measured at both ends — a full table and a
 // nearly empty one — and the threshold for a table of p present entries
 // lies on the line between them.
+//
+// Nor is the unhook's fixed cost independent of what came before it: its
+// first L2 store is an immediate update, so whatever the queue holds then
+// (fork has just queued the child's L2 entry) leaves early in a hypercall of
+// its own, one the batch would otherwise have absorbed. The calibration
+// prices that split too, as entries (busy_extra), and the choice adds them
+// to the threshold when the queue is not empty as the table begins.
 #pragma once
 #include <stdint.h>
 
@@ -32,24 +39,34 @@ struct AutoThresholds {
   // unhook_at's counterpart for a table with no present leaf (its rehook
   // validates nothing); 0: as unhook_at (one threshold whatever the table holds).
   unsigned unhook_at_empty = 0;
+  // Entries added to the threshold when the update queue is not empty as a
+  // table begins (the unhook sends it early: one more hypercall); 0: the
+  // queue's state does not matter (auto_threshold=, or no measurable cost).
+  unsigned busy_extra = 0;
 };
 
-// The threshold for a table holding `present` leaves (0..512).
-inline unsigned unhook_threshold(AutoThresholds t, unsigned present) {
-  if (t.unhook_at == 0 || t.unhook_at_empty == 0 || t.unhook_at_empty >= t.unhook_at) return t.unhook_at;
-  const unsigned span = t.unhook_at - t.unhook_at_empty;
-  return t.unhook_at_empty + (span * (present > 512 ? 512 : present) + 511) / 512;
+// The threshold for a table holding `present` leaves (0..512), with the
+// queue holding updates (busy) or not. Never above 512: a table stored
+// whole is unhooked whatever it costs (threshold_from_costs' rule).
+inline unsigned unhook_threshold(AutoThresholds t, unsigned present, bool busy = false) {
+  if (t.unhook_at == 0) return 0;
+  unsigned base = t.unhook_at;
+  if (t.unhook_at_empty != 0 && t.unhook_at_empty < t.unhook_at) {
+    const unsigned span = t.unhook_at - t.unhook_at_empty;
+    base = t.unhook_at_empty + (span * (present > 512 ? 512 : present) + 511) / 512;
+  }
+  const unsigned n = base + (busy ? t.busy_extra : 0);
+  return n > 512 ? 512 : n;
 }
 
 // count_present() is asked only when the entry count lies between the two
 // ends (reading a table's 512 entries costs about what one queued entry does).
 template <typename CountPresent>
-Strategy choose_strategy(unsigned entries, AutoThresholds t, CountPresent count_present) {
+Strategy choose_strategy(unsigned entries, AutoThresholds t, CountPresent count_present, bool busy = false) {
   if (t.unhook_at == 0) return Strategy::Queue;
-  if (entries >= t.unhook_at) return Strategy::Unhook;
-  const unsigned low = t.unhook_at_empty ? t.unhook_at_empty : t.unhook_at;
-  if (entries < low) return Strategy::Queue;
-  return entries >= unhook_threshold(t, count_present()) ? Strategy::Unhook : Strategy::Queue;
+  if (entries >= unhook_threshold(t, 512, busy)) return Strategy::Unhook;
+  if (entries < unhook_threshold(t, 0, busy)) return Strategy::Queue;
+  return entries >= unhook_threshold(t, count_present(), busy) ? Strategy::Unhook : Strategy::Queue;
 }
 inline Strategy choose_strategy(unsigned entries, AutoThresholds t) {
   return choose_strategy(entries, t, [] { return 512u; });
@@ -68,6 +85,16 @@ inline unsigned threshold_from_costs(uint64_t queued_ns, uint64_t plain_ns, uint
   if (n < 1) n = 1;
   if (n > 512) n = 512;
   return static_cast<unsigned>(n);
+}
+
+// The early send of a non-empty queue, in entries: the smallest n whose
+// saving n * (queued - plain) pays for it. 0 when it costs nothing or the
+// queue always wins anyway.
+inline unsigned busy_extra_from_costs(uint64_t queued_ns, uint64_t plain_ns, uint64_t split_ns) {
+  if (queued_ns <= plain_ns || split_ns == 0) return 0;
+  const uint64_t per = queued_ns - plain_ns;
+  const uint64_t n = (split_ns + per - 1) / per;
+  return static_cast<unsigned>(n > 512 ? 512 : n);
 }
 
 // Sharing a table at fork costs two L2 stores now (each a validation-free

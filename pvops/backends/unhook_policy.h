@@ -34,6 +34,8 @@ struct XenEnv {
            (t[i + 6] & 1) + (t[i + 7] & 1);
     return static_cast<unsigned>(n);
   }
+  // Updates or ops waiting: an immediate update would send them first.
+  static bool queue_busy() { return xen_pv::queue().pending_updates() != 0 || xen_pv::queue().pending_ext() != 0; }
   static ErrorOr<void> set_l2(Pte* slot, Pte v) {
     // An unhook or rehook must not stop at one refusal (fail= injects them):
     // a table left half-way would leave its range unmapped.

@@ -37,6 +37,7 @@
 //   Pfn pfn_of(Pte); Pfn pfn_of_slot(const Pte*);   frames of an entry / a slot
 //   unsigned holders(Pfn l1);                       L2 entries referencing l1
 //   unsigned present_leaves(Pfn l1);                present entries of table l1
+//   bool queue_busy();                              does the update queue hold anything?
 //   ErrorOr<void> set_l2(Pte* slot, Pte v);         an immediate, checked L2 update
 //   ErrorOr<void> set_alias(Pfn l1, bool writable); the physmap alias's rights
 //   ErrorOr<void> queued(Pte* slot, Pte v, bool preserve_ad);  the fallback L1 path
@@ -85,7 +86,9 @@ class UnhookTables {
         const unsigned now = Env::present_leaves(Env::pfn_of(saved));
         return now > entries ? now : entries;
       };
-      if (choose_strategy(entries, thresholds_, present) == Strategy::Queue) {
+      // Asked before anything is sent: an unhook now would send what is
+      // queued ahead of its L2 clear (set_l2), a hypercall of its own.
+      if (choose_strategy(entries, thresholds_, present, Env::queue_busy()) == Strategy::Queue) {
         count_event(g_mmu_counters.auto_queued);
         return {};
       }

@@ -64,6 +64,7 @@ struct FakeEnv {
     const Pte* t = phys_to_virt<const Pte>(l1);
     return static_cast<unsigned>(std::count_if(t, t + kEntriesPerTable, [](Pte e) { return (e.raw & pte_bit::Present) != 0; }));
   }
+  static bool queue_busy() { return fake().pending() != 0; }
   static ErrorOr<void> set_l2(Pte* slot, Pte v) {
     // Xen sends its queue before an immediate update; so does the fake's flush.
     TRY(FakePolicy::flush_queue());
@@ -388,6 +389,27 @@ TEST_F(UnhookTest, AutoQueuesSmallChangesAndUnhooksLargeOnes) {
   EXPECT_EQ(l1_stores(), 63u) << "the 64 went as plain stores";
 }
 
+TEST_F(UnhookTest, AutoPricesTheEarlySendOfABusyQueue) {
+  // Two tables; 64 entries unhook a table, 72 when something is queued.
+  map_rw(kUser, 2 * kTable);
+  Tables::configure(TableMode::Auto, {64, 0, 0, 8});
+  const VirtAddr second = kUser + kTable * kPageSize;
+  {
+    LazyMmuSection section(root_);
+    // One queued store in the second table, then 64 into the first: the
+    // unhook would send that store on its own, so the table is queued too.
+    ASSERT_EQ(error_of(g_mmu.range.protect(root_, second, 1, {}, PteFlags{pte_bit::Write}, section)), Errno::Ok);
+    ASSERT_EQ(error_of(g_mmu.range.protect(root_, kUser, 64, {}, PteFlags{pte_bit::Write}, section)), Errno::Ok);
+    ASSERT_EQ(error_of(section.finish()), Errno::Ok);
+  }
+  EXPECT_EQ(g_mmu_counters.auto_queued, 2u);
+  EXPECT_EQ(g_mmu_counters.unhooks, 0u);
+  // With the queue empty the same 64 stores unhook it.
+  ASSERT_EQ(error_of(protect(kUser, 64, {PteFlags{pte_bit::Write}}, {})), Errno::Ok);
+  EXPECT_EQ(g_mmu_counters.auto_unhooked, 1u);
+  EXPECT_EQ(g_mmu_counters.unhooks, 1u);
+}
+
 // ---- auto's decision function ----
 
 TEST(AutoChoice, ThresholdSplitsQueueFromUnhook) {
@@ -429,6 +451,24 @@ TEST(AutoChoice, ATablesThresholdFollowsItsPresentLeaves) {
   EXPECT_EQ(unhook_threshold(AutoThresholds{0, 0, 5}, 0), 0u) << "0 still never unhooks";
 }
 
+TEST(AutoChoice, ABusyQueueRaisesTheThreshold) {
+  // 200 / 20 entries as above, 6 more while the queue holds updates.
+  const AutoThresholds t{200, 32, 20, 6};
+  EXPECT_EQ(unhook_threshold(t, 64), 43u);
+  EXPECT_EQ(unhook_threshold(t, 64, true), 49u);
+  EXPECT_EQ(unhook_threshold(t, 0, true), 26u);
+  EXPECT_EQ(unhook_threshold(AutoThresholds{510, 32, 20, 6}, 512, true), 512u) << "clamped to a table";
+  EXPECT_EQ(unhook_threshold(AutoThresholds{0, 0, 5, 6}, 0, true), 0u) << "0 still never unhooks";
+  EXPECT_EQ(choose_strategy(45, t, [] { return 64u; }), Strategy::Unhook);
+  EXPECT_EQ(choose_strategy(45, t, [] { return 64u; }, true), Strategy::Queue) << "the early send tips it";
+  EXPECT_EQ(choose_strategy(200, t, [] { return 512u; }, true), Strategy::Queue);
+  EXPECT_EQ(choose_strategy(206, t, [] { return 512u; }, true), Strategy::Unhook);
+  EXPECT_EQ(choose_strategy(512, t, [] { return 512u; }, true), Strategy::Unhook) << "a whole table still unhooks";
+  // One threshold (auto_threshold= gives no extra, the calibration may).
+  EXPECT_EQ(choose_strategy(100, AutoThresholds{100, 32, 0, 0}, [] { return 0u; }, true), Strategy::Unhook);
+  EXPECT_EQ(choose_strategy(100, AutoThresholds{100, 32, 0, 3}, [] { return 0u; }, true), Strategy::Queue);
+}
+
 TEST(AutoChoice, ThresholdIsTheBreakEvenOfTheMeasuredCosts) {
   // 1 µs per queued entry, 10 ns per plain store, 99 µs per unhook+rehook:
   // n * 1000 >= 99000 + n * 10 from n = 100.
@@ -437,6 +477,11 @@ TEST(AutoChoice, ThresholdIsTheBreakEvenOfTheMeasuredCosts) {
   EXPECT_EQ(threshold_from_costs(1000, 0, 0), 1u);
   EXPECT_EQ(threshold_from_costs(10, 0, 1000000), 512u) << "clamped: a table has 512 entries";
   EXPECT_EQ(threshold_from_costs(10, 10, 5), 0u) << "plain stores no cheaper: never unhook";
+  // The early send: 4 µs against 990 ns saved per entry, 5 entries.
+  EXPECT_EQ(busy_extra_from_costs(1000, 10, 4000), 5u);
+  EXPECT_EQ(busy_extra_from_costs(1000, 10, 0), 0u);
+  EXPECT_EQ(busy_extra_from_costs(10, 10, 4000), 0u) << "the queue wins anyway";
+  EXPECT_EQ(busy_extra_from_costs(2, 1, 100000), 512u);
   EXPECT_EQ(share_threshold_from_costs(1000, 15000, 100000), 80u);
   EXPECT_EQ(share_threshold_from_costs(0, 1, 1), 512u);
 }
