@@ -61,12 +61,23 @@ inline unsigned unhook_threshold(AutoThresholds t, unsigned present, bool busy =
 
 // count_present() is asked only when the entry count lies between the two
 // ends (reading a table's 512 entries costs about what one queued entry does).
-template <typename CountPresent>
-Strategy choose_strategy(unsigned entries, AutoThresholds t, CountPresent count_present, bool busy = false) {
+// queue_busy() is asked only past the first test: below an empty table's
+// threshold a table is queued whatever the queue holds (a busy queue only
+// raises the threshold), which decides every small update (a one-page
+// mprotect, a fault) in a compare.
+template <typename CountPresent, typename QueueBusy>
+Strategy choose_strategy_lazily(unsigned entries, AutoThresholds t, CountPresent count_present, QueueBusy queue_busy) {
   if (t.unhook_at == 0) return Strategy::Queue;
+  const unsigned low = t.unhook_at_empty != 0 && t.unhook_at_empty < t.unhook_at ? t.unhook_at_empty : t.unhook_at;
+  if (entries < low) return Strategy::Queue;
+  const bool busy = queue_busy();
   if (entries >= unhook_threshold(t, 512, busy)) return Strategy::Unhook;
   if (entries < unhook_threshold(t, 0, busy)) return Strategy::Queue;
   return entries >= unhook_threshold(t, count_present(), busy) ? Strategy::Unhook : Strategy::Queue;
+}
+template <typename CountPresent>
+Strategy choose_strategy(unsigned entries, AutoThresholds t, CountPresent count_present, bool busy = false) {
+  return choose_strategy_lazily(entries, t, count_present, [busy] { return busy; });
 }
 inline Strategy choose_strategy(unsigned entries, AutoThresholds t) {
   return choose_strategy(entries, t, [] { return 512u; });

@@ -88,7 +88,7 @@ class UnhookTables {
       };
       // Asked before anything is sent: an unhook now would send what is
       // queued ahead of its L2 clear (set_l2), a hypercall of its own.
-      if (choose_strategy(entries, thresholds_, present, Env::queue_busy()) == Strategy::Queue) {
+      if (choose_strategy_lazily(entries, thresholds_, present, [] { return Env::queue_busy(); }) == Strategy::Queue) {
         count_event(g_mmu_counters.auto_queued);
         return {};
       }
