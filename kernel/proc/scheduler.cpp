@@ -123,6 +123,17 @@ void finish_switch(bool resumed_holds) {
   if (!s.prev_held_kernel_lock && resumed_holds) kernel_lock();
 }
 
+// The process this CPU switches away from (held: whether it holds the
+// kernel lock): what finish_switch, on the other side, needs of it — and
+// whether it goes back on a queue (still runnable: preempted, yielded, or
+// no longer allowed here) — then its registers that are not the switch's.
+void leave(CpuSched& cs, Process& prev, bool held) {
+  cs.pending = PendingSwitch{&prev, held, prev.state == ProcState::Runnable};
+  prev.holds_kernel_lock = held;
+  save_user_segments(prev);
+  fpu_switch_out(prev);
+}
+
 // Switches this CPU from what it runs (a process, or its idle loop) to
 // `next`, which was just taken off a run queue, with this CPU's run-queue
 // lock held (finish_switch, on the other side, drops it). `held`: whether
@@ -135,12 +146,7 @@ void switch_to(Process* next, bool held) {
   next->last_cpu = static_cast<int16_t>(id);
   if (!(next->ran_on & (1u << id))) next->ran_on |= 1u << id, ++cs.processes;
   ++cs.switches;
-  cs.pending = PendingSwitch{prev, held, prev && prev->state == ProcState::Runnable};
-  if (prev) {
-    prev->holds_kernel_lock = held;
-    save_user_segments(*prev);
-    fpu_switch_out(*prev);
-  }
+  if (prev) leave(cs, *prev, held);  // (from idle: pending is empty, as every finish_switch leaves it)
   this_cpu()->current = next;
   if (!prev && g_platform->timer_resume) g_platform->timer_resume();  // from idle: the tick again
   cs.slice_start_tsc = cpu::rdtsc();
@@ -163,12 +169,7 @@ void switch_to_idle_locked(bool held) {
   Process* prev = running_here();
   if (!prev) panic("switch to idle with no process running");
   CpuSched& cs = mine();
-  // Still runnable (it may not run here, or yielded with nothing else
-  // queued here): back on a queue, where place() says.
-  cs.pending = PendingSwitch{prev, held, prev->state == ProcState::Runnable};
-  prev->holds_kernel_lock = held;
-  save_user_segments(*prev);
-  fpu_switch_out(*prev);
+  leave(cs, *prev, held);
   this_cpu()->current = nullptr;
   switch_space(nullptr);
   switch_context(&prev->saved_rsp, cs.idle_rsp);
