@@ -158,6 +158,8 @@ void patch_call_sites() {
       .u64("inline_lazy_mmu", p.lazy_tlb)
       .u64("native_body", p.native_body)
       .u64("generic_jumps", p.generic_jumps)
+      .u64("native_copies", p.native_copies)
+      .u64("generic_copies", p.generic_copies)
       .u64("unpatched", p.unpatched)
       .u64("verified", p.verified);
 }

@@ -23,8 +23,40 @@
 #define PVOP(verb) (::pvk::g_mmu.verb)
 #endif
 
+namespace pvk {
+// The two copies of a function compiled twice (pick_copy below).
+enum class PvopCopy : uint8_t { Native, Generic };
+}  // namespace pvk
+
+// PVOP_IN(copy, verb): a verb's call inside one copy of a function compiled
+// twice. The native copy calls the native backend's function directly
+// (inlinable, as in the compiled-in image); the generic copy the verb's
+// ordinary site (patched to a direct call to the selected backend's).
+#if PVK_BUILTIN_NATIVE || !defined(PVK_KERNEL)
+#define PVOP_IN(copy, verb) PVOP(verb)
+#else
+#define PVOP_IN(copy, verb)                                                                                       \
+  (::pvk::pvop_detail::InCopy<copy, offsetof(::pvk::MmuOps, verb), decltype(::pvk::MmuOps{}.verb),                \
+                              decltype([](const ::pvk::MmuOps& o) { return o.verb; })>{})
+#endif
+
 #if !PVK_BUILTIN_NATIVE && defined(PVK_KERNEL)
 namespace pvk::pvop_detail {
+
+template <PvopCopy C, size_t Slot, typename Fn, typename Native>
+struct InCopy;
+
+template <PvopCopy C, size_t Slot, typename R, typename... A, typename Native>
+struct InCopy<C, Slot, R (*)(A...), Native> {
+  [[gnu::always_inline]] R operator()(A... a) const {
+    if constexpr (C == PvopCopy::Native) {
+      constexpr R (*native_verb)(A...) = Native{}(native::kNativeOps);
+      return native_verb(a...);
+    } else {
+      return Site<Slot, R (*)(A...)>{}(a...);
+    }
+  }
+};
 
 // Native: reads the verb's slot out of a table (the native one, a
 // compile-time constant, so the call it gives is direct and inlinable).
@@ -64,6 +96,38 @@ struct NativeFirst<Slot, R (*)(A...), Native> {
 #endif
 
 namespace pvk {
+
+// A function whose every verb belongs to `Group` (VerbGroup,
+// pvops/call/pvop_site.h), compiled twice — once with PVOP_IN(PvopCopy::Native,
+// ...) and once with PVOP_IN(PvopCopy::Generic, ...) — runs one of them
+// through a copy switch: a 5-byte jump to the generic copy that pvpatch=on
+// turns into a nop when every verb of the group is the native backend's
+// own function. A native-body site per verb (PVOP) leaves the compiler a
+// cold generic path in the middle of the function, whose registers the hot
+// path pays for; one switch in front leaves it the compiled-in image's
+// whole function. The compiled-in image runs the native copy, host tests
+// the generic one (a fake backend stands in there).
+template <VerbGroup Group, typename NativeCopy, typename GenericCopy>
+[[gnu::always_inline]] inline auto pick_copy(NativeCopy native_copy, GenericCopy generic_copy) {
+#if PVK_BUILTIN_NATIVE
+  (void)generic_copy;
+  return native_copy();
+#elif defined(PVK_KERNEL)
+  asm goto("771:\n\t.byte 0xe9\n\t.long %l[generic] - . - 4\n772:\n773:\n\t" PVK_PVOP_SITE_RECORD
+           :
+           : [slot] "i"(static_cast<uint16_t>(Group) | PvopSite::kCopySwitch)
+           :
+           : generic);
+  return native_copy();
+  // Not cold: under Xen the generic copy is the one that runs, and GCC
+  // optimises what only a cold path reaches for size.
+generic:
+  return generic_copy();
+#else
+  (void)native_copy;
+  return generic_copy();
+#endif
+}
 
 // pte=: set at boot with the backend (install_backend, pvops/backends/registry.h).
 extern PteAccess g_pte_access;

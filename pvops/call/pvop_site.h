@@ -37,12 +37,39 @@ struct PvopSite {
   // A native-body site (pvops/call/pvop.h, PVOP): a 5-byte jump to the
   // verb's ordinary site beside it, over the native backend's body.
   static constexpr uint16_t kNativeBody = 0x2000;
-  unsigned verb() const { return slot & ~(kFlagBitsSite | kLoadSite | kNativeBody); }
+  // A copy switch (pick_copy, pvops/call/pvop.h): a 5-byte jump from a
+  // function's native copy to its generic one; the low bits name a
+  // VerbGroup, not a slot.
+  static constexpr uint16_t kCopySwitch = 0x1000;
+  unsigned verb() const { return slot & ~(kFlagBitsSite | kLoadSite | kNativeBody | kCopySwitch); }
   bool flag_bits() const { return slot & kFlagBitsSite; }
   bool loads() const { return slot & kLoadSite; }
   bool native_body() const { return slot & kNativeBody; }
+  bool copy_switch() const { return slot & kCopySwitch; }
 };
 static_assert(sizeof(PvopSite) == 8);
+
+// The verbs a function compiled twice calls (pick_copy, pvops/call/pvop.h):
+// its native copy may run only when every one of them is the native
+// backend's own function.
+enum class VerbGroup : uint16_t {
+  // LazyMmuSection's open, drain and finish (pvops/tlb/lazy_mmu_section.cpp).
+  LazySection = 0,
+};
+struct VerbGroupSlots {
+  size_t slots[8];
+  unsigned count;
+};
+constexpr VerbGroupSlots slots_of(VerbGroup g) {
+  switch (g) {
+    case VerbGroup::LazySection:
+      return {{offsetof(MmuOps, enter_lazy_mmu), offsetof(MmuOps, flush_lazy_mmu), offsetof(MmuOps, leave_lazy_mmu),
+               offsetof(MmuOps, flush_tlb_one), offsetof(MmuOps, flush_tlb_all), offsetof(MmuOps, release_pt_page)},
+              6};
+  }
+  return {{}, 0};
+}
+constexpr bool valid_group(unsigned g) { return g == static_cast<unsigned>(VerbGroup::LazySection); }
 
 // Bytes reserved at the sites of the verbs that may become inline code: the
 // longest inline form (pte_flags: movabs of the mask, and) is 13 bytes.

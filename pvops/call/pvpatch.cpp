@@ -30,6 +30,9 @@ uint64_t load_thunk_address() { return reinterpret_cast<uint64_t>(&pvk_pvop_thun
 // What the compiler left at a site: a call through the verb's slot, for
 // a light verb a direct call to its thunk, for a native-body site a jump.
 bool as_compiled(const PvopSite& s, const site_code::Decoded& d) {
+  if (s.copy_switch())
+    return !s.native_body() && !s.flag_bits() && !s.loads() && valid_group(s.verb()) &&
+           s.length == site_code::kJumpLength && d.form == site_code::Form::Jump;
   if (s.native_body())
     return !s.flag_bits() && !s.loads() && s.length == site_code::kJumpLength && d.form == site_code::Form::Jump;
   if (s.flag_bits() && s.verb() != offsetof(MmuOps, pte_flags)) return false;
@@ -53,6 +56,18 @@ uint64_t direct_target(unsigned slot) {
 bool runs_native_body(unsigned slot) {
   return memcmp(reinterpret_cast<const char*>(&g_mmu) + slot, reinterpret_cast<const char*>(&native::kNativeOps) + slot,
                 sizeof(uint64_t)) == 0;
+}
+// A copy switch may fall into its native copy when every verb that copy
+// calls is the native backend's.
+bool runs_native_copy(unsigned group) {
+  const auto g = slots_of(static_cast<VerbGroup>(group));
+  for (unsigned i = 0; i < g.count; ++i)
+    if (!runs_native_body(g.slots[i])) return false;
+  return true;
+}
+// Whether a jump site (a native-body site or a copy switch) becomes a nop.
+bool jump_becomes_nop(const PvopSite& s) {
+  return s.copy_switch() ? runs_native_copy(s.verb()) : runs_native_body(s.verb());
 }
 
 // The inline form a verb's sites may take under this backend, if any, and
@@ -175,6 +190,7 @@ ErrorOr<PatchReport> patch_pvop_sites(bool patch, char* failure, size_t failure_
              r.sites - 1, s->address(), s->verb());
       return Errno::EINVAL;
     }
+    if (s->copy_switch()) continue;  // its group's verbs have sites of their own, checked here
     if (!slot_target(s->verb())) {
       format(failure, failure_size, "pvk: pvpatch: backend %s has no function for g_mmu slot %u", g_mmu.name,
              s->verb());
@@ -189,9 +205,9 @@ ErrorOr<PatchReport> patch_pvop_sites(bool patch, char* failure, size_t failure_
   for (const PvopSite* s = __pvop_sites_start; s != __pvop_sites_end; ++s) {
     uint8_t code[32];
     const uint64_t at = reinterpret_cast<uint64_t>(s->address());
-    if (s->native_body()) {
-      // The jump stays unless the native body is this backend's verb.
-      if (runs_native_body(s->verb())) {
+    if (s->native_body() || s->copy_switch()) {
+      // The jump stays unless the native body (or copy) is this backend's.
+      if (jump_becomes_nop(*s)) {
         site_code::encode_nops(code, s->length);
         memcpy(s->address(), code, s->length);
       }
@@ -216,15 +232,17 @@ ErrorOr<PatchReport> patch_pvop_sites(bool patch, char* failure, size_t failure_
   for (const PvopSite* s = __pvop_sites_start; s != __pvop_sites_end; ++s) {
     const uint64_t at = reinterpret_cast<uint64_t>(s->address());
     const auto d = site_code::decode(s->address(), s->length, at);
-    if (s->native_body()) {
-      const bool body = runs_native_body(s->verb());
+    if (s->native_body() || s->copy_switch()) {
+      const bool body = jump_becomes_nop(*s);
       if (d.form != (body ? site_code::Form::Nops : site_code::Form::Jump)) {
-        format(failure, failure_size, "pvk: pvpatch: self-check: native-body site at %p (g_mmu slot %u) reads back wrong",
-               s->address(), s->verb());
+        format(failure, failure_size, "pvk: pvpatch: self-check: %s at %p (%s %u) reads back wrong",
+               s->copy_switch() ? "copy switch" : "native-body site", s->address(),
+               s->copy_switch() ? "verb group" : "g_mmu slot", s->verb());
         return Errno::EIO;
       }
       ++r.verified;
-      ++(body ? r.native_body : r.generic_jumps);
+      if (s->copy_switch()) ++(body ? r.native_copies : r.generic_copies);
+      else ++(body ? r.native_body : r.generic_jumps);
       continue;
     }
     InlineOp op{};

@@ -28,6 +28,10 @@ struct PatchReport {
   // became a nop (the selected backend's verb is the native body) or stayed.
   unsigned native_body = 0;
   unsigned generic_jumps = 0;
+  // Copy switches (pick_copy, pvops/call/pvop.h): the function's native
+  // copy runs (the jump became a nop) or its generic one does.
+  unsigned native_copies = 0;
+  unsigned generic_copies = 0;
   unsigned unpatched = 0;   // left as compiled (pvpatch=off)
   unsigned verified = 0;    // read back as intended by the self-check
 };

@@ -31,6 +31,12 @@ DeferredFrames& deferred_here() { return g_deferred[xcpu::this_cpu_id() % kCpuMa
 }  // namespace
 
 LazyMmuSection::LazyMmuSection(Pfn root, OnRefusal on_refusal) : root_(root) {
+  pick_copy<VerbGroup::LazySection>([&] { open_in<PvopCopy::Native>(on_refusal); },
+                                    [&] { open_in<PvopCopy::Generic>(on_refusal); });
+}
+
+template <PvopCopy C>
+void LazyMmuSection::open_in(OnRefusal on_refusal) {
   // With tables unhooked (mmu=unhook/auto) the likeliest way here is a fault
   // on an address they cover, which nothing may touch inside the section.
   LazyMmuSection*& open = open_here();
@@ -40,7 +46,7 @@ LazyMmuSection::LazyMmuSection(Pfn root, OnRefusal on_refusal) : root_(root) {
           g_unhooked_tables);
   if (open) panic("LazyMmuSection opened inside another (lazy-MMU sections do not nest)");
   open = this;
-  PVOP(enter_lazy_mmu)(on_refusal);
+  PVOP_IN(C, enter_lazy_mmu)(on_refusal);
 }
 
 LazyMmuSection::LazyMmuSection(Pfn root, SpaceTlb& tlb, OnRefusal on_refusal) : LazyMmuSection(root, on_refusal) {
@@ -116,16 +122,22 @@ void LazyMmuSection::put_deferred_frames() {
 }
 
 ErrorOr<void> LazyMmuSection::drain() {
+  return pick_copy<VerbGroup::LazySection>([&] { return drain_in<PvopCopy::Native>(); },
+                                           [&] { return drain_in<PvopCopy::Generic>(); });
+}
+
+template <PvopCopy C>
+ErrorOr<void> LazyMmuSection::drain_in() {
   // TLB flushes are queued before the lazy flush so a batching backend can
   // send them in the same multicall as the updates they follow.
   // Here only if this CPU may cache them: its root is the section's, or
   // the kernel half changed.
   if (kernel_ || (user_ && root_ == g_current_root)) {
     if (flush_all_) {
-      PVOP(flush_tlb_all)();
+      PVOP_IN(C, flush_tlb_all)();
     } else {
       for (unsigned i = 0; i < page_count_; ++i)
-        if (is_kernel_half(pages_[i]) || root_ == g_current_root) PVOP(flush_tlb_one)(pages_[i]);
+        if (is_kernel_half(pages_[i]) || root_ == g_current_root) PVOP_IN(C, flush_tlb_one)(pages_[i]);
     }
   }
   // Nothing flushed here or anywhere (a fault that only filled an empty
@@ -142,7 +154,7 @@ ErrorOr<void> LazyMmuSection::drain() {
   flush_all_ = false;
   user_ = kernel_ = false;
   page_count_ = 0;
-  auto flushed = PVOP(flush_lazy_mmu)();
+  auto flushed = PVOP_IN(C, flush_lazy_mmu)();
   // The flushes went out with the updates (or before them): no CPU reaches
   // the unmapped frames any more, but for CPUs idle on the space (lazy),
   // which flush everything before they run it again. (A refused batch was
@@ -159,7 +171,7 @@ ErrorOr<void> LazyMmuSection::drain() {
   // ever released twice.
   for (unsigned i = 0; i < table_count_;) {
     const PendingTable t = tables_[i++];
-    auto released = PVOP(release_pt_page)(t.pfn, t.level);
+    auto released = PVOP_IN(C, release_pt_page)(t.pfn, t.level);
     if (!released.is_error()) released = frames().try_free(t.pfn);
     if (released.is_error()) {
       for (unsigned k = i; k < table_count_; ++k) tables_[k - i] = tables_[k];
@@ -247,11 +259,17 @@ void LazyMmuSection::note_flushed() {
 }
 
 ErrorOr<void> LazyMmuSection::finish() {
+  return pick_copy<VerbGroup::LazySection>([&] { return finish_in<PvopCopy::Native>(); },
+                                           [&] { return finish_in<PvopCopy::Generic>(); });
+}
+
+template <PvopCopy C>
+ErrorOr<void> LazyMmuSection::finish_in() {
   if (finished_) panic("LazyMmuSection::finish() called twice");
   finished_ = true;
   open_here() = nullptr;  // a section may open again once this one has left lazy mode
-  auto drained = drain();
-  auto left = PVOP(leave_lazy_mmu)();
+  auto drained = drain_in<C>();
+  auto left = PVOP_IN(C, leave_lazy_mmu)();
   if (drained.is_error()) return drained;
   if (deferred_error_ != Errno::Ok) return deferred_error_;
   return left;

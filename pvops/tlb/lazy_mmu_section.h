@@ -24,6 +24,8 @@
 
 namespace pvk {
 
+enum class PvopCopy : uint8_t;  // pvops/call/pvop.h
+
 class LazyMmuSection {
  public:
   // on_refusal: see OnRefusal (pvops/mmu_ops.h) — Retry for work that takes
@@ -67,6 +69,15 @@ class LazyMmuSection {
   static constexpr unsigned kMaxPendingTables = 64;
 
  private:
+  // Opening, draining and finishing are compiled twice, a native and a
+  // generic copy (pick_copy, pvops/call/pvop.h): a one-page mprotect or a
+  // fault pays for them on every call.
+  template <PvopCopy C>
+  void open_in(OnRefusal on_refusal);
+  template <PvopCopy C>
+  ErrorOr<void> drain_in();
+  template <PvopCopy C>
+  ErrorOr<void> finish_in();
   ErrorOr<void> drain();
   ErrorOr<void> shoot_down();
   void note_flushed();

@@ -272,7 +272,9 @@ std::vector<ProcCase> cases(Platform platform, std::initializer_list<const char*
       return ::testing::AssertionFailure() << "pvpatch=off but sites were rewritten: " << rec.dump();
     return ::testing::AssertionSuccess();
   }
-  if (n("verified") != sites || n("direct") + n("inlined") + n("native_body") + n("generic_jumps") != sites ||
+  if (n("verified") != sites ||
+      n("direct") + n("inlined") + n("native_body") + n("generic_jumps") + n("native_copies") + n("generic_copies") !=
+          sites ||
       n("unpatched"))
     return ::testing::AssertionFailure() << "not every site patched and verified: " << rec.dump();
   if (n("direct") == 0 || n("inline_pte_flags") == 0)
@@ -283,6 +285,12 @@ std::vector<ProcCase> cases(Platform platform, std::initializer_list<const char*
   if (native != (n("native_body") > 0) || (!native && n("generic_jumps") == 0))
     return ::testing::AssertionFailure() << "native bodies " << (native ? "unused natively" : "run under Xen") << ": "
                                          << rec.dump();
+  // So do the copy switches of functions compiled twice (the lazy-MMU
+  // section's): natively their native copies run, under Xen the generic ones.
+  if (n("native_copies") + n("generic_copies") == 0 || native != (n("native_copies") > 0) ||
+      native == (n("generic_copies") > 0))
+    return ::testing::AssertionFailure() << "copy switches " << (native ? "not native natively" : "native under Xen")
+                                         << ": " << rec.dump();
   if (native != (n("inline_pte_pfn") > 0 && n("inline_make_pte") > 0))
     return ::testing::AssertionFailure() << "native encodings inlined " << (native ? "nowhere" : "under Xen") << ": "
                                          << rec.dump();
