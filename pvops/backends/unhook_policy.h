@@ -5,6 +5,7 @@
 // is loaded. Everything that is not a whole table — single entries, tables
 // that cannot be unhooked — goes as batched's queued mmu_updates.
 #pragma once
+#include "base/arch/cross_cpu.h"
 #include "base/frames/frame_refs.h"
 #include "base/frames/physmap.h"
 #include "hypercalls/p2m.h"
@@ -16,6 +17,7 @@ namespace pvk::unhook {
 
 struct XenEnv {
   static bool lazy() { return xen_pv::lazy(); }
+  static unsigned cpu() { return xcpu::this_cpu_id(); }
   static Pfn pfn_of(Pte e) { return xen::mfn_to_pfn(Mfn{(e.raw & pte_bit::FrameMask) >> kPageShift}); }
   static Pfn pfn_of_slot(const Pte* slot) { return virt_to_pfn(slot); }
   static unsigned holders(Pfn l1) {

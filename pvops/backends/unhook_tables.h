@@ -31,9 +31,19 @@
 // section opens (a fault) while tables are unhooked, and check_access()
 // panics for a range that is unhooked now.
 //
+// SMP: the unhooked tables are the open section's, so they are kept per
+// CPU (sections are per CPU and never span a switch), and every page
+// operation on a space runs under its lock: a thread of the space on
+// another CPU that reaches an unhooked range faults and waits on that lock
+// until the section has rehooked it. So neither backend needs the kernel
+// lock. Only the count of tables unhooked on any CPU (g_unhooked_tables)
+// is shared: the stores' fast path reads it alone, as it read one count
+// when everything ran under the kernel lock.
+//
 // Env is the environment: the real one under Xen (unhook_policy.h), a
 // logging one in the host tests. It provides
 //   bool lazy();                                    inside a lazy-MMU section?
+//   unsigned cpu();                                 this CPU's id
 //   Pfn pfn_of(Pte); Pfn pfn_of_slot(const Pte*);   frames of an entry / a slot
 //   unsigned holders(Pfn l1);                       L2 entries referencing l1
 //   unsigned present_leaves(Pfn l1);                present entries of table l1
@@ -46,12 +56,14 @@
 #include "base/console/console.h"
 #include "base/counters.h"
 #include "base/layout.h"
+#include "base/lib/cpumask.h"
 #include "pvops/backends/auto_choice.h"
 #include "pvops/pte.h"
 
 namespace pvk {
 
-// Tables unhooked right now, by whichever backend (0 outside unhook/auto).
+// Tables unhooked right now on any CPU, by whichever backend (0 outside
+// unhook/auto).
 extern unsigned g_unhooked_tables;
 
 enum class UnhookFallback : uint8_t { Kernel, Shared, Refused, Count };
@@ -75,7 +87,7 @@ class UnhookTables {
   static AutoThresholds thresholds() { return thresholds_; }
 
   static ErrorOr<void> begin_table(Pte* l2_slot, VirtAddr base, unsigned entries) {
-    if (!Env::lazy() || entries == 0 || find_slot(l2_slot)) return {};
+    if (!Env::lazy() || entries == 0 || (any() && find_slot(l2_slot))) return {};
     const Pte saved = *l2_slot;
     if (!(saved.raw & pte_bit::Present)) return {};
     if (mode_ == TableMode::Auto) {
@@ -97,7 +109,7 @@ class UnhookTables {
     const Pfn l1 = Env::pfn_of(saved);
     if (maps_kernel(base)) return fallback(UnhookFallback::Kernel);
     if (Env::holders(l1) > 1) return fallback(UnhookFallback::Shared);
-    if (count_ == kMaxUnhooked) TRY(rehook(0));
+    if (here().count == kMaxUnhooked) TRY(rehook(0));
     // Queued stores into this table must land while Xen still owns it:
     // set_l2 sends the queue first.
     TRY(Env::set_l2(l2_slot, Pte{}));
@@ -106,15 +118,16 @@ class UnhookTables {
       TRY(Env::set_l2(l2_slot, saved));
       return fallback(UnhookFallback::Refused);
     }
-    tables_[count_++] = {l1, l2_slot, saved};
-    ++g_unhooked_tables;
+    CpuTables& t = here();
+    t.tables[t.count++] = {l1, l2_slot, saved};
+    __atomic_add_fetch(&g_unhooked_tables, 1, __ATOMIC_RELAXED);
     count_event(g_mmu_counters.unhooks);
     return {};
   }
 
   // An L1 store: plain if its table is unhooked, the fallback path otherwise.
   static ErrorOr<void> store(Pte* slot, Pte v, bool preserve_ad) {
-    if (count_ && find_l1(Env::pfn_of_slot(slot))) {
+    if (any() && find_l1(Env::pfn_of_slot(slot))) {
       // Nothing walks the table while it is unhooked: no A/D bit can change
       // under us, so a plain store is also a correct commit.
       __atomic_store_n(&slot->raw, v.raw, __ATOMIC_RELAXED);
@@ -125,7 +138,7 @@ class UnhookTables {
 
   // The L2 entry as the walk must see it.
   static Pte l2_entry(const Pte* slot) {
-    if (count_)
+    if (any())
       if (const Entry* e = find_slot(slot)) return e->saved;
     return *slot;
   }
@@ -135,10 +148,10 @@ class UnhookTables {
   // table (it is being unhooked for good: the caller releases it, and Xen
   // already dropped its type, so there is nothing to validate).
   static ErrorOr<void> before_l2_store(Pte* slot, Pte v) {
-    if (!count_) return {};
+    if (!any()) return {};
     Entry* e = find_slot(slot);
     if (!e) return {};
-    const unsigned i = static_cast<unsigned>(e - tables_);
+    const unsigned i = static_cast<unsigned>(e - here().tables);
     if (v.raw != 0) return rehook(i);
     // The caller writes the empty entry (already empty in memory), then
     // releases the frame, whose retire makes the alias writable anyway.
@@ -148,16 +161,18 @@ class UnhookTables {
 
   // Every unhooked table back under Xen's control (flush, leave, root switch).
   static ErrorOr<void> rehook_all() {
-    while (count_) TRY(rehook(count_ - 1));
+    if (!any()) return {};
+    while (const unsigned n = here().count) TRY(rehook(n - 1));
     return {};
   }
 
-  static unsigned unhooked() { return count_; }
+  // On this CPU.
+  static unsigned unhooked() { return here().count; }
   static bool is_unhooked(Pfn l1) { return find_l1(l1) != nullptr; }
 
   // The debug check of the invariant: nothing may reach an unhooked range.
   static void check_access(const Pte* l2_slot, VirtAddr va) {
-    if (count_ && find_slot(l2_slot))
+    if (any() && find_slot(l2_slot))
       panic("unhook: access to 0x%lx, whose L1 table is unhooked inside a lazy-MMU section", raw(va));
   }
 
@@ -187,7 +202,7 @@ class UnhookTables {
   }
 
   static ErrorOr<void> rehook(unsigned i) {
-    const Entry e = tables_[i];
+    const Entry e = here().tables[i];
     // Read-only first: Xen refuses to type the frame as an L1 while a
     // writable mapping of it exists.
     if (auto r = Env::set_alias(e.l1, false); r.is_error()) Env::fatal("alias of an unhooked table stays writable");
@@ -198,26 +213,38 @@ class UnhookTables {
   }
 
   static void remove(unsigned i) {
-    for (unsigned k = i + 1; k < count_; ++k) tables_[k - 1] = tables_[k];
-    --count_;
-    --g_unhooked_tables;
+    CpuTables& t = here();
+    for (unsigned k = i + 1; k < t.count; ++k) t.tables[k - 1] = t.tables[k];
+    --t.count;
+    __atomic_sub_fetch(&g_unhooked_tables, 1, __ATOMIC_RELAXED);
   }
 
   static Entry* find_slot(const Pte* slot) {
-    for (unsigned k = 0; k < count_; ++k)
-      if (tables_[k].slot == slot) return &tables_[k];
+    CpuTables& t = here();
+    for (unsigned k = 0; k < t.count; ++k)
+      if (t.tables[k].slot == slot) return &t.tables[k];
     return nullptr;
   }
   static Entry* find_l1(Pfn l1) {
-    for (unsigned k = 0; k < count_; ++k)
-      if (tables_[k].l1 == l1) return &tables_[k];
+    CpuTables& t = here();
+    for (unsigned k = 0; k < t.count; ++k)
+      if (t.tables[k].l1 == l1) return &t.tables[k];
     return nullptr;
   }
 
   static inline TableMode mode_ = TableMode::Unhook;
   static inline AutoThresholds thresholds_{};
-  static inline Entry tables_[kMaxUnhooked]{};
-  static inline unsigned count_ = 0;
+  // This CPU's unhooked tables (its open section's).
+  struct CpuTables {
+    Entry tables[kMaxUnhooked];
+    unsigned count;
+  };
+  static CpuTables& here() { return cpu_tables_[Env::cpu() % kCpuMaskBits]; }
+  // Whether any CPU has a table unhooked: the one shared read of the
+  // stores' fast path (this CPU's own are a subset).
+  static bool any() { return __atomic_load_n(&g_unhooked_tables, __ATOMIC_RELAXED) != 0; }
+
+  static inline CpuTables cpu_tables_[kCpuMaskBits]{};
   static inline bool said_[static_cast<unsigned>(UnhookFallback::Count)]{};
 };
 

@@ -57,6 +57,9 @@ void PrintTo(const StressCase& c, std::ostream* out) {
 std::string stress_name(const ::testing::TestParamInfo<StressCase>& i) {
   const std::string& p = i.param.params;
   return std::string(platform_name(i.param.platform)) + "_" + std::to_string(i.param.cpus) + "cpus" +
+         (p.find("mmu=unhook") != std::string::npos ? "_unhook"
+          : p.find("mmu=auto") != std::string::npos ? "_auto"
+                                                     : "") +
          (p.find("ipi") != std::string::npos         ? "_ipi"
           : p.find("hypercall") != std::string::npos ? "_hypercall"
                                                      : "");
@@ -142,9 +145,14 @@ INSTANTIATE_TEST_SUITE_P(SmpStress, Stress,
                                            StressCase{Platform::xen, "mmu=batched shootdown=hypercall", 4}),
                          stress_name);
 
+// unhook and auto run their page operations without the kernel lock too:
+// a table unhooked by one CPU leaves a hole in the space that the racing
+// threads on the other CPU fall into (and wait on the space's lock).
 INSTANTIATE_TEST_SUITE_P(SmpStress, MmRace,
                          ::testing::Values(StressCase{Platform::native, "mmu=native", 2},
-                                           StressCase{Platform::native, "mmu=native", 4}),
+                                           StressCase{Platform::native, "mmu=native", 4},
+                                           StressCase{Platform::xen, "mmu=unhook", 2},
+                                           StressCase{Platform::xen, "mmu=auto", 2}),
                          stress_name);
 
 }  // namespace

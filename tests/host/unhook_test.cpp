@@ -52,8 +52,10 @@ struct FakeEnv {
   static inline std::vector<AliasChange> aliases;
   static inline std::map<uint64_t, bool> writable;  // pfn -> alias writable now
   static inline bool refuse_alias = false;
+  static inline unsigned current_cpu = 0;  // the CPU the state machine runs on
 
   static bool lazy() { return fake().lazy_depth() > 0; }
+  static unsigned cpu() { return current_cpu; }
   static Pfn pfn_of(Pte e) { return FakePolicy::pfn_of(e); }
   static Pfn pfn_of_slot(const Pte* slot) { return virt_to_pfn(slot); }
   static unsigned holders(Pfn l1) {
@@ -130,6 +132,7 @@ class UnhookTest : public FakeMmuTest {
     FakeEnv::aliases.clear();
     FakeEnv::writable.clear();
     FakeEnv::refuse_alias = false;
+    FakeEnv::current_cpu = 0;
     Tables::configure(TableMode::Unhook, {});
     // The fake's lazy, TLB and root hooks; the unhook policy's entry verbs
     // and walk; flush and leave rehook first, as pvops/backends/unhook_policy.h wires them.
@@ -207,6 +210,43 @@ TEST_F(UnhookTest, FirstWriteUnhooksLaterWritesArePlainLeaveRehooks) {
     ASSERT_FALSE(e.is_error());
     EXPECT_FALSE(e.value().raw & pte_bit::Write) << i;
   }
+}
+
+// Page operations of different spaces run on different CPUs at once (no
+// kernel lock): each CPU's unhooked tables are its own section's, and only
+// the count over all CPUs is shared.
+TEST_F(UnhookTest, EachCpuKeepsItsOwnUnhookedTables) {
+  const VirtAddr second = kUser + kTable * kPageSize;  // the next L1 table
+  map_rw(kUser, 2 * kTable);
+  const Pfn first_l1 = l1_of(kUser), second_l1 = l1_of(second);
+  LazyMmuSection section(root_);
+  FakeEnv::current_cpu = 1;
+  ASSERT_EQ(error_of(g_mmu.range.protect(root_, kUser, 8, {}, PteFlags{pte_bit::Write}, section)), Errno::Ok);
+  EXPECT_EQ(Tables::unhooked(), 1u);
+  FakeEnv::current_cpu = 0;
+  // CPU 0 has nothing unhooked, though another CPU has: its walk reads the
+  // memory's L2 entry, its stores into the other CPU's table are not plain.
+  EXPECT_EQ(Tables::unhooked(), 0u);
+  EXPECT_EQ(g_unhooked_tables, 1u);
+  EXPECT_FALSE(Tables::is_unhooked(first_l1));
+  EXPECT_TRUE(Tables::l2_entry(l2_slot(kUser)).none());
+  ASSERT_EQ(error_of(g_mmu.range.protect(root_, second, 8, {}, PteFlags{pte_bit::Write}, section)), Errno::Ok);
+  EXPECT_EQ(Tables::unhooked(), 1u);
+  EXPECT_TRUE(Tables::is_unhooked(second_l1));
+  EXPECT_EQ(g_unhooked_tables, 2u);
+  // A flush on CPU 0 rehooks CPU 0's table only.
+  ASSERT_EQ(error_of(Tables::rehook_all()), Errno::Ok);
+  EXPECT_EQ(FakePolicy::pfn_of(*l2_slot(second)), second_l1);
+  EXPECT_TRUE(l2_slot(kUser)->none());
+  EXPECT_EQ(g_unhooked_tables, 1u);
+  FakeEnv::current_cpu = 1;
+  EXPECT_TRUE(Tables::is_unhooked(first_l1));
+  ASSERT_EQ(error_of(section.finish()), Errno::Ok);
+  EXPECT_EQ(Tables::unhooked(), 0u);
+  EXPECT_EQ(FakePolicy::pfn_of(*l2_slot(kUser)), first_l1);
+  EXPECT_EQ(g_mmu_counters.unhooks, 2u);
+  EXPECT_EQ(g_mmu_counters.rehooks, 2u);
+  FakeEnv::current_cpu = 0;
 }
 
 TEST_F(UnhookTest, FlushRehooksAndTheNextWriteUnhooksAgain) {
