@@ -87,6 +87,7 @@ class FrameAllocator {
 
   // Bitmap side (frame_allocator.cpp), under lock_.
   ErrorOr<Pfn> take_from_bitmap();
+  ErrorOr<Pfn> search_bitmap();
   void give_to_bitmap(uint64_t p);
   bool free_in_bitmap(uint64_t p) const;
   bool cached(uint64_t p) const;
