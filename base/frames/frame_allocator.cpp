@@ -11,14 +11,13 @@
 
 namespace pvk {
 
+FrameAllocator detail::g_frames;
+
 namespace {
-FrameAllocator g_frames;
 constexpr uint64_t bit(uint64_t pfn) { return uint64_t{1} << (pfn % 64); }
 uint64_t load(const uint64_t* w) { return __atomic_load_n(w, __ATOMIC_RELAXED); }
 void store(uint64_t* w, uint64_t v) { __atomic_store_n(w, v, __ATOMIC_RELAXED); }
 }  // namespace
-
-FrameAllocator& frames() { return g_frames; }
 
 void FrameAllocator::init(uint64_t* storage, uint64_t max_pfn) {
   max_pfn_ = max_pfn;
@@ -112,12 +111,6 @@ ErrorOr<Pfn> FrameAllocator::alloc_locked() {
   if (auto p = take_from_bitmap(); !p.is_error()) return p;
   drain_others_locked(nullptr);
   return take_from_bitmap();
-}
-
-void FrameAllocator::give_to_bitmap(uint64_t p) {
-  store(&bits_[p / 64], load(&bits_[p / 64]) | bit(p));
-  set_bitmap_free(bitmap_free_ + 1);
-  if (p / 64 < hint_word_) hint_word_ = p / 64;  // keep handing out low frames first
 }
 
 ErrorOr<Pfn> FrameAllocator::try_alloc_run(uint64_t count) {
