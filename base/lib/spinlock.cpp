@@ -181,7 +181,7 @@ const char* lock_stat_name(LockStat s) {
   return i < kLockStats ? kLockStatNames[i] : "none";
 }
 
-bool Spinlock::held_by_this_cpu() const {
+bool Spinlock::held_by_this_cpu_shared() const {
   return __atomic_load_n(&owner_, __ATOMIC_RELAXED) == static_cast<int32_t>(me());
 }
 

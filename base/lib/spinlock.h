@@ -90,13 +90,17 @@ class Spinlock {
   // How waiters wait; set before any CPU can contend (at boot).
   void set_wait(LockWait w) { wait_ = w; }
 
-  bool held_by_this_cpu() const;
+  bool held_by_this_cpu() const {
+    if (xcpu::one_cpu()) return __atomic_load_n(&owner_, __ATOMIC_RELAXED) == 0;
+    return held_by_this_cpu_shared();
+  }
   bool is_locked() const;
   // Whether some CPU waits for it (a holder at a preemption point lets it in).
   bool contended() const;
   const LockClass& lock_class() const { return *cls_; }
 
  private:
+  bool held_by_this_cpu_shared() const;
   IrqState lock_shared();
   void unlock_shared(IrqState saved);
   void acquire();
