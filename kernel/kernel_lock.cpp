@@ -29,7 +29,9 @@ void kernel_lock() {
   // time: it runs on the kernel's root, which bring-up loaded without
   // telling pvops; saying so puts it among the CPUs kernel-half shootdowns
   // reach.
-  if (!raw(current_root()) && this_cpu()->id != 0) set_current_root(kernel_root());
+  // (The CPU's id first: one load, and false on the boot CPU, so one CPU
+  // never asks for its root here.)
+  if (this_cpu()->id != 0 && !raw(current_root())) set_current_root(kernel_root());
 }
 
 void kernel_unlock() {

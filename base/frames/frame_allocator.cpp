@@ -11,14 +11,13 @@
 
 namespace pvk {
 
+FrameAllocator detail::g_frames;
+
 namespace {
-FrameAllocator g_frames;
 constexpr uint64_t bit(uint64_t pfn) { return uint64_t{1} << (pfn % 64); }
 uint64_t load(const uint64_t* w) { return __atomic_load_n(w, __ATOMIC_RELAXED); }
 void store(uint64_t* w, uint64_t v) { __atomic_store_n(w, v, __ATOMIC_RELAXED); }
 }  // namespace
-
-FrameAllocator& frames() { return g_frames; }
 
 void FrameAllocator::init(uint64_t* storage, uint64_t max_pfn) {
   max_pfn_ = max_pfn;
@@ -62,25 +61,21 @@ void FrameAllocator::reserve_range(Pfn first, uint64_t count) {
   }
 }
 
-ErrorOr<Pfn> FrameAllocator::try_alloc() {
-  if (fault_inject_fails(FaultSite::FrameAlloc)) return Errno::ENOMEM;
-  if (!xcpu::one_cpu()) {
-    if (Magazine* m = my_magazine()) return alloc_cached(*m);
-  }
-  SpinGuard guard(lock_);
-  return alloc_locked();
-}
-
-// The bitmap, then (it is empty) whatever the magazines hold: frames
-// stranded in another CPU's cache are still free.
-ErrorOr<Pfn> FrameAllocator::alloc_locked() {
-  if (auto p = take_from_bitmap(); !p.is_error()) return p;
-  drain_others_locked(nullptr);
-  return take_from_bitmap();
-}
-
-ErrorOr<Pfn> FrameAllocator::take_from_bitmap() {
+// Inline where it is called (alloc_locked, and try_alloc on one CPU): the
+// word the last allocation found a frame in (or a free lowered the hint
+// to) most often has another, and then there is no search and no call.
+inline ErrorOr<Pfn> FrameAllocator::take_from_bitmap() {
   if (bitmap_free_ == 0) return Errno::ENOMEM;
+  if (const uint64_t word = load(&bits_[hint_word_])) {
+    const uint64_t p = hint_word_ * 64 + static_cast<uint64_t>(__builtin_ctzll(word));
+    store(&bits_[hint_word_], word & (word - 1));
+    set_bitmap_free(bitmap_free_ - 1);
+    return Pfn{p};
+  }
+  return search_bitmap();
+}
+
+ErrorOr<Pfn> FrameAllocator::search_bitmap() {
   const uint64_t words = words_for(max_pfn_);
   for (uint64_t n = 0; n < words; ++n) {
     const uint64_t w = (hint_word_ + n) % words;
@@ -95,10 +90,27 @@ ErrorOr<Pfn> FrameAllocator::take_from_bitmap() {
   return Errno::ENOMEM;  // unreachable while bitmap_free_ is right
 }
 
-void FrameAllocator::give_to_bitmap(uint64_t p) {
-  store(&bits_[p / 64], load(&bits_[p / 64]) | bit(p));
-  set_bitmap_free(bitmap_free_ + 1);
-  if (p / 64 < hint_word_) hint_word_ = p / 64;  // keep handing out low frames first
+ErrorOr<Pfn> FrameAllocator::try_alloc() {
+  if (fault_inject_fails(FaultSite::FrameAlloc)) return Errno::ENOMEM;
+  if (xcpu::one_cpu()) {
+    // The bitmap under the lock, which on one CPU is an inline owner mark
+    // and count; the magazines were emptied when the kernel learnt it had
+    // one CPU, so only an exhausted bitmap needs alloc_locked's second look.
+    SpinGuard guard(lock_);
+    if (auto p = take_from_bitmap(); !p.is_error()) return p;
+    return alloc_locked();
+  }
+  if (Magazine* m = my_magazine()) return alloc_cached(*m);
+  SpinGuard guard(lock_);
+  return alloc_locked();
+}
+
+// The bitmap, then (it is empty) whatever the magazines hold: frames
+// stranded in another CPU's cache are still free.
+ErrorOr<Pfn> FrameAllocator::alloc_locked() {
+  if (auto p = take_from_bitmap(); !p.is_error()) return p;
+  drain_others_locked(nullptr);
+  return take_from_bitmap();
 }
 
 ErrorOr<Pfn> FrameAllocator::try_alloc_run(uint64_t count) {

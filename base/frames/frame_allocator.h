@@ -87,7 +87,14 @@ class FrameAllocator {
 
   // Bitmap side (frame_allocator.cpp), under lock_.
   ErrorOr<Pfn> take_from_bitmap();
-  void give_to_bitmap(uint64_t p);
+  ErrorOr<Pfn> search_bitmap();
+  // Inline: every free on one CPU, and each frame of a drain.
+  void give_to_bitmap(uint64_t p) {
+    __atomic_store_n(&bits_[p / 64], __atomic_load_n(&bits_[p / 64], __ATOMIC_RELAXED) | uint64_t{1} << (p % 64),
+                     __ATOMIC_RELAXED);
+    set_bitmap_free(bitmap_free_ + 1);
+    if (p / 64 < hint_word_) hint_word_ = p / 64;  // keep handing out low frames first
+  }
   bool free_in_bitmap(uint64_t p) const;
   bool cached(uint64_t p) const;
   void set_bitmap_free(uint64_t n) { __atomic_store_n(&bitmap_free_, n, __ATOMIC_RELAXED); }
@@ -119,8 +126,12 @@ class FrameAllocator {
   Magazine magazines_[kMagazineCpus];
 };
 
-// The kernel's (and, in host tests, the test's) single frame allocator.
-FrameAllocator& frames();
+// The kernel's (and, in host tests, the test's) single frame allocator;
+// inline: every allocation and free asks for it.
+namespace detail {
+extern FrameAllocator g_frames;
+}
+inline FrameAllocator& frames() { return detail::g_frames; }
 
 // Drops one reference to a user frame; the frame goes back to the allocator
 // with its last one (a COW copy's old frame, an unmapped leaf, a file page

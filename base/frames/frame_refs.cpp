@@ -4,11 +4,7 @@
 #include "base/lib/kstring.h"
 
 namespace pvk {
-namespace {
-FrameRefs g_refs;
-}
-
-FrameRefs& frame_refs() { return g_refs; }
+FrameRefs detail::g_frame_refs;
 
 void FrameRefs::init(uint16_t* counts, uint64_t max_pfn) {
   counts_ = counts;

@@ -43,6 +43,10 @@ class FrameRefs {
   Pfn immortal_{~uint64_t{0}};
 };
 
-FrameRefs& frame_refs();
+namespace detail {
+extern FrameRefs g_frame_refs;
+}
+// Inline: a fault or a teardown asks for it per frame.
+inline FrameRefs& frame_refs() { return detail::g_frame_refs; }
 
 }  // namespace pvk

@@ -6,11 +6,16 @@
 #include "base/lib/error_or.h"
 
 namespace pvk {
+
+lock_detail::LockCountsRow lock_detail::g_lock_counts[lock_detail::kMaxLockCpus];
+
 namespace {
 
+using lock_detail::g_lock_counts;
+using lock_detail::LockCountsRow;
 // Per-CPU books of held locks (debug builds); indexed by xcpu::this_cpu_id,
 // which is below arch/smp's kMaxCpus (checked there against this bound).
-constexpr unsigned kMaxLockCpus = 32;
+constexpr unsigned kMaxLockCpus = lock_detail::kMaxLockCpus;
 
 #ifndef NDEBUG
 LockOrder g_held[kMaxLockCpus];
@@ -19,14 +24,6 @@ LockOrder g_held[kMaxLockCpus];
 // releases it: a lost unlock, or a holder that died).
 constexpr uint64_t kStuckMs = 20'000;
 #endif
-
-// Each CPU's row of lock statistics (base/lib/lock_stats.h): written only
-// by its own CPU, so plain adds; a row per cache line pair, so no CPU's
-// count shares a line with another's.
-struct alignas(128) LockCountsRow {
-  LockCounts c[kLockStats];
-};
-LockCountsRow g_lock_counts[kMaxLockCpus];
 
 const char* const kLockStatNames[kLockStats] = {
 #define PVK_LOCK_COUNTER(cls) #cls,
@@ -59,22 +56,6 @@ void irq_restore(IrqState s) {
   if (g_platform && g_platform->irq_restore) g_platform->irq_restore(s.bits);
 }
 
-// A machine with one CPU (xcpu::one_cpu): no other CPU can hold or wait
-// for a lock, so taking one is marking its owner (what held_by_this_cpu
-// reads) and counting it; no ticket, no wait loop.
-
-void Spinlock::acquire_alone() {
-  check_take(0);
-  owner_ = 0;
-  if (cls_->stat != LockStat::none) ++g_lock_counts[0].c[static_cast<unsigned>(cls_->stat)].acquired;
-  note_taken(0);
-}
-
-void Spinlock::release_alone() {
-  check_release(0);
-  owner_ = -1;
-}
-
 // Debug builds: the lock is not already this CPU's and its rank is above
 // every lock the CPU holds; the book of held locks follows each take and
 // release (a lost unlock or an out-of-order release stops the kernel).
@@ -103,7 +84,6 @@ void Spinlock::check_release([[maybe_unused]] int32_t cpu) const {
 }
 
 void Spinlock::acquire() {
-  if (xcpu::one_cpu()) return acquire_alone();
   const int32_t cpu = static_cast<int32_t>(me());
   check_take(cpu);
 #ifndef NDEBUG
@@ -162,7 +142,6 @@ void Spinlock::wake_next(uint32_t serving) {
 }
 
 void Spinlock::release() {
-  if (xcpu::one_cpu()) return release_alone();
 #ifndef NDEBUG
   check_release(static_cast<int32_t>(me()));  // (me() is an indirect call: debug builds only)
 #endif
@@ -172,19 +151,16 @@ void Spinlock::release() {
   if (wait_ == LockWait::Halt && __atomic_load_n(&next_, __ATOMIC_RELAXED) != serving) wake_next(serving);
 }
 
-IrqState Spinlock::lock() {
+IrqState Spinlock::lock_shared() {
   const IrqState saved = irq_save();
   acquire();
   return saved;
 }
 
-void Spinlock::unlock(IrqState saved) {
+void Spinlock::unlock_shared(IrqState saved) {
   release();
   irq_restore(saved);
 }
-
-void Spinlock::lock_irqs_off() { acquire(); }
-void Spinlock::unlock_irqs_off() { release(); }
 
 LockCounts lock_counts(LockStat s) {
   LockCounts sum;
@@ -205,7 +181,7 @@ const char* lock_stat_name(LockStat s) {
   return i < kLockStats ? kLockStatNames[i] : "none";
 }
 
-bool Spinlock::held_by_this_cpu() const {
+bool Spinlock::held_by_this_cpu_shared() const {
   return __atomic_load_n(&owner_, __ATOMIC_RELAXED) == static_cast<int32_t>(me());
 }
 

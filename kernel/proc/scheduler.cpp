@@ -253,6 +253,9 @@ namespace proc {
 // Recomputed only when the number of CPUs online changes (bring-up): the
 // scheduler asks at every switch.
 uint64_t schedulable_cpus() {
+  // One CPU: CPU 0, whatever sched_cpus= says (it always runs processes);
+  // no indirect call for the count online, no popcount behind it.
+  if (xcpu::one_cpu()) return 1;
   static unsigned counted = 0;
   static uint64_t cpus = 0;
   const unsigned online = xcpu::cpus_online();

@@ -21,14 +21,14 @@ void PrintTo(const LockCase& c, std::ostream* out) { *out << platform_name(c.pla
 
 class Locks : public ::testing::TestWithParam<LockCase> {};
 
-RunResult boot_locks(const LockCase& c, const std::string& bench) {
+RunResult boot_locks(const LockCase& c, const std::string& bench, unsigned smp = 2) {
   RunOptions options;
   options.icount = "shift=0,sleep=off";
   options.platform = c.platform;
   options.kernel = PVK_KERNEL_PATH;
   options.params = c.params + " bench=" + bench;
   options.xen_cache_dir = PVK_XEN_CACHE_DIR;
-  options.smp = 2;
+  options.smp = smp;
   RunResult r = run_kernel(options);
   EXPECT_TRUE(no_frame_leak(r)) << transcript(r);
   return r;
@@ -100,6 +100,46 @@ TEST_P(Locks, TwoProcessesChurningShareNoFramesLock) {
   // A cycle frees its 16 pages and the next takes them back: a refill now
   // and then, far from one acquisition per frame.
   EXPECT_LE(m.value("lock_frames_acquired", uint64_t{~0ull}), ops / 4) << m.dump();
+}
+
+// One CPU: a lock is an inline owner mark and a count (base/lib/spinlock.h),
+// and the frames go to and from the bitmap directly. Each fresh page's
+// fault still counts its address-space lock and its frames lock once, and
+// nothing is ever contended or waited for; a one-CPU lock that stopped
+// counting, or took a ticket path that found itself waiting, fails here.
+TEST_P(Locks, OneCpuLocksAreCountedMarks) {
+  const RunResult r = boot_locks(GetParam(), "fault_write:pages=256:reps=1,forkwait:reps=1", /*smp=*/1);
+  ASSERT_TRUE(r.pass) << transcript(r);
+  unsigned seen = 0;
+  for (const json& rec : r.records) {
+    const std::string bench = rec.value("bench", "");
+    if (bench.empty() || !rec.contains("lock_kernel_acquired")) continue;
+    ++seen;
+    const uint64_t ops = rec.value("ops", uint64_t{0});
+    ASSERT_GT(ops, 0u) << rec.dump();
+    for (const char* c : {"kernel", "run_queue", "address_space", "spaces", "file_pages", "file_maps", "frames"}) {
+      const std::string k = std::string("lock_") + c;
+      EXPECT_EQ(rec.value(k + "_contended", uint64_t{~0ull}), 0u) << bench << " " << c << "\n" << rec.dump();
+      EXPECT_EQ(rec.value(k + "_spins", uint64_t{~0ull}), 0u) << bench << " " << c << "\n" << rec.dump();
+    }
+    if (bench == "fault_write") {
+      // A fault per page (and one of the benchmark's own), each under its
+      // space's lock once.
+      const uint64_t faults = rec.value("page_faults", uint64_t{0});
+      EXPECT_GE(faults, ops) << rec.dump();
+      EXPECT_LE(faults, ops + 8) << rec.dump();
+      EXPECT_EQ(rec.value("lock_address_space_acquired", uint64_t{0}), faults) << rec.dump();
+      EXPECT_GE(rec.value("lock_frames_acquired", uint64_t{0}), ops) << rec.dump();
+      EXPECT_LE(rec.value("lock_frames_acquired", uint64_t{~0ull}), ops + 16) << rec.dump();
+    } else {
+      // fork and exit each take the kernel lock (and the run queue's at
+      // each switch): counted on one CPU as on several.
+      EXPECT_GE(rec.value("lock_kernel_acquired", uint64_t{0}), ops) << rec.dump();
+      EXPECT_GE(rec.value("lock_run_queue_acquired", uint64_t{0}), ops) << rec.dump();
+      EXPECT_GE(rec.value("lock_frames_acquired", uint64_t{0}), ops) << rec.dump();
+    }
+  }
+  EXPECT_EQ(seen, 2u) << transcript(r);
 }
 
 // With ptshare=on a space's lock does not cover its L1 tables (a fork's

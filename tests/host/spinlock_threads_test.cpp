@@ -68,5 +68,63 @@ TEST(SpinlockThreads, AnUncontendedLockCountsNoWait) {
   EXPECT_STREQ(lock_stat_name(LockStat::kernel), "kernel");
 }
 
+// A machine with one CPU (xcpu::one_cpu): a lock is an owner mark and a
+// count, and it leaves interrupts alone (kernel code runs with them off;
+// base/lib/spinlock.h) — no call to the platform's irq_save/irq_restore,
+// which with several CPUs every lock() and unlock() makes.
+struct IrqCalls {
+  static inline unsigned saves = 0, restores = 0;
+  static uint64_t save() { return ++saves, 1; }
+  static void restore(uint64_t) { ++restores; }
+};
+
+TEST(SpinlockOneCpu, AnOwnerMarkAndACountWithoutMasking) {
+  Platform fake{};
+  fake.irq_save = &IrqCalls::save;
+  fake.irq_restore = &IrqCalls::restore;
+  g_platform = &fake;
+  Spinlock lock{kCounted};
+
+  // Several CPUs: the interrupt state is saved and restored by the platform.
+  IrqCalls::saves = IrqCalls::restores = 0;
+  { SpinGuard guard(lock); }
+  EXPECT_EQ(IrqCalls::saves, 1u);
+  EXPECT_EQ(IrqCalls::restores, 1u);
+
+  xcpu::g_one_cpu = true;
+  IrqCalls::saves = IrqCalls::restores = 0;
+  const LockCounts before = lock_counts(LockStat::frames);
+  for (unsigned i = 0; i < 10; ++i) {
+    SpinGuard guard(lock);
+    EXPECT_TRUE(lock.held_by_this_cpu());
+    EXPECT_TRUE(lock.is_locked());
+    EXPECT_FALSE(lock.contended());
+  }
+  EXPECT_FALSE(lock.is_locked());
+  EXPECT_FALSE(lock.held_by_this_cpu());
+  lock.lock_irqs_off();
+  EXPECT_TRUE(lock.held_by_this_cpu());
+  lock.unlock_irqs_off();
+  EXPECT_FALSE(lock.is_locked());
+  const LockCounts after = lock_counts(LockStat::frames);
+  EXPECT_EQ(after.acquired - before.acquired, 11u);
+  EXPECT_EQ(after.contended, before.contended);
+  EXPECT_EQ(IrqCalls::saves, 0u) << "a one-CPU lock masked interrupts through the platform";
+  EXPECT_EQ(IrqCalls::restores, 0u);
+
+  // An uncounted class counts nothing, and still marks its owner.
+  constexpr LockClass kUncounted{"test-uncounted", LockRank::Frames};
+  Spinlock quiet{kUncounted};
+  const LockCounts frames_before = lock_counts(LockStat::frames);
+  {
+    SpinGuard guard(quiet);
+    EXPECT_TRUE(quiet.held_by_this_cpu());
+  }
+  EXPECT_EQ(lock_counts(LockStat::frames).acquired, frames_before.acquired);
+
+  xcpu::g_one_cpu = false;
+  g_platform = nullptr;
+}
+
 }  // namespace
 }  // namespace pvk
