@@ -2,7 +2,8 @@
 // mmap_churn (processes and threads), then what results.json says. Behaviour
 // and counts only, never how fast the host is: every worker ran on a CPU of
 // its own, the two processes needed no shootdown, the threads of one address
-// space did, and the scaling table has each parameter set at both counts.
+// space always found the other CPU in its mask (a shootdown, or skipped as
+// lazy), and the scaling table has each parameter set at both counts.
 #include "pvk/bench/results.hpp"
 #include "pvk/bench/text_file.hpp"
 #include "pvk/process.hpp"
@@ -22,8 +23,9 @@ TEST(BenchScaling, ChurnAtOneAndTwoCpusNatively) {
   const fs::path out = fs::temp_directory_path() / ("pvk-bench-scaling-" + std::to_string(::getpid()));
   fs::remove_all(out);
   ProcessOptions run;
-  // 20 cycles of 16 pages: enough that the two threads' munmaps overlap in
-  // time (with 3 cycles of 4 pages one finished before the other began).
+  // 20 cycles of 16 pages a worker; whether the two threads' munmaps
+  // overlap in time is up to QEMU's round-robin slices, so the checks below
+  // never depend on it.
   run.argv = {PVK_CLI, "--build-dir", PVK_BUILD_DIR, "bench", "--smp", "1,2", "--platforms", "native",
               "--bench", "mmap_churn:pages=16:loops=20:reps=1", "--no-plots", "--jobs", "1", "--out", out.string()};
   run.timeout = std::chrono::seconds{240};
@@ -59,11 +61,19 @@ TEST(BenchScaling, ChurnAtOneAndTwoCpusNatively) {
     EXPECT_EQ(two->field("workers_elsewhere"), 1) << mode << ": the second worker ran on the other CPU";
     // Every cycle faults its 16 pages in, in either mode.
     EXPECT_GE(two->field("page_faults").value_or(0), 2 * 20 * 16) << mode;
+    // A munmap either reaches the other CPU (a shootdown) or finds it lazy
+    // (idle with the space's root still loaded: skipped, caught up later).
+    // Which of the two depends on how QEMU's round-robin slices the two
+    // vCPUs' runs, so the test asserts their sum: whether the other CPU was
+    // in the space's mask at all.
     const double shootdowns = two->field("shootdowns").value_or(-1);
+    const double lazy = two->field("shootdown_lazy_skipped").value_or(-1);
     if (std::string(mode) == "procs") {
       EXPECT_EQ(shootdowns, 0) << "two processes, each live on its own CPU only";
+      EXPECT_EQ(lazy, 0) << "no process's space was ever on the other CPU";
     } else {
-      EXPECT_GT(shootdowns, 0) << "one address space live on both CPUs: its munmaps reach the other";
+      EXPECT_GE(shootdowns + lazy, 2 * 20)
+          << "one address space on both CPUs: each munmap reaches the other CPU or finds it lazy";
     }
     const Row* one = row("native mmu=native smp=1", mode, 0);
     ASSERT_NE(one, nullptr) << mode;
