@@ -8,14 +8,19 @@
 // the switch completes — on_cpu cleared — only after a delay, so wakers
 // meet sleepers still on their CPU) or sets another's word and
 // FUTEX_WAKEs it. A further thread plays the timer and signals: it wakes
-// random processes directly, so waiters leave the queue on their own
-// (unlink_unless_woken) while wakers race them.
+// processes directly — those a CPU lingers with in the protocol's two
+// windows (committed but not yet decided; decided asleep but still on its
+// CPU), and random ones — so waiters also leave the queue on their own
+// (unlink_unless_woken) while wakers race them. It stops for the last
+// quarter, so a lost wake-up is not made up for by a later timer wake.
 //
 // Whatever the interleaving: no process is ever run by two threads at once,
 // none is queued twice (the queue panics) or lost (at the end every
 // process is queued exactly once, or asleep and still linked, unwoken), and
 // every wake a WAKE counted was received by exactly one waiter. Built with
-// ThreadSanitizer (pvk_tsan_host_tests), with the lock-order checks on.
+// ThreadSanitizer (pvk_tsan_host_tests). A waker that skips the on_cpu
+// wait, or that claims a committed sleeper without its compare-and-swap,
+// fails it.
 #include "host_compat.h"
 
 #include <atomic>
@@ -38,7 +43,11 @@ namespace {
 // and a waker's wait for a sleeper to leave its CPU) yields the host CPU.
 constexpr unsigned kCpus = 3;
 constexpr unsigned kProcs = 10;
-constexpr unsigned kRunsPerCpu = 3000;
+constexpr uint64_t kRuns = 3000;
+// The timer stops here: in the last quarter only FUTEX_WAKEs wake, so a
+// wake-up the protocol lost is not made up for by a later timer wake, and
+// shows at the end (asleep, though woken).
+constexpr uint64_t kTimerRuns = kRuns * 3 / 4;
 
 struct Sim {
   uint32_t word = 0;        // the futex word (1: a wake is meant for it)
@@ -57,7 +66,12 @@ struct Shared {
   std::atomic<uint64_t> wakes_counted{0};  // what WAKEs returned
   std::atomic<uint64_t> queued_by_waker{0};
   std::atomic<uint64_t> still_on_cpu{0};
-  std::atomic<bool> stop{false};
+  std::atomic<bool> timer_done{false};
+  // Test bookkeeping: 1 while a CPU lingers with the process committed
+  // (Blocked, before its switch decides), 2 while it lingers after the
+  // decision with the process still on it (Asleep, registers not saved).
+  // The timer aims at these windows.
+  std::atomic<uint8_t> window[kProcs];
 };
 
 unsigned index_of(const Shared& s, const Process* p) { return static_cast<unsigned>(p - s.procs); }
@@ -108,13 +122,16 @@ void run_step(Shared& s, Process& p, unsigned cpu, std::mt19937& rng) {
     __atomic_store_n(&me.word, 0u, __ATOMIC_SEQ_CST);
   }
   if (rng() % 2) {
-    // FUTEX_WAIT(word, 0).
+    // FUTEX_WAIT(word, 0); a word set meanwhile is taken instead (and
+    // cleared), as a ring's thread takes its token.
     s.bucket.lock();
     const bool sleep = __atomic_load_n(&me.word, __ATOMIC_SEQ_CST) == 0;
     if (sleep) {
       me.w = FutexWaiter{nullptr, reinterpret_cast<uint64_t>(&me.word), 0, ~0u, &p};
       s.bucket.link(me.w);
       me.waiting = true;
+    } else {
+      __atomic_store_n(&me.word, 0u, __ATOMIC_SEQ_CST);
     }
     s.bucket.unlock();
     if (!sleep) return;
@@ -148,6 +165,7 @@ TEST(WakeThreads, NoWakeIsLostAndNoProcessRunsTwiceOrIsQueuedTwice) {
   Shared s;
   for (unsigned i = 0; i < kProcs; ++i) {
     s.owner[i] = -1;
+    s.window[i] = 0;
     s.procs[i].pid = static_cast<int>(i + 1);
     s.procs[i].state = ProcState::Runnable;
     put(s, s.procs[i], i % kCpus);
@@ -157,12 +175,15 @@ TEST(WakeThreads, NoWakeIsLostAndNoProcessRunsTwiceOrIsQueuedTwice) {
     threads.emplace_back([&s, cpu] {
       test::act_as_cpu(cpu + 1);
       std::mt19937 rng(cpu * 7919 + 1);
-      for (unsigned done = 0; done < kRunsPerCpu;) {
+      for (unsigned idle = 0; s.runs.load() < kRuns;) {
         Process* p = take(s, cpu);
         if (!p) {
+          // Everyone asleep and no timer left to wake them: done.
+          if (s.timer_done.load() && ++idle > 500) break;
           std::this_thread::yield();
           continue;
         }
+        idle = 0;
         const unsigned i = index_of(s, p);
         RunQueue& mine = s.queues[cpu];
         mine.lock();  // switch_to: on_cpu set under this CPU's queue lock
@@ -172,13 +193,29 @@ TEST(WakeThreads, NoWakeIsLostAndNoProcessRunsTwiceOrIsQueuedTwice) {
         EXPECT_EQ(was, -1) << "pid " << p->pid << " run while thread " << was << " ran it";
         EXPECT_EQ(load_state(*p), ProcState::Runnable) << "pid " << p->pid << " run while not runnable";
         s.runs.fetch_add(1);
-        ++done;
         run_step(s, *p, cpu, rng);
+        // Between a commit and the switch's decision (schedule() looking for
+        // work) wakers find it Blocked, still on its CPU: the host thread
+        // lingers there, giving its core away, so the others run inside the
+        // window even on a busy host.
+        if (load_state(*p) == ProcState::Blocked && rng() % 3 == 0) {
+          s.window[i] = 1;
+          for (unsigned k = 0; k < 3 && load_state(*p) == ProcState::Blocked; ++k) std::this_thread::yield();
+          s.window[i] = 0;
+        }
         // The switch away: the decision under this CPU's queue lock, the
-        // registers saved later (a wake meanwhile finds it still on its CPU).
+        // registers saved later (a wake meanwhile finds it Asleep but still
+        // on its CPU, and waits).
         mine.lock();
         const bool requeue = switch_out(*p);
-        for (unsigned k = rng() % 64; k; --k) cpu::relax();
+        if (!requeue && rng() % 2) {
+          // Asleep, still on this CPU: a waker must wait for the clear below
+          // (were it to queue it now, another CPU could run it while this
+          // one still does).
+          s.window[i] = 2;
+          for (unsigned k = 0; k < 3; ++k) std::this_thread::yield();
+          s.window[i] = 0;
+        }
         s.owner[i].store(-1);
         __atomic_store_n(&p->on_cpu, Process::kNoCpu, __ATOMIC_RELEASE);  // finish_switch
         mine.unlock();
@@ -189,17 +226,22 @@ TEST(WakeThreads, NoWakeIsLostAndNoProcessRunsTwiceOrIsQueuedTwice) {
   std::thread timer([&s] {
     test::act_as_cpu(kCpus + 1);
     std::mt19937 rng(12345);
-    while (!s.stop.load()) {
-      wake_up_here(s, s.procs[rng() % kProcs], 0);
-      for (unsigned k = rng() % 4; k; --k) std::this_thread::yield();
+    while (s.runs.load() < kTimerRuns) {
+      for (unsigned i = 0; i < kProcs; ++i)
+        if (s.window[i].load()) wake_up_here(s, s.procs[i], 0);
+      if (rng() % 2) wake_up_here(s, s.procs[rng() % kProcs], 0);
+      std::this_thread::yield();
     }
+    s.timer_done = true;
   });
   for (auto& t : threads) t.join();
-  s.stop = true;
   timer.join();
 
-  EXPECT_EQ(s.runs.load(), uint64_t{kCpus} * kRunsPerCpu);
+  EXPECT_GE(s.runs.load(), kTimerRuns);
+  // Both outcomes of a claim happened: woken still on its CPU (it stays
+  // runnable by itself), and woken asleep (the waker queues it).
   EXPECT_GT(s.queued_by_waker.load(), 0u);
+  EXPECT_GT(s.still_on_cpu.load(), 0u);
   // Every process: on a queue once (runnable), or asleep and still in the
   // bucket, not woken — a woken one left asleep would be a lost wake-up.
   unsigned queued = 0;
