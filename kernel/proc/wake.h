@@ -70,9 +70,10 @@ inline void cancel_sleep(Process& p) {
 // At the switch away from p, on its CPU: whether it stays runnable (goes
 // back on a queue once its registers are saved). A committed sleeper that
 // no one has woken becomes Asleep: from now on its waker queues it. A plain
-// load first: a preempted or yielding process pays no locked instruction.
+// (relaxed) load first: a preempted or yielding process pays no locked
+// instruction.
 inline bool switch_out(Process& p) {
-  ProcState s = p.state;
+  ProcState s = static_cast<ProcState>(__atomic_load_n(reinterpret_cast<const uint8_t*>(&p.state), __ATOMIC_RELAXED));
   if (s != ProcState::Blocked) return s == ProcState::Runnable;
   if (cas_state(p, s, ProcState::Asleep)) return false;
   return s == ProcState::Runnable;  // woken since the load above
