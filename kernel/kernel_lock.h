@@ -27,12 +27,15 @@
 //  - the caller's own ids and the clocks.
 //
 //  - the run queues (one per CPU, kernel/proc/run_queue.h): sched_yield
-//    and idle CPUs' search for work.
+//    and idle CPUs' search for work;
+//  - sleeping and waking (kernel/proc/wake.h: a sleeper commits, then
+//    looks once more; a waker's compare-and-swap decides who queues it)
+//    and the futex calls (a lock per hash bucket, rank Futex).
 //
 // The lock belongs to the process that holds it: one that sleeps in the
-// kernel holds it until its switch away is complete and again when it runs
-// on; between two holders the CPU passes it across switch_context as a
-// baton (kernel/proc/scheduler.cpp: finish_switch).
+// kernel under it holds it until its switch away is complete and again
+// when it runs on; between two holders the CPU passes it across
+// switch_context as a baton (kernel/proc/scheduler.cpp: finish_switch).
 #pragma once
 
 namespace pvk {

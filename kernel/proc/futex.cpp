@@ -1,6 +1,10 @@
-// The futex wait queue: one list of waiters, each an entry on its own
-// kernel stack, woken one by one through the scheduler's sleep channels
-// (the waiter's address is its channel), so a WAKE of n wakes exactly n.
+// The futex wait queues: a hash table of buckets (kernel/proc/futex_queue.h:
+// a lock and a list of waiters each). A wait and a wake of one word meet in
+// one bucket and nowhere else: neither takes the kernel lock, scans the
+// process table or touches another bucket, so FUTEX_WAIT/WAKE run without
+// the kernel lock wherever the space's own lock suffices for a fault
+// (kernel/proc/unlocked_calls.cpp). A waiter sleeps by the protocol of
+// kernel/proc/wake.h, so its waker needs no lock in common with it.
 #include "kernel/proc/futex.h"
 
 #include "base/abi.h"
@@ -8,6 +12,7 @@
 #include "base/arch/platform.h"
 #include "arch/finish.h"
 #include "kernel/proc/clock_calls.h"
+#include "kernel/proc/futex_queue.h"
 #include "kernel/proc/process.h"
 #include "kernel/proc/thread_args.h"
 #include "kernel/proc/user_copy.h"
@@ -16,24 +21,37 @@ namespace pvk {
 
 namespace {
 
-struct Waiter {
-  const AddressSpace* as;
-  uint64_t uaddr;
-  FutexScope scope;
-  uint32_t bitset;
-  Process* thread;
-  bool woken;
-  Waiter* next;
-};
+using Waiter = FutexWaiter;
+using Bucket = FutexBucket;
 
-Waiter* g_waiters = nullptr;
+constexpr unsigned kBucketBits = 6;
+Bucket g_buckets[1u << kBucketBits];
 
-void unlink(Waiter& w) {
-  for (Waiter** at = &g_waiters; *at; at = &(*at)->next)
-    if (*at == &w) {
-      *at = w.next;
-      return;
-    }
+// Every key of one word (whatever its scope) hashes to one bucket.
+Bucket& bucket_of(const AddressSpace* as, uint64_t uaddr) {
+  const uint64_t h = ((uaddr >> 2) ^ (reinterpret_cast<uint64_t>(as) >> 4)) * 0x9e3779b97f4a7c15ull;
+  return g_buckets[h >> (64 - kBucketBits)];
+}
+
+// The futex word, read under the bucket lock without taking a fault.
+// Nothing under a bucket lock may fault: a fault runs the whole fault path
+// (the space's lock, frame allocation, a flush that waits for every other
+// CPU) while every other waiter and waker of the bucket spins, and it
+// could not sleep or take the kernel lock (ranked outside a bucket) if it
+// ever had to. So the copy fails instead
+// (kernel_fault_on_user_memory declines while user_faults_off is set, and
+// the copy's fixup returns false); the caller drops the lock, reads the
+// word with faults allowed (which maps it, or is the call's EFAULT) and
+// tries again under the lock — Linux's futex_get_value_locked and
+// fault_in_user_writeable, in small. The compare under the lock is what
+// makes the wait safe against a wake (futex_wait); the first, faulting
+// read only brings the page in.
+bool read_word_nofault(uint32_t& value, uint64_t uaddr) {
+  Process& self = *current();
+  self.user_faults_off = true;
+  const bool ok = !copy_from_user(&value, uaddr, sizeof value).is_error();
+  self.user_faults_off = false;
+  return ok;
 }
 
 // The timeout argument as futex_wait takes it (relative ns, 0 for none):
@@ -69,47 +87,58 @@ ErrorOr<int> wake_call(const uint64_t (&a)[6], FutexScope scope, bool bitset_for
 
 ErrorOr<int> futex_wait(uint64_t uaddr, FutexScope scope, uint32_t expected, uint64_t timeout_ns, uint32_t bitset) {
   if (uaddr & 3) return Errno::EINVAL;
-  uint32_t value;
-  TRY(copy_from_user(&value, uaddr, sizeof value));
-  if (value != expected) return Errno::EAGAIN;
   Process& self = *current();
-  Waiter w{self.as, uaddr, scope, bitset, &self, false, g_waiters};
-  g_waiters = &w;
-  // A timed wait sleeps on a timer like any other sleep: off the CPU, the
-  // kernel lock released, until woken, signalled or past the deadline.
-  // ETIMEDOUT only once the TSC is past it, whatever woke us.
+  Bucket& b = bucket_of(self.as, uaddr);
+  Waiter w{self.as, uaddr, static_cast<uint8_t>(scope), bitset, &self};
+  // The compare and the link under the bucket lock: a waker stores the new
+  // value before it takes the lock to wake, so either this compare sees the
+  // new value (EAGAIN) or the waker finds this waiter linked.
+  for (;;) {
+    uint32_t value;
+    b.lock();
+    const bool read = read_word_nofault(value, uaddr);
+    if (read && value == expected) {
+      b.link(w);
+      b.unlock();
+      break;
+    }
+    b.unlock();
+    if (read) return Errno::EAGAIN;
+    TRY(copy_from_user(&value, uaddr, sizeof value));  // maps the page (no lock held), then again
+  }
+  // A timed wait sleeps on a timer like any other sleep: off the CPU until
+  // woken, signalled or past the deadline. ETIMEDOUT only once the TSC is
+  // past it, whatever woke us.
   const uint64_t deadline =
       timeout_ns ? deadline_after(cpu::rdtsc(), ns_to_tsc_cycles(timeout_ns, g_platform->tsc_khz)) : UINT64_MAX;
+  Errno why;
   for (;;) {
-    if (w.woken) return 0;  // the waker unlinked us
-    if (signal_interrupts(self)) break;
-    if (deadline != UINT64_MAX && cpu::rdtsc() >= deadline) {
-      unlink(w);
-      return Errno::ETIMEDOUT;
+    // Commit, then look (kernel/proc/wake.h): a wake, a signal or the
+    // timer after the commit ends the sleep below before it begins.
+    commit_sleep(&w, deadline);
+    if (__atomic_load_n(&w.woken, __ATOMIC_SEQ_CST)) {
+      cancel_committed_sleep();
+      return 0;  // the waker unlinked us
     }
-    sleep_until(&w, deadline);
+    const bool signalled = signal_interrupts(self);
+    if (signalled || (deadline != UINT64_MAX && cpu::rdtsc() >= deadline)) {
+      cancel_committed_sleep();
+      why = signalled ? Errno::EINTR : Errno::ETIMEDOUT;
+      break;
+    }
+    sleep_committed();
   }
-  unlink(w);
-  return Errno::EINTR;
+  if (b.unlink_unless_woken(w)) return 0;  // a wake came first: it counted us, so we report it
+  return why;
 }
 
 int futex_wake(const AddressSpace* as, uint64_t uaddr, FutexScope scope, int n, uint32_t bitset) {
-  int woken = 0;
-  for (Waiter** at = &g_waiters; *at && woken < n;) {
-    Waiter& w = **at;
-    if (w.as != as || w.uaddr != uaddr || w.scope != scope || !(w.bitset & bitset)) {
-      at = &w.next;
-      continue;
-    }
-    *at = w.next;
-    w.woken = true;
-    wake_all(&w);
-    ++woken;
-  }
-  return woken;
+  return bucket_of(as, uaddr).wake(as, uaddr, static_cast<uint8_t>(scope), n, bitset, [](Process& t) { wake_up(t); });
 }
 
-void futex_forget_all() { g_waiters = nullptr; }
+void futex_forget_all() {
+  for (Bucket& b : g_buckets) b.forget_all();
+}
 
 int64_t sys_futex(const uint64_t (&a)[6]) {
   const uint64_t op = a[1], cmd = op & abi::FUTEX_CMD_MASK;

@@ -20,7 +20,9 @@ namespace fs {
 struct Inode;
 }
 
-enum class ProcState : uint8_t { Free, Runnable, Blocked, Zombie };
+// Blocked: committed to sleep, maybe still on its CPU; Asleep: its switch
+// away decided it stays off every queue until woken (kernel/proc/wake.h).
+enum class ProcState : uint8_t { Free, Runnable, Blocked, Asleep, Zombie };
 
 struct Process {
   static constexpr unsigned kMaxFds = 16;
@@ -32,11 +34,17 @@ struct Process {
   int wait_status = 0;  // for the parent's wait4 once a zombie
   AddressSpace* as = nullptr;
   uint64_t saved_rsp = 0;        // kernel stack pointer while switched out
-  const void* wait_on = nullptr;  // what a blocked process sleeps on
-  // A timed sleep (sleep_until): the TSC value at which the timer wakes it
-  // (0: no timer); timed_out says the timer, not wake_all, woke it.
+  // What a sleeping process sleeps on (wake_all's channel), and for a timed
+  // sleep the TSC value at which the timer wakes it (0: no timer). Its own:
+  // written by itself before it commits to sleep (kernel/proc/wake.h) and
+  // cleared by itself once it runs again; others read them only while it
+  // sleeps (wake_all, the timer scan).
+  const void* wait_on = nullptr;
   uint64_t wake_deadline = 0;
-  bool timed_out = false;
+  // Its kernel's copies from user memory must not take a fault (the fault
+  // fails the copy instead): set around a copy made under a spinlock
+  // (kernel/proc/futex.cpp).
+  bool user_faults_off = false;
   // The CPU it runs on (kNoCpu: none). Set by the CPU switching to it,
   // under that CPU's run-queue lock; cleared once a switch away from it is
   // complete (its registers saved), before it can be queued again.
@@ -116,20 +124,36 @@ struct Process {
 
 Process* current();
 
-// Scheduler.
+// Scheduler. Sleeping and waking follow kernel/proc/wake.h: a sleeper
+// commits, looks at its condition once more, then sleeps; any waker (with
+// or without the kernel lock) ends the sleep with one compare-and-swap.
 void sleep_on(const void* channel);  // block until wake_all(channel); the caller re-checks
 // Timed sleeps (kernel/proc/timed_sleep.cpp): block until wake_all(channel)
-// or the TSC reaches deadline, releasing the CPU (and the kernel lock) the
-// whole time; true if the timer woke it. The caller re-checks either way.
+// or the TSC reaches deadline, releasing the CPU (and the kernel lock, if
+// held) the whole time; true if the deadline has passed. The caller
+// re-checks either way.
 bool sleep_until(const void* channel, uint64_t deadline_tsc);
+// The same in two steps, for a sleeper whose condition is set by wakers
+// that do not hold the kernel lock (a futex): commit (wake_all(channel), a
+// signal, the timer at deadline_tsc — UINT64_MAX: none — or a wake_up from
+// here on ends the coming sleep), look at the condition, then either
+// sleep_committed() or cancel_committed_sleep().
+void commit_sleep(const void* channel, uint64_t deadline_tsc);
+void sleep_committed();
+void cancel_committed_sleep();
 // Wakes every timed sleeper whose deadline has passed (kernel lock held):
 // every CPU's tick from user mode and every idle loop's wake-up call it.
 void expire_timed_sleeps();
 // Whether a timed sleeper's deadline may have passed (no lock: an idle
 // CPU's halt loop asks before it halts again).
 bool timed_sleep_due();
-void wake_all(const void* channel);
-// p can run (a new process or thread, or one woken): an idle CPU may take it.
+// For the timer: a committed sleeper's deadline (any lock or none).
+void note_deadline(uint64_t deadline_tsc);
+void wake_all(const void* channel);  // kernel lock held: a scan of the process table
+// Ends p's sleep, whoever calls (no lock needed); false if it was not
+// sleeping (already woken, or running).
+bool wake_up(Process& p);
+// p, new, can run: an idle CPU may take it.
 void make_runnable(Process& p);
 void schedule();                     // run someone else if anyone is runnable
 void on_timer_tick(bool from_user);

@@ -22,6 +22,7 @@
 #include "kernel/proc/fpu_state.h"
 #include "kernel/proc/process_parts.h"
 #include "kernel/proc/thread.h"
+#include "kernel/proc/wake.h"
 #include "arch/smp/percpu.h"
 #include "arch/switch.h"
 
@@ -125,10 +126,11 @@ void finish_switch(bool resumed_holds) {
 
 // The process this CPU switches away from (held: whether it holds the
 // kernel lock): what finish_switch, on the other side, needs of it — and
-// whether it goes back on a queue (still runnable: preempted, yielded, or
-// no longer allowed here) — then its registers that are not the switch's.
+// whether it goes back on a queue (still runnable: preempted, yielded, no
+// longer allowed here, or woken before this decision: wake.h's switch_out)
+// — then its registers that are not the switch's.
 void leave(CpuSched& cs, Process& prev, bool held) {
-  cs.pending = PendingSwitch{&prev, held, prev.state == ProcState::Runnable};
+  cs.pending = PendingSwitch{&prev, held, switch_out(prev)};
   prev.holds_kernel_lock = held;
   save_user_segments(prev);
   fpu_switch_out(prev);
@@ -207,12 +209,16 @@ Process* take_work() {
 
 // Whether any process runs or can run, or will (a timed sleeper's timer
 // wakes it); else every one is blocked for good: nothing (no I/O) would
-// wake them. Kernel lock held (wake-ups happen under it).
+// wake them. Asked when every other CPU idles: a waker without the kernel
+// lock (a futex wake) runs on a CPU that does not, so what is read here
+// stays still.
 bool anything_to_run() {
-  for (const Process& p : g_procs)
-    if (p.state == ProcState::Runnable || p.on_cpu != Process::kNoCpu ||
-        (p.state == ProcState::Blocked && p.wake_deadline))
+  for (const Process& p : g_procs) {
+    const ProcState s = load_state(p);
+    if (s == ProcState::Runnable || __atomic_load_n(&p.on_cpu, __ATOMIC_ACQUIRE) != Process::kNoCpu ||
+        (sleeping(s) && __atomic_load_n(&p.wake_deadline, __ATOMIC_RELAXED)))
       return true;
+  }
   return false;
 }
 
@@ -404,29 +410,66 @@ void prepare_first_switch(Process& p) {
 void make_runnable(Process& p) {
   p.state = ProcState::Runnable;
   p.wait_on = nullptr;
-  p.wake_deadline = 0;  // whoever woke it, its timer is done
+  p.wake_deadline = 0;
   if (!p.ran_on) p.last_cpu = static_cast<int16_t>(me());  // new: beside its creator, unless a CPU idles
-  // Still running here: a sleeper whose own timer expired as it went to
-  // sleep (schedule() expires timers first). It runs on; no queue.
-  if (&p == running_here()) return;
-  // Off every CPU otherwise: a sleeper holds the kernel lock, as its waker
-  // does, until its switch away is complete (finish_switch).
-  if (p.on_cpu != Process::kNoCpu) panic("pid %d woken while CPU %d switches away from it", p.pid, p.on_cpu);
   enqueue(p);
+}
+
+// The wake-up (kernel/proc/wake.h): a sleeper still on its CPU (it may be
+// this one: its own timer expired as it went to sleep, schedule() expires
+// timers first) stays runnable by itself; one its switch left asleep is
+// queued here once that switch is complete.
+bool wake_up(Process& p) {
+  switch (claim_wake(p)) {
+    case Claim::NotSleeping: return false;
+    case Claim::StillOnCpu: return true;
+    case Claim::QueueIt: break;
+  }
+  wait_until_off_cpu(p);
+  enqueue(p);
+  return true;
 }
 
 Process* current() { return running_here(); }
 
-void sleep_on(const void* channel) {
-  Process* self = running_here();
-  self->state = ProcState::Blocked;
-  self->wait_on = channel;
-  schedule();
+void commit_sleep(const void* channel, uint64_t deadline_tsc) {
+  Process& self = *running_here();
+  __atomic_store_n(&self.wait_on, channel, __ATOMIC_RELAXED);
+  const uint64_t at = deadline_tsc == UINT64_MAX ? 0 : deadline_tsc ? deadline_tsc : 1;
+  __atomic_store_n(&self.wake_deadline, at, __ATOMIC_RELAXED);
+  commit_to_sleep(self);  // after the two above: whoever sees it Blocked sees them
+  // After the commit: a timer scan that cleared the earliest deadline
+  // before this saw the state, or sees the deadline noted here.
+  if (at) note_deadline(at);
 }
 
+void sleep_committed() {
+  Process& self = *running_here();
+  schedule();  // back once woken (runnable again)
+  __atomic_store_n(&self.wake_deadline, uint64_t{0}, __ATOMIC_RELAXED);
+  __atomic_store_n(&self.wait_on, static_cast<const void*>(nullptr), __ATOMIC_RELAXED);
+}
+
+void cancel_committed_sleep() {
+  Process& self = *running_here();
+  cancel_sleep(self);
+  __atomic_store_n(&self.wake_deadline, uint64_t{0}, __ATOMIC_RELAXED);
+  __atomic_store_n(&self.wait_on, static_cast<const void*>(nullptr), __ATOMIC_RELAXED);
+}
+
+void sleep_on(const void* channel) {
+  commit_sleep(channel, UINT64_MAX);
+  sleep_committed();
+}
+
+// The channels that remain (pipes, wait4, exec, sigsuspend) sleep and wake
+// under the kernel lock; a futex has wait queues of its own (futex.cpp).
+// The channel first: one compare per slot that sleeps on something else
+// or nothing, as one CPU paid before (a futex waiter's channel is its own
+// stack entry, which no wake_all names; wake_up decides the rest).
 void wake_all(const void* channel) {
   for (Process& p : g_procs)
-    if (p.state == ProcState::Blocked && p.wait_on == channel) make_runnable(p);
+    if (p.wait_on == channel && sleeping(p.state)) wake_up(p);
 }
 
 // With the kernel lock (a sleep, a tick, a preemption point) or without

@@ -34,22 +34,25 @@ bool acts(const Process& p, int sig) {
 }
 }  // namespace
 
+// May run without the kernel lock (a futex wait's look after it committed
+// to sleep): the pending word is read sequentially consistent, pairing with
+// send_signal's locked or (kernel/proc/wake.h).
 bool signal_interrupts(const Process& p) {
-  for (uint64_t pending = p.pending; pending; pending &= pending - 1)
+  for (uint64_t pending = __atomic_load_n(&p.pending, __ATOMIC_SEQ_CST); pending; pending &= pending - 1)
     if (acts(p, __builtin_ctzll(pending) + 1)) return true;
   return false;
 }
 
 void send_signal(Process& p, int sig) {
   if (sig <= 0 || sig > abi::kNumSignals) return;
-  p.pending |= sig_bit(sig);
+  // A locked or: the target may be committing to sleep without the kernel
+  // lock (a futex wait), and looks at its signals after its commit; this
+  // store comes before the look at its state in wake_up (wake.h).
+  __atomic_fetch_or(&p.pending, sig_bit(sig), __ATOMIC_SEQ_CST);
   if (!acts(p, sig)) return;  // masked or ignored: nothing to hurry
   // A blocked call returns EINTR so the signal is seen on the way out; a
   // thread running elsewhere is interrupted so it sees it now.
-  if (p.state == ProcState::Blocked)
-    make_runnable(p);
-  else
-    kick_signal_target(p);
+  if (!wake_up(p)) kick_signal_target(p);
 }
 
 void raise_fault_signal(int sig) {

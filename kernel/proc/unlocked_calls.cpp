@@ -11,6 +11,9 @@
 //    (a file's last mapping dropped here is put later, under the kernel
 //    lock: kernel/fs/file_pages.cpp). Only where that lock suffices
 //    (space_lock_suffices: the backend, ptshare, fault injection);
+//  - futex (WAIT, WAKE and their _BITSET forms): a lock per hash bucket,
+//    and sleeps and wake-ups that need no common lock (kernel/proc/wake.h);
+//    only where the space's lock suffices (a fault in its copies);
 //  - clock_gettime, gettimeofday, time (kernel/proc/clock_calls.cpp): the
 //    TSC and the caller's memory (a copy that faults is a fault of the
 //    caller's space, which also needs only its lock where it suffices).
@@ -23,6 +26,7 @@
 #include "base/abi.h"
 #include "kernel/fs/file_pages.h"
 #include "kernel/proc/clock_calls.h"
+#include "kernel/proc/futex.h"
 #include "kernel/kernel_lock.h"
 #include "kernel/proc/mm_calls.h"
 #include "kernel/proc/process.h"
@@ -56,6 +60,13 @@ bool syscall_unlocked(TrapFrame& f) {
     case abi::SYS_mprotect:
     case abi::SYS_brk:
       if (!p->as || !space_lock_suffices() || !mm_call(f.rax, args_of(f).v, ret, /*unlocked=*/true)) return false;
+      break;
+    case abi::SYS_futex:
+      // Its own hash buckets' locks (kernel/proc/futex.cpp) and the wake
+      // protocol of kernel/proc/wake.h; faults in its copies need only the
+      // space's lock where that suffices.
+      if (!p->as || !space_lock_suffices()) return false;
+      ret = sys_futex(args_of(f).v);
       break;
     case abi::SYS_clock_gettime:
     case abi::SYS_gettimeofday:

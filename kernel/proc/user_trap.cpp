@@ -162,7 +162,10 @@ bool kernel_fault_on_user_memory(const TrapFrame& f, uint64_t fault_addr) {
   // SMAP a "handled" fault there would repeat forever.
   if (!extable_fixup(f.rip)) return false;
   Process* p = current();
-  if (!p || !p->as || fault_addr >= abi::kUserTop || (f.error_code & pf::Reserved)) return false;
+  // user_faults_off: a copy under a spinlock, which fails rather than fault
+  // (kernel/proc/futex.cpp: read_word_nofault).
+  if (!p || !p->as || p->user_faults_off || fault_addr >= abi::kUserTop || (f.error_code & pf::Reserved))
+    return false;
   for (unsigned attempt = 0; attempt <= kFaultRetries; ++attempt) {
     switch (p->as->handle_fault(VirtAddr{fault_addr}, access_of(f.error_code), hint_of(f.error_code)).kind) {
       case FaultOutcome::Handled: return true;

@@ -3,7 +3,8 @@
 // mprotects, munmaps or faults while another thread of its process runs
 // on the other CPU, and the benchmark's record must show none of those
 // operations, nor the other thread's sched_yield, taking the kernel lock
-// (ticks from user mode still do). The shutdown `locks` record names every
+// (ticks from user mode still do); nor do the futex calls of a ring of
+// threads passing a token. The shutdown `locks` record names every
 // class, and its counts add up with the records'.
 #include <set>
 
@@ -76,8 +77,32 @@ TEST_P(Locks, MmCallsAndFaultsTakeNoKernelLock) {
       classes.insert(rec.value("class", ""));
       EXPECT_LE(rec.value("contended", uint64_t{0}), rec.value("acquired", uint64_t{0})) << rec.dump();
     }
-  for (const char* c : {"kernel", "run_queue", "address_space", "file_pages", "file_maps", "frames"})
+  for (const char* c : {"kernel", "run_queue", "address_space", "file_pages", "file_maps", "frames", "futex"})
     EXPECT_TRUE(classes.count(c)) << "no locks record for " << c << "\n" << transcript(r);
+}
+
+// A token passed round a futex ring of two threads on two CPUs
+// (ctx_threads): per hop a FUTEX_WAKE, a FUTEX_WAIT that sleeps, and a
+// wake-up that queues the sleeper on the other CPU. The futex calls run
+// without the kernel lock (their hash buckets' locks and the wake-up
+// protocol of kernel/proc/wake.h); under it they took it three times per
+// hop. What may still take it: ticks from user mode and the benchmark's own
+// few locked calls around its loop.
+TEST_P(Locks, FutexRingTakesNoKernelLock) {
+  const RunResult r = boot_locks(GetParam(), "ctx_threads:threads=1:iters=500:reps=1");
+  ASSERT_TRUE(r.pass) << transcript(r);
+  const json* found = nullptr;
+  for (const json& rec : r.records)
+    if (rec.value("bench", "") == "ctx_threads" && rec.value("threads", 0) == 1) found = &rec;
+  ASSERT_NE(found, nullptr) << transcript(r);
+  const json& m = *found;
+  const uint64_t ops = m.value("ops", uint64_t{0});
+  ASSERT_GE(ops, 1000u) << m.dump();
+  const uint64_t ticks = m.value("interrupt_entries", uint64_t{0}) - m.value("ipis_taken", uint64_t{0});
+  EXPECT_LE(m.value("lock_kernel_acquired", uint64_t{~0ull}), ticks + 8)
+      << "futex calls or their wake-ups took the kernel lock\n" << m.dump();
+  // Each hop's wait and wake each take the word's bucket lock.
+  EXPECT_GE(m.value("lock_futex_acquired", uint64_t{0}), 2 * ops) << m.dump();
 }
 
 // Two processes mmapping, touching and munmapping on two CPUs share no
