@@ -101,8 +101,10 @@ TEST_P(Locks, FutexRingTakesNoKernelLock) {
   const uint64_t ticks = m.value("interrupt_entries", uint64_t{0}) - m.value("ipis_taken", uint64_t{0});
   EXPECT_LE(m.value("lock_kernel_acquired", uint64_t{~0ull}), ticks + 8)
       << "futex calls or their wake-ups took the kernel lock\n" << m.dump();
-  // Each hop's wait and wake each take the word's bucket lock.
-  EXPECT_GE(m.value("lock_futex_acquired", uint64_t{0}), 2 * ops) << m.dump();
+  // Each hop's wait and wake each take the word's bucket lock; the
+  // measured window may cut one call at each edge (under Xen 1,999 of
+  // 2,000 calls of 1,000 hops fall inside it).
+  EXPECT_GE(m.value("lock_futex_acquired", uint64_t{0}), 2 * ops - 2) << m.dump();
 }
 
 // Two processes mmapping, touching and munmapping on two CPUs share no
