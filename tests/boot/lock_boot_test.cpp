@@ -35,17 +35,27 @@ RunResult boot_locks(const LockCase& c, const std::string& bench, unsigned smp =
   return r;
 }
 
+// Calls check(bench, record) for each benchmark record that carries lock
+// counts; returns how many there were.
+template <class Check>
+unsigned for_each_bench_record(const RunResult& r, Check check) {
+  unsigned seen = 0;
+  for (const json& rec : r.records) {
+    const std::string bench = rec.value("bench", "");
+    if (bench.empty() || !rec.contains("lock_kernel_acquired")) continue;
+    ++seen;
+    check(bench, rec);
+  }
+  return seen;
+}
+
 TEST_P(Locks, MmCallsAndFaultsTakeNoKernelLock) {
   const RunResult r = boot_locks(GetParam(),
                                  "mprotect_threads:pages=4:threads=1:loops=200:reps=1,"
                                  "munmap_threads:pages=4:threads=1:loops=200:reps=1,"
                                  "fault_threads:pages=256:threads=1:reps=1");
   ASSERT_TRUE(r.pass) << transcript(r);
-  unsigned seen = 0;
-  for (const json& rec : r.records) {
-    const std::string bench = rec.value("bench", "");
-    if (bench.empty() || !rec.contains("lock_kernel_acquired")) continue;
-    ++seen;
+  const unsigned seen = for_each_bench_record(r, [&](const std::string& bench, const json& rec) {
     const uint64_t ops = rec.value("ops", uint64_t{0});
     const uint64_t kernel = rec.value("lock_kernel_acquired", uint64_t{~0ull});
     const uint64_t space = rec.value("lock_address_space_acquired", uint64_t{0});
@@ -67,7 +77,7 @@ TEST_P(Locks, MmCallsAndFaultsTakeNoKernelLock) {
                                             << rec.dump();
     EXPECT_GT(rec.value("lock_run_queue_acquired", uint64_t{0}), 0u) << rec.dump();
     EXPECT_GE(space, ops) << bench << ": each op takes its space's lock\n" << rec.dump();
-  }
+  });
   EXPECT_EQ(seen, 3u) << transcript(r);
   // The shutdown records: one per class, and the space lock's total covers
   // what the benchmarks counted.
@@ -137,14 +147,10 @@ TEST_P(Locks, TwoProcessesChurningShareNoFramesLock) {
 TEST_P(Locks, OneCpuLocksAreCountedMarks) {
   const RunResult r = boot_locks(GetParam(), "fault_write:pages=256:reps=1,forkwait:reps=1", /*smp=*/1);
   ASSERT_TRUE(r.pass) << transcript(r);
-  unsigned seen = 0;
-  for (const json& rec : r.records) {
-    const std::string bench = rec.value("bench", "");
-    if (bench.empty() || !rec.contains("lock_kernel_acquired")) continue;
-    ++seen;
+  const unsigned seen = for_each_bench_record(r, [&](const std::string& bench, const json& rec) {
     const uint64_t ops = rec.value("ops", uint64_t{0});
     ASSERT_GT(ops, 0u) << rec.dump();
-    for (const char* c : {"kernel", "run_queue", "address_space", "spaces", "file_pages", "file_maps", "frames"}) {
+    for (const char* c : {"kernel", "run_queue", "address_space", "spaces", "file_pages", "file_maps", "frames", "futex"}) {
       const std::string k = std::string("lock_") + c;
       EXPECT_EQ(rec.value(k + "_contended", uint64_t{~0ull}), 0u) << bench << " " << c << "\n" << rec.dump();
       EXPECT_EQ(rec.value(k + "_spins", uint64_t{~0ull}), 0u) << bench << " " << c << "\n" << rec.dump();
@@ -165,7 +171,7 @@ TEST_P(Locks, OneCpuLocksAreCountedMarks) {
       EXPECT_GE(rec.value("lock_run_queue_acquired", uint64_t{0}), ops) << rec.dump();
       EXPECT_GE(rec.value("lock_frames_acquired", uint64_t{0}), ops) << rec.dump();
     }
-  }
+  });
   EXPECT_EQ(seen, 2u) << transcript(r);
 }
 
@@ -194,15 +200,12 @@ TEST_P(LocksTableBackends, MmCallsAndFaultsTakeNoKernelLock) {
                                  "mprotect_threads:pages=64:threads=1:loops=200:reps=1,"
                                  "fault_threads:pages=256:threads=1:reps=1");
   ASSERT_TRUE(r.pass) << transcript(r);
-  unsigned seen = 0;
-  for (const json& rec : r.records) {
-    if (rec.value("bench", "").empty() || !rec.contains("lock_kernel_acquired")) continue;
-    ++seen;
+  const unsigned seen = for_each_bench_record(r, [&](const std::string&, const json& rec) {
     const uint64_t ops = rec.value("ops", uint64_t{0});
     ASSERT_GE(ops, 200u) << rec.dump();
     const uint64_t ticks = rec.value("interrupt_entries", uint64_t{0}) - rec.value("ipis_taken", uint64_t{0});
     EXPECT_LE(rec.value("lock_kernel_acquired", uint64_t{~0ull}), ticks + ops / 10 + 8) << rec.dump();
-  }
+  });
   EXPECT_EQ(seen, 2u) << transcript(r);
   // mprotect of 64 pages unhooks (unhook always, auto above its calibrated
   // break-even): the tables were really taken out while the other CPU ran.
