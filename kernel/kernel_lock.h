@@ -30,7 +30,11 @@
 //    and idle CPUs' search for work;
 //  - sleeping and waking (kernel/proc/wake.h: a sleeper commits, then
 //    looks once more; a waker's compare-and-swap decides who queues it)
-//    and the futex calls (a lock per hash bucket, rank Futex).
+//    and the futex calls (a lock per hash bucket, rank Futex);
+//  - read, write and close of pipe ends: the descriptor looked up under its
+//    group's table lock (rank FdTable, kernel/proc/fd_table.h), the bytes
+//    and the wait queues under the pipe's lock (rank Pipe,
+//    kernel/proc/pipe.h).
 //
 // The lock belongs to the process that holds it: one that sleeps in the
 // kernel under it holds it until its switch away is complete and again

@@ -18,7 +18,9 @@ namespace pvk {
 // Ranks, outermost first. Gaps leave room for locks added later.
 enum class LockRank : uint8_t {
   Kernel = 10,    // the kernel lock (kernel/kernel_lock.h): taken first on entry
+  FdTable = 12,   // one thread group's descriptor table (kernel/proc/fd_table.h): a lookup's slot and reference
   Futex = 15,     // one futex hash bucket's waiters (kernel/proc/futex.cpp): a wake queues under it
+  Pipe = 17,      // one pipe's buffer and its ends' wait queues (kernel/proc/pipe.h): a wake queues under it
   RunQueue = 20,  // one CPU's run queue (kernel/proc/run_queue.h)
   Mm = 30,        // one address space's page tables
   Spaces = 32,    // the table of address spaces and the root cache (mm/address_space_parts.h)

@@ -4,27 +4,17 @@
 #include "base/abi.h"
 #include "base/lib/kstring.h"
 #include "kernel/fs/ramfs.h"
+#include "kernel/kernel_lock.h"
+#include "kernel/proc/pipe.h"
 #include "kernel/proc/process.h"
 #include "kernel/proc/user_copy.h"
 
 namespace pvk {
 
-struct Pipe {
-  static constexpr uint32_t kSize = 4096;
-  uint8_t buf[kSize] = {};
-  uint32_t head = 0;  // next byte to read
-  uint32_t count = 0;
-  unsigned readers = 0;
-  unsigned writers = 0;
-  bool in_use = false;
-};
-
 namespace {
 
 constexpr unsigned kMaxFiles = 256;
-constexpr unsigned kMaxPipes = 64;
 File g_files[kMaxFiles];
-Pipe g_pipes[kMaxPipes];
 File g_console{File::Kind::Console, 1, nullptr, nullptr, 0, 2};  // never freed; O_RDWR
 
 // A transfer cut short reports what it moved; only a transfer of nothing
@@ -34,13 +24,34 @@ ErrorOr<uint64_t> partial(uint64_t done, Errno e) {
   return e;
 }
 
+// A File's kind as the allocator and the last put see it: a pipe end's last
+// reference may be dropped without the kernel lock (a read or write that
+// ran without it, whose descriptor was closed meanwhile), and its release
+// store of Free is the last thing done to it.
+File::Kind load_kind(const File& f) {
+  return static_cast<File::Kind>(__atomic_load_n(reinterpret_cast<const uint8_t*>(&f.kind), __ATOMIC_ACQUIRE));
+}
+void store_free(File& f) {
+  __atomic_store_n(reinterpret_cast<uint8_t*>(&f.kind), static_cast<uint8_t>(File::Kind::Free), __ATOMIC_RELEASE);
+}
+
+// Under the kernel lock (the only allocator).
 File* alloc_file(File::Kind kind, Pipe* pipe) {
   for (File& f : g_files) {
-    if (f.kind != File::Kind::Free) continue;
+    if (load_kind(f) != File::Kind::Free) continue;
     f = File{kind, 1, pipe, nullptr, 0, 0};
     return &f;
   }
   return nullptr;
+}
+
+// SIGPIPE for the caller: signal state is the kernel lock's, which a write
+// without it takes for just this.
+void raise_sigpipe() {
+  if (kernel_lock_held()) return send_signal(*current(), abi::SIGPIPE);
+  kernel_lock();
+  send_signal(*current(), abi::SIGPIPE);
+  kernel_unlock();
 }
 
 }  // namespace
@@ -70,58 +81,44 @@ ErrorOr<File*> open_node(fs::Inode* node, uint32_t flags) {
 
 File* console_file() { return file_get(&g_console); }
 
-unsigned pipes_in_use() {
-  unsigned n = 0;
-  for (const Pipe& p : g_pipes) n += p.in_use;
-  return n;
-}
-
 unsigned files_in_use() {
   unsigned n = 0;
-  for (const File& f : g_files) n += f.kind != File::Kind::Free;
+  for (const File& f : g_files) n += load_kind(f) != File::Kind::Free;
   return n;
 }
 
+// The count is atomic: a read or write on a pipe end takes and drops its
+// reference without the kernel lock (kernel/proc/fd_table.h). Only a pipe
+// end's last put can come without it; every other kind is only ever
+// referenced under it.
 File* file_get(File* f) {
-  ++f->refs;
+  __atomic_fetch_add(&f->refs, 1u, __ATOMIC_RELAXED);
   return f;
 }
 
 void file_put(File* f) {
-  if (!f->refs || f->kind == File::Kind::Free) panic("file_put of a file with no reference (%p)", f);
-  if (--f->refs) return;
+  if (!__atomic_load_n(&f->refs, __ATOMIC_RELAXED) || load_kind(*f) == File::Kind::Free)
+    panic("file_put of a file with no reference (%p)", f);
+  if (__atomic_sub_fetch(&f->refs, 1u, __ATOMIC_ACQ_REL)) return;
   if (f == &g_console) {
-    f->refs = 1;
+    __atomic_store_n(&f->refs, 1u, __ATOMIC_RELAXED);
     return;
   }
-  if (Pipe* p = f->pipe) {
-    if (f->kind == File::Kind::PipeRead) --p->readers;
-    if (f->kind == File::Kind::PipeWrite) --p->writers;
-    wake_all(p);  // a blocked peer sees EOF or EPIPE
-    if (!p->readers && !p->writers) p->in_use = false;
-  }
+  if (Pipe* p = f->pipe) pipe_close_end(*p, f->kind == File::Kind::PipeRead);
   if (f->node) fs::inode_put(f->node), f->node = nullptr;
-  f->kind = File::Kind::Free;
+  store_free(*f);
 }
 
 ErrorOr<void> make_pipe(File*& read_end, File*& write_end) {
-  Pipe* pipe = nullptr;
-  for (Pipe& p : g_pipes)
-    if (!p.in_use) {
-      pipe = &p;
-      break;
-    }
+  Pipe* pipe = pipe_alloc();
   if (!pipe) return Errno::EMFILE;
   read_end = alloc_file(File::Kind::PipeRead, pipe);
-  if (!read_end) return Errno::EMFILE;
-  write_end = alloc_file(File::Kind::PipeWrite, pipe);
+  write_end = read_end ? alloc_file(File::Kind::PipeWrite, pipe) : nullptr;
   if (!write_end) {
-    read_end->kind = File::Kind::Free;
+    if (read_end) store_free(*read_end);
+    pipe_free_unused(*pipe);
     return Errno::EMFILE;
   }
-  pipe->in_use = true;
-  pipe->head = pipe->count = 0;
-  pipe->readers = pipe->writers = 1;
   return {};
 }
 
@@ -131,27 +128,7 @@ ErrorOr<uint64_t> file_read(File* f, uint64_t user_buf, uint64_t len) {
   switch (f->kind) {
     case File::Kind::Console: return uint64_t{0};  // no console input: EOF
     case File::Kind::Node: return node_read(f, user_buf, len);
-    case File::Kind::PipeRead: {
-      Pipe* p = f->pipe;
-      while (!p->count) {
-        if (!p->writers) return uint64_t{0};
-        if (signal_interrupts(*current())) return Errno::EINTR;
-        sleep_on(p);
-      }
-      uint64_t done = 0;
-      while (done < len && p->count) {
-        uint32_t chunk = Pipe::kSize - p->head;
-        if (chunk > p->count) chunk = p->count;
-        if (chunk > len - done) chunk = static_cast<uint32_t>(len - done);
-        auto r = copy_to_user(user_buf + done, p->buf + p->head, chunk);
-        if (r.is_error()) return partial(done, r.error());  // bytes stay in the pipe
-        p->head = (p->head + chunk) % Pipe::kSize;
-        p->count -= chunk;
-        done += chunk;
-      }
-      wake_all(p);
-      return done;
-    }
+    case File::Kind::PipeRead: return pipe_read(*f->pipe, user_buf, len);
     default: return Errno::EBADF;
   }
 }
@@ -183,35 +160,10 @@ ErrorOr<uint64_t> file_write_from(File* f, WriteSource src, uint64_t len) {
     }
     case File::Kind::Node: return node_write(f, src, len);
     case File::Kind::PipeWrite: {
-      Pipe* p = f->pipe;
-      uint64_t done = 0, woken_for = 0;  // the bytes readers were last woken for
-      while (done < len) {
-        if (!p->readers) {
-          send_signal(*current(), abi::SIGPIPE);
-          return partial(done, Errno::EPIPE);
-        }
-        if (p->count == Pipe::kSize) {
-          if (signal_interrupts(*current())) return partial(done, Errno::EINTR);
-          // Readers and writers sleep on the same channel: wake them only
-          // for bytes this call put in. Woken for nothing, another writer
-          // of the full pipe would wake us back the same way, and the two
-          // would hand the CPU to each other in the kernel for ever (no
-          // tick from user mode, so no timer expires either).
-          if (done != woken_for) wake_all(p), woken_for = done;
-          sleep_on(p);
-          continue;
-        }
-        const uint32_t tail = (p->head + p->count) % Pipe::kSize;
-        uint32_t chunk = Pipe::kSize - p->count;
-        if (chunk > Pipe::kSize - tail) chunk = Pipe::kSize - tail;
-        if (chunk > len - done) chunk = static_cast<uint32_t>(len - done);
-        auto r = src.copy(p->buf + tail, done, chunk);
-        if (r.is_error()) return partial(done, r.error());
-        p->count += chunk;
-        done += chunk;
-      }
-      wake_all(p);
-      return done;
+      bool broken = false;
+      ErrorOr<uint64_t> r = pipe_write(*f->pipe, src, len, broken);
+      if (broken) raise_sigpipe();
+      return r;
     }
     default: return Errno::EBADF;
   }

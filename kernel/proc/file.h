@@ -8,7 +8,9 @@
 // in the file only frees the descriptor number; the sleeping call goes on
 // against the file it looked up. A Pipe lives while any File names it
 // (its reader and writer counts are those Files), and so outlives every
-// sleeper in it, since each sleeper holds its File.
+// sleeper in it, since each sleeper holds its File (kernel/proc/pipe.h).
+// The count is atomic: reads and writes of pipe ends take their reference
+// without the kernel lock (kernel/proc/fd_table.h).
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
@@ -27,7 +29,7 @@ struct File {
   // holding a reference to its node for as long as the File lives.
   enum class Kind : uint8_t { Free, Console, PipeRead, PipeWrite, Node };
   Kind kind = Kind::Free;
-  unsigned refs = 0;
+  unsigned refs = 0;  // atomic (file_get, file_put)
   Pipe* pipe = nullptr;
   fs::Inode* node = nullptr;
   uint64_t pos = 0;     // Node: the file offset (directories: the getdents64 position)
@@ -51,6 +53,12 @@ class FileRef {
  public:
   FileRef() = default;
   explicit FileRef(File* f) : file_(f ? file_get(f) : nullptr) {}
+  // Takes over a reference the caller already holds (kernel/proc/fd_table.h).
+  static FileRef adopt(File* held) {
+    FileRef r;
+    r.file_ = held;
+    return r;
+  }
   FileRef(FileRef&& other) : file_(other.file_) { other.file_ = nullptr; }
   FileRef(const FileRef&) = delete;
   FileRef& operator=(const FileRef&) = delete;

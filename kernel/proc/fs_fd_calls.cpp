@@ -4,6 +4,7 @@
 #include "base/abi.h"
 #include "base/lib/kstring.h"
 #include "kernel/fs/ramfs.h"
+#include "kernel/proc/fd_table.h"
 #include "kernel/proc/fs_calls.h"
 #include "kernel/proc/process.h"
 #include "kernel/proc/syscall_result.h"
@@ -16,19 +17,23 @@ int64_t result(Errno e) { return syscall_result(e); }
 
 File** fd_table() { return current()->leader->fds; }
 
-FileRef fd_get(uint64_t fd) { return FileRef(fd < Process::kMaxFds ? fd_table()[fd] : nullptr); }
+FileRef fd_get(uint64_t fd) { return FileRef::adopt(fd_hold(*current()->leader, fd)); }
 
+// Atomic: a close of a pipe end clears its bit without the kernel lock
+// (kernel/proc/fd_table.h).
 void set_cloexec(unsigned fd, bool on) {
   uint32_t& bits = current()->leader->cloexec;
-  bits = on ? bits | (1u << fd) : bits & ~(1u << fd);
+  if (on)
+    __atomic_fetch_or(&bits, 1u << fd, __ATOMIC_RELAXED);
+  else
+    __atomic_fetch_and(&bits, ~(1u << fd), __ATOMIC_RELAXED);
 }
 
 ErrorOr<int> install(File* f, bool cloexec, unsigned min) {
   File** table = fd_table();
   for (unsigned fd = min; fd < Process::kMaxFds; ++fd) {
     if (table[fd]) continue;
-    table[fd] = f;
-    set_cloexec(fd, cloexec);
+    fd_swap(*current()->leader, fd, f, cloexec);  // was empty
     return static_cast<int>(fd);
   }
   return Errno::EMFILE;
@@ -37,11 +42,8 @@ ErrorOr<int> install(File* f, bool cloexec, unsigned min) {
 void close_on_exec() {
   Process& p = *current()->leader;
   for (unsigned fd = 0; fd < Process::kMaxFds; ++fd)
-    if ((p.cloexec & (1u << fd)) && p.fds[fd]) {
-      File* f = p.fds[fd];
-      p.fds[fd] = nullptr;
-      file_put(f);
-    }
+    if (p.cloexec & (1u << fd))
+      if (File* f = fd_swap(p, fd, nullptr, false)) file_put(f);
   p.cloexec = 0;
 }
 
@@ -274,10 +276,7 @@ int64_t sys_dup3(const SyscallArgs& a) {
   const FileRef f = fd_get(a[0]);
   if (!f) return result(Errno::EBADF);
   if (a[1] >= Process::kMaxFds) return result(Errno::EBADF);
-  File** table = fd_table();
-  File* old = table[a[1]];
-  table[a[1]] = file_get(f.get());
-  set_cloexec(static_cast<unsigned>(a[1]), a[2] & abi::O_CLOEXEC);
+  File* old = fd_swap(*current()->leader, static_cast<unsigned>(a[1]), file_get(f.get()), a[2] & abi::O_CLOEXEC);
   if (old) file_put(old);
   return static_cast<int64_t>(a[1]);
 }
@@ -298,10 +297,8 @@ int64_t sys_pipe2(const SyscallArgs& a) {
   }
   // O_NONBLOCK is kept for F_GETFL; pvk's pipes block whatever it says.
   r->flags = w->flags = static_cast<uint32_t>(a[1] & abi::O_NONBLOCK);
-  p.fds[fds[0]] = r;
-  p.fds[fds[1]] = w;
-  set_cloexec(static_cast<unsigned>(fds[0]), a[1] & abi::O_CLOEXEC);
-  set_cloexec(static_cast<unsigned>(fds[1]), a[1] & abi::O_CLOEXEC);
+  fd_swap(p, static_cast<unsigned>(fds[0]), r, a[1] & abi::O_CLOEXEC);  // both were empty
+  fd_swap(p, static_cast<unsigned>(fds[1]), w, a[1] & abi::O_CLOEXEC);
   return 0;
 }
 

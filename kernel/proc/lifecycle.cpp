@@ -17,6 +17,7 @@
 #include "kernel/proc/process_parts.h"
 #include "kernel/fs/file_pages.h"
 #include "kernel/fs/ramfs.h"
+#include "kernel/proc/fd_table.h"
 #include "kernel/proc/thread.h"
 #include "kernel/proc/user_copy.h"
 #include "mm/kernel_space.h"
@@ -29,8 +30,8 @@ using namespace proc;
 namespace {
 
 void release_files(Process& p) {
-  for (File*& f : p.fds)
-    if (f) file_put(f), f = nullptr;
+  for (unsigned fd = 0; fd < Process::kMaxFds; ++fd)
+    if (File* f = fd_swap(p, fd, nullptr, false)) file_put(f);
   p.cloexec = 0;
   if (p.cwd) fs::inode_put(p.cwd), p.cwd = nullptr;
   if (p.exe) fs::inode_put(p.exe), p.exe = nullptr;
@@ -98,7 +99,7 @@ ErrorOr<int> do_fork() {
   child->affinity = parent.affinity;
   memcpy(child->name, parent.name, sizeof parent.name);
   for (unsigned i = 0; i < Process::kMaxFds; ++i)
-    if (group.fds[i]) child->fds[i] = file_get(group.fds[i]);
+    child->fds[i] = fd_hold(group, i);  // another thread may close a pipe end meanwhile
   child->cloexec = group.cloexec;
   if (group.cwd) fs::inode_get(child->cwd = group.cwd);
   if (group.exe) fs::inode_get(child->exe = group.exe);

@@ -462,8 +462,9 @@ void sleep_on(const void* channel) {
   sleep_committed();
 }
 
-// The channels that remain (pipes, wait4, exec, sigsuspend) sleep and wake
-// under the kernel lock; a futex has wait queues of its own (futex.cpp).
+// The channels that remain (wait4, exec, sigsuspend) sleep and wake under
+// the kernel lock; a futex and a pipe have wait queues of their own
+// (futex.cpp, pipe.cpp).
 // The channel first: one compare per slot that sleeps on something else
 // or nothing, as one CPU paid before (a futex waiter's channel is its own
 // stack entry, which no wake_all names; wake_up decides the rest).

@@ -13,6 +13,7 @@
 #include "kernel/proc/clock_calls.h"
 #include "kernel/proc/sigmask_calls.h"
 #include "kernel/proc/file.h"
+#include "kernel/proc/fd_table.h"
 #include "kernel/proc/file_mmap.h"
 #include "kernel/proc/fs_calls.h"
 #include "kernel/proc/syscall_result.h"
@@ -49,7 +50,7 @@ File** fd_table() { return current()->leader->fds; }
 // The file a descriptor names, held (a reference) until the call returns:
 // another thread's close or dup2 meanwhile frees only the number. Empty
 // for a bad descriptor (EBADF).
-FileRef fd_get(uint64_t fd) { return FileRef(fd < Process::kMaxFds ? fd_table()[fd] : nullptr); }
+FileRef fd_get(uint64_t fd) { return FileRef::adopt(fd_hold(*current()->leader, fd)); }
 
 int64_t sys_read(const Args& a) {
   const FileRef f = fd_get(a[0]);
@@ -64,10 +65,11 @@ int64_t sys_write(const Args& a) {
 }
 
 int64_t sys_close(const Args& a) {
-  if (a[0] >= Process::kMaxFds || !fd_table()[a[0]]) return result(Errno::EBADF);
-  File* f = fd_table()[a[0]];
-  fd_table()[a[0]] = nullptr;  // the number first: it is free from here on
-  fscall::set_cloexec(static_cast<unsigned>(a[0]), false);
+  if (a[0] >= Process::kMaxFds) return result(Errno::EBADF);
+  // The number first (under the table's lock: a lookup finds it free, or
+  // took its reference before): free from here on.
+  File* f = fd_swap(*current()->leader, static_cast<unsigned>(a[0]), nullptr, false);
+  if (!f) return result(Errno::EBADF);
   file_put(f);                 // the table's reference; a call using f holds its own
   return 0;
 }
@@ -88,8 +90,8 @@ int64_t sys_pipe(const Args& a) {
     file_put(r), file_put(w);
     return result(c.error());
   }
-  p.fds[fds[0]] = r;
-  p.fds[fds[1]] = w;
+  fd_swap(p, static_cast<unsigned>(fds[0]), r, false);  // both were empty
+  fd_swap(p, static_cast<unsigned>(fds[1]), w, false);
   return 0;
 }
 
@@ -99,10 +101,7 @@ int64_t sys_dup2(const Args& a) {
   if (a[1] >= Process::kMaxFds) return result(Errno::EBADF);
   if (a[0] == a[1]) return static_cast<int64_t>(a[1]);
   // The new reference before the old one goes (they may be the same file).
-  File** table = fd_table();
-  File* old = table[a[1]];
-  table[a[1]] = file_get(f.get());
-  fscall::set_cloexec(static_cast<unsigned>(a[1]), false);
+  File* old = fd_swap(*current()->leader, static_cast<unsigned>(a[1]), file_get(f.get()), false);
   if (old) file_put(old);
   return static_cast<int64_t>(a[1]);
 }

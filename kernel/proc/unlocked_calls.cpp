@@ -16,7 +16,15 @@
 //    only where the space's lock suffices (a fault in its copies);
 //  - clock_gettime, gettimeofday, time (kernel/proc/clock_calls.cpp): the
 //    TSC and the caller's memory (a copy that faults is a fault of the
-//    caller's space, which also needs only its lock where it suffices).
+//    caller's space, which also needs only its lock where it suffices);
+//  - read and write of a pipe end: the descriptor looked up under its
+//    table's lock with a reference of the call's own
+//    (kernel/proc/fd_table.h), the bytes and the sleeps under the pipe's
+//    lock (kernel/proc/pipe.h); SIGPIPE takes the kernel lock for just
+//    that. Any other kind of file takes the locked path. Only where the
+//    space's lock suffices (the copies may fault);
+//  - close of a pipe end: its slot cleared under the table's lock, its
+//    last put under the pipe's.
 // The space lives while this thread does: its last thread's exit, and
 // exec's ending of the other threads, wait for this one to come back
 // through the kernel lock.
@@ -26,6 +34,7 @@
 #include "base/abi.h"
 #include "kernel/fs/file_pages.h"
 #include "kernel/proc/clock_calls.h"
+#include "kernel/proc/fd_table.h"
 #include "kernel/proc/futex.h"
 #include "kernel/kernel_lock.h"
 #include "kernel/proc/mm_calls.h"
@@ -40,6 +49,17 @@ struct Args {
   uint64_t v[6];
 };
 Args args_of(const TrapFrame& f) { return Args{{f.rdi, f.rsi, f.rdx, f.r10, f.r8, f.r9}}; }
+
+// read or write on a pipe end; false (nothing done) for any other
+// descriptor, which the locked path handles (or finds bad).
+bool pipe_call(uint64_t nr, const Args& a, int64_t& ret) {
+  const FileRef f = fd_get_pipe_end(a.v[0]);
+  if (!f) return false;
+  const ErrorOr<uint64_t> r =
+      nr == abi::SYS_read ? file_read(f.get(), a.v[1], a.v[2]) : file_write(f.get(), a.v[1], a.v[2]);
+  ret = r.is_error() ? -static_cast<int64_t>(r.error()) : static_cast<int64_t>(r.value());
+  return true;
+}
 
 bool return_needs_kernel_lock(const Process& p, const TrapFrame& f) {
   return (__atomic_load_n(&p.pending, __ATOMIC_RELAXED) & ~p.blocked) || fs::puts_deferred() ||
@@ -67,6 +87,16 @@ bool syscall_unlocked(TrapFrame& f) {
       // space's lock where that suffices.
       if (!p->as || !space_lock_suffices()) return false;
       ret = sys_futex(args_of(f).v);
+      break;
+    case abi::SYS_read:
+    case abi::SYS_write:
+      if (!p->as || !space_lock_suffices() || !pipe_call(f.rax, args_of(f), ret)) return false;
+      break;
+    case abi::SYS_close:
+      // A pipe end's last put takes the pipe's lock alone; any other
+      // kind's takes the kernel lock's (the locked path).
+      if (!fd_close_pipe_end(f.rdi)) return false;
+      ret = 0;
       break;
     case abi::SYS_clock_gettime:
     case abi::SYS_gettimeofday:

@@ -87,7 +87,8 @@ TEST_P(Locks, MmCallsAndFaultsTakeNoKernelLock) {
       classes.insert(rec.value("class", ""));
       EXPECT_LE(rec.value("contended", uint64_t{0}), rec.value("acquired", uint64_t{0})) << rec.dump();
     }
-  for (const char* c : {"kernel", "run_queue", "address_space", "file_pages", "file_maps", "frames", "futex"})
+  for (const char* c :
+       {"kernel", "run_queue", "address_space", "file_pages", "file_maps", "frames", "futex", "pipe", "fd_table"})
     EXPECT_TRUE(classes.count(c)) << "no locks record for " << c << "\n" << transcript(r);
 }
 
@@ -115,6 +116,32 @@ TEST_P(Locks, FutexRingTakesNoKernelLock) {
   // measured window may cut one call at each edge (under Xen 1,999 of
   // 2,000 calls of 1,000 hops fall inside it).
   EXPECT_GE(m.value("lock_futex_acquired", uint64_t{0}), 2 * ops - 2) << m.dump();
+}
+
+// lat_pipe between two processes on two CPUs: per round trip two writes
+// and two reads of one byte, and two sleeps and wake-ups. They run without
+// the kernel lock: the descriptor under its table's lock, the bytes and
+// the wait queues under the pipe's (kernel/proc/pipe.h). Under the kernel
+// lock each of the four calls took it (and each sleep passed it on). What
+// may still take it: ticks from user mode and the benchmark's own few
+// locked calls around its loop.
+TEST_P(Locks, PipeRoundTripTakesNoKernelLock) {
+  const RunResult r = boot_locks(GetParam(), "lat_pipe:iters=500:reps=1");
+  ASSERT_TRUE(r.pass) << transcript(r);
+  const json* found = nullptr;
+  for (const json& rec : r.records)
+    if (rec.value("bench", "") == "lat_pipe") found = &rec;
+  ASSERT_NE(found, nullptr) << transcript(r);
+  const json& m = *found;
+  const uint64_t ops = m.value("ops", uint64_t{0});
+  ASSERT_GE(ops, 500u) << m.dump();
+  const uint64_t ticks = m.value("interrupt_entries", uint64_t{0}) - m.value("ipis_taken", uint64_t{0});
+  EXPECT_LE(m.value("lock_kernel_acquired", uint64_t{~0ull}), ticks + 8)
+      << "pipe reads, writes or their wake-ups took the kernel lock\n" << m.dump();
+  // Each read and write takes its pipe's lock (a sleeper again on waking)
+  // and its table's lock for the lookup.
+  EXPECT_GE(m.value("lock_pipe_acquired", uint64_t{0}), 4 * ops) << m.dump();
+  EXPECT_GE(m.value("lock_fd_table_acquired", uint64_t{0}), 4 * ops) << m.dump();
 }
 
 // Two processes mmapping, touching and munmapping on two CPUs share no

@@ -7,6 +7,10 @@
 // counted, that init exited 0, and that every frame came back.
 //  - MmRace: proctest's mm_race_threads and mm_race_procs
 //    (tests/user/test_mm_race.cpp) at 2 and 4 vCPUs natively;
+//  - PipeRace: proctest's pipe_race_threads (tests/user/test_pipe_race.cpp)
+//    at 2 vCPUs natively and under Xen batched: pipe reads and writes,
+//    which run without the kernel lock, with their descriptors closed and
+//    dup2'd under them from the other CPU;
 //  - Stress: tests/user/smpstress.cpp, a seeded random mix of the system
 //    calls on every CPU at once, at 2 and 4 vCPUs natively and under Xen
 //    batched (at 2 with each shootdown mode, at 4 with hypercall).
@@ -90,6 +94,35 @@ TEST_P(MmRace, NoStoreOrReadOutlivesTheCall) {
   EXPECT_EQ(procs->value("procs", 0u), c.cpus) << procs->dump();
   EXPECT_GT(procs->value("shootdowns", int64_t{0}), 0) << procs->dump();
 }
+
+class PipeRace : public ::testing::TestWithParam<StressCase> {};
+
+// Every case ended as one of its orders allows (no bad result, no hang),
+// and the interesting orders happened: calls that slept through the other
+// CPU's close or dup2 of their descriptor, a write of PIPE_BUF bytes that
+// went in whole after its descriptor was closed, EPIPE and EINTR under a
+// sleeping call. The frames come back (boot_virtual's leak check).
+TEST_P(PipeRace, CloseAndDup2UnderSleepingCalls) {
+  const StressCase& c = GetParam();
+  const RunResult r =
+      boot_virtual(c.platform, c.params + " sched_cpus=all init=proctest init_args=pipe_race_threads", c.cpus);
+  RecordProperty("boot_ms", static_cast<int>(r.elapsed.count()));
+  ASSERT_TRUE(r.pass) << transcript(r);
+  EXPECT_TRUE(init_exited_cleanly(r, "proctest")) << transcript(r);
+  EXPECT_TRUE(every_cpu_ran(r, c.cpus)) << transcript(r);
+  const json* t = subtest(r, "pipe_race_threads");
+  ASSERT_NE(t, nullptr) << transcript(r);
+  EXPECT_TRUE(t->value("pass", false)) << t->dump();
+  EXPECT_EQ(t->value("bad", int64_t{-1}), 0) << t->dump();
+  for (const char* k : {"read_close_blocked", "read_dup2_eof", "write_close_blocked", "write_no_reader_epipe",
+                        "read_signal_eintr", "churn_swaps"})
+    EXPECT_GT(t->value(k, int64_t{0}), 0) << k << ": " << t->dump();
+}
+
+INSTANTIATE_TEST_SUITE_P(SmpStress, PipeRace,
+                         ::testing::Values(StressCase{Platform::native, "mmu=native", 2},
+                                           StressCase{Platform::xen, "mmu=batched", 2}),
+                         stress_name);
 
 // smpstress's operations per thread: two threads per CPU, so 2·N per
 // vCPU in all. Measured on two loaded host cores (load ~8): natively 16 s

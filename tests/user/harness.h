@@ -145,6 +145,7 @@ void test_fpu_sigreturn_forged();
 void test_unhandled_signals();
 void test_kill_handler();
 void test_pipes();
+void test_pipe_race_threads();
 void test_pipe_full_writers();
 void test_zero_page();
 void test_mmap_shared();

@@ -77,6 +77,9 @@ const Test kTests[] = {
     // since with one CPU they only repeat what test_mm and test_tlb check.
     {"mm_race_threads", test_mm_race_threads, true},
     {"mm_race_procs", test_mm_race_procs, true},
+    // Pipe reads and writes without the kernel lock, their descriptors
+    // closed and dup2'd under them from another CPU (test_pipe_race.cpp).
+    {"pipe_race_threads", test_pipe_race_threads, true},
     // The harness's own checks: each must be reported as a failure.
     {"_fail", [] { CHECK_EQ(1 + 1, 3); }, true},
     {"_crash", [] { poke(0); }, true},
