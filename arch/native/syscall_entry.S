@@ -38,13 +38,18 @@
     KERNEL_ENTRY
 .endm
 
-    .text
-    .global native_syscall_entry
-native_syscall_entry:
-    SYSCALL_FRAME SYSCALL_TAG
-    call syscall_entry_dispatch   /* syscall_dispatch under the kernel lock */
-    jmp native_ret_to_user
+/* The registers back from the frame at %rsp, the user's GS base back if
+ * the frame's CS is the user's, and iretq. */
+.macro LEAVE_FOR_USER
+    RESTORE_REGS
+    add $16, %rsp               /* vector, error code */
+    testb $3, 8(%rsp)           /* CS */
+    jz 1f
+    swapgs
+1:  iretq
+.endm
 
+    .text
     /* pvk has no 32-bit ABI and offers no 32-bit code segment, so this is
      * unreachable by design; if a caller gets here anyway it is killed
      * (trap_dispatch sees vec::CompatSyscall) instead of entering ring 0
@@ -53,13 +58,26 @@ native_syscall_entry:
 native_compat_syscall_entry:
     SYSCALL_FRAME COMPAT_SYSCALL_TAG
     call trap_dispatch
-    /* fall through: trap_dispatch does not come back for this tag */
+    ud2                         /* trap_dispatch does not come back for this tag */
+
+    /* A system call's way back is native_ret_to_user's, inline (no jump)
+     * and without its first test: a system call's frame always returns to
+     * user mode (only the kernel writes its CS, always the user's), so it
+     * is counted at once; LEAVE_FOR_USER still tests CS for the swapgs. */
+    .global native_syscall_entry
+native_syscall_entry:
+    SYSCALL_FRAME SYSCALL_TAG
+    call syscall_entry_dispatch   /* syscall_entry.cpp: the entry checks, then the call */
+    mov pvk_user_returns_counter(%rip), %rax
+    lock incq (%rax)
+    LEAVE_FOR_USER
 
     /* Leave for user mode from the TrapFrame at %rsp: every return to
      * ring 3 (system calls, exceptions and interrupts from user mode,
      * signal delivery and sigreturn, which only rewrite the frame, and a
      * new or exec'd process's first entry, process_first_return) comes
-     * through here and swaps the user's GS base back in. The frame's CS is
+     * through here or, a system call's, through the same LEAVE_FOR_USER
+     * above, and swaps the user's GS base back in. The frame's CS is
      * always the user's (the kernel writes it: exec, signals, sigreturn);
      * it is tested all the same, so a kernel frame can never leave with the
      * user's GS. From the swap to iretq interrupts are masked; an NMI or an
@@ -74,9 +92,4 @@ native_ret_to_user:
     jz 0f
     mov pvk_user_returns_counter(%rip), %rax
     lock incq (%rax)
-0:  RESTORE_REGS
-    add $16, %rsp               /* vector, error code */
-    testb $3, 8(%rsp)           /* CS */
-    jz 1f
-    swapgs
-1:  iretq
+0:  LEAVE_FOR_USER

@@ -26,7 +26,7 @@
 #include "arch/trap_regs.inc"
 
 #define MSR_GS_BASE 0xc0000101
-#define PERCPU_AREA_BYTES (16 * 80)  /* sizeof pvk_percpus, checked in arch/smp/percpu.h */
+#define PERCPU_AREA_BYTES (16 * 128)  /* sizeof pvk_percpus, checked in arch/smp/percpu.h */
 
 .macro TRAP_NOERR vec
     .align 16

@@ -22,7 +22,10 @@ namespace smp {
 inline constexpr unsigned kMaxCpus = 16;
 }  // namespace smp
 
-struct PerCpu {
+// A cache line's alignment: one CPU's counts never share a line with
+// another's, and the size is a power of two (128), so is_percpu's
+// remainder is a mask (the system call entry runs it on every call).
+struct alignas(64) PerCpu {
   PerCpu* self;      // at offset 0: this_cpu() is one gs-relative load
   uint32_t id;       // dense: 0 is the boot CPU
   uint32_t hw_id;    // natively the local APIC id, under Xen the vCPU id
@@ -46,13 +49,13 @@ static_assert(__builtin_offsetof(PerCpu, self) == 0, "this_cpu() reads gs:0");
 // The entry stubs' offsets (arch/native/*.S spell them out).
 static_assert(__builtin_offsetof(PerCpu, syscall_rsp) == 56 && __builtin_offsetof(PerCpu, user_rsp) == 64,
               "syscall_entry.S's PERCPU_SYSCALL_RSP / PERCPU_USER_RSP");
-static_assert(sizeof(PerCpu) == 80, "trap_entry.S's PERCPU_AREA_BYTES is 16 * 80");
+static_assert(sizeof(PerCpu) == 128, "trap_entry.S's PERCPU_AREA_BYTES is 16 * 128");
 
 // Every CPU's PerCpu, in one array (index = PerCpu::id): the only values a
 // kernel GS base ever takes. The native paranoid entry (trap_entry.S)
 // recognises the kernel's GS base by its falling inside this array.
 extern "C" PerCpu pvk_percpus[smp::kMaxCpus];
-static_assert(sizeof pvk_percpus == 16 * 80, "trap_entry.S's PERCPU_AREA_BYTES is sizeof pvk_percpus");
+static_assert(sizeof pvk_percpus == 16 * 128, "trap_entry.S's PERCPU_AREA_BYTES is sizeof pvk_percpus");
 
 inline PerCpu* this_cpu() {
   PerCpu* p;
@@ -82,6 +85,18 @@ extern uint64_t (*g_read_gs_base)();
 // PerCpu, whose self pointer is itself. Counts the entry in it and returns
 // it (null before the boot CPU's PerCpu exists).
 PerCpu* check_this_cpu();
+
+// check_this_cpu's common case inline, for the system call entry (every
+// call runs it): no MSR to read (release images), and gs:0 one of
+// pvk_percpus naming itself. Anything else goes through check_this_cpu,
+// which reads the MSR or stops the kernel; the check is the same.
+inline PerCpu* check_this_cpu_inline() {
+  if (__builtin_expect(g_read_gs_base != nullptr, 0)) return check_this_cpu();  // the MSR before gs:0
+  PerCpu* p = this_cpu();
+  if (__builtin_expect(!is_percpu(p) || p->self != p, 0)) return check_this_cpu();
+  ++p->entry_checks;
+  return p;
+}
 
 // The table of every CPU's PerCpu (index = PerCpu::id). Entry 0 is the
 // boot CPU from the start; the others are filled in as CPUs are found.

@@ -21,7 +21,6 @@ namespace {
 constexpr LockClass kDeferredPutsClass{"file_maps", LockRank::FilePages, LockStat::file_maps};
 Spinlock g_deferred_lock{kDeferredPutsClass};
 Inode* g_deferred = nullptr;
-bool g_deferred_pending = false;
 
 unsigned take(void* object, uint64_t index, unsigned count, Pfn* out) {
   return take_page_frames(static_cast<const Inode*>(object), index, count, out);
@@ -58,7 +57,7 @@ constexpr PageSourceOps kFileOps{.take_pages = &take, .hold = &hold, .drop = &dr
 
 PageSource file_pages(Inode* n, uint64_t first_page) { return PageSource{&kFileOps, n, first_page}; }
 
-bool puts_deferred() { return __atomic_load_n(&g_deferred_pending, __ATOMIC_ACQUIRE); }
+bool g_deferred_pending = false;
 
 void run_deferred_puts() {
   while (puts_deferred()) {

@@ -14,8 +14,10 @@ PageSource file_pages(Inode* n, uint64_t first_page);
 
 // Whether a mapping's last reference to a file was dropped without the
 // kernel lock and its put waits; and those puts, run under the kernel lock
-// (the way back to user mode of a call that ran without it).
-bool puts_deferred();
+// (the way back to user mode of a call that ran without it). Inline: every
+// unlocked system call's way back asks.
+extern bool g_deferred_pending;
+inline bool puts_deferred() { return __atomic_load_n(&g_deferred_pending, __ATOMIC_ACQUIRE); }
 void run_deferred_puts();
 
 }  // namespace pvk::fs

@@ -35,6 +35,7 @@ Process* alloc_process() {
     if (p.state != ProcState::Free && !dead_thread(p)) continue;
     fpu_release(p);  // (exit gave it back already)
     p = Process{};
+    p.user_frame = p.frame();
     if (fpu_alloc(p).is_error()) return nullptr;  // no frame for its FP state
     p.pid = g_next_pid++;
     p.tgid = p.pid;

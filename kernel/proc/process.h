@@ -117,6 +117,11 @@ struct Process {
   // frame, from the slot's allocation to the thread's exit.
   uint8_t* fpu = nullptr;
 
+  // Where its user-mode TrapFrame sits (frame(), set with the slot): the
+  // system call entry checks its frame against it on every call, one
+  // compare instead of the slot's arithmetic.
+  TrapFrame* user_frame = nullptr;
+
   uint8_t* stack_base() const;
   uint64_t stack_top() const { return reinterpret_cast<uint64_t>(stack_base()) + kStackSize; }
   TrapFrame* frame() const { return reinterpret_cast<TrapFrame*>(stack_top() - sizeof(TrapFrame)); }
@@ -236,8 +241,9 @@ inline bool space_lock_suffices() { return g_space_lock_by_boot && !fault_inject
 // result in f.rax, ready to return to user mode); false if the call needs
 // the kernel lock (syscall_dispatch).
 bool syscall_unlocked(TrapFrame& f);
-// What every system call does first, locked or not: the entry's CPU state
-// and frame checked, the thread's fault-livelock books reset.
-void syscall_entry_checks(TrapFrame& f);
+// The way back of a call run without the kernel lock that has work for it
+// (kernel/proc/unlocked_return.h says when): takes the lock for the
+// deferred file puts and prepare_return_to_user, and drops it.
+void return_under_kernel_lock(TrapFrame& f);
 
 }  // namespace pvk

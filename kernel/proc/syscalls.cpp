@@ -219,18 +219,8 @@ int64_t sys_pvk_shutdown(const Args& a) {
 
 }  // namespace
 
-void syscall_entry_checks(TrapFrame& f) {
-  check_entry_state(f);
-  Process* p = current();
-  // Every entry from user mode lands at the top of the caller's kernel stack.
-  if (&f != p->frame()) panic("syscall frame at %p, not at the top of pid %d's kernel stack", &f, p->pid);
-  p->fault_repeats = 0;  // a system call is progress: not a fault livelock
-  p->fault_failures = 0;
-  p->last_fault_rip = 0;
-}
-
-// The calls that need the kernel lock (entries.cpp took it; the caller ran
-// syscall_entry_checks).
+// The calls that need the kernel lock (syscall_entry.cpp took it, after
+// its entry checks).
 extern "C" void syscall_dispatch(TrapFrame* f) {
   const Args a = {f->rdi, f->rsi, f->rdx, f->r10, f->r8, f->r9};
   int64_t ret;

@@ -2,7 +2,8 @@
 // when everything it touches has a lock of its own, or is the calling
 // thread's own:
 //  - getpid, gettid, getppid: the thread's ids (a parent's exit rewrites
-//    ppid under the kernel lock: one aligned word, read whole);
+//    ppid under the kernel lock: one aligned word, read whole), answered
+//    before this file by the entry itself (kernel/proc/syscall_entry.cpp);
 //  - sched_yield: the run queues have locks of their own, and a thread
 //    switched away without the kernel lock comes back without it;
 //  - mmap of anonymous memory, munmap, mprotect, brk (kernel/proc/
@@ -30,7 +31,8 @@
 // through the kernel lock.
 //
 // The way back to user mode takes the kernel lock only when it has work
-// for it: a deliverable signal, deferred file puts.
+// for it: a deliverable signal, deferred file puts
+// (kernel/proc/unlocked_return.h).
 #include "base/abi.h"
 #include "kernel/fs/file_pages.h"
 #include "kernel/proc/clock_calls.h"
@@ -39,12 +41,13 @@
 #include "kernel/kernel_lock.h"
 #include "kernel/proc/mm_calls.h"
 #include "kernel/proc/process.h"
+#include "kernel/proc/unlocked_return.h"
 
 namespace pvk {
 namespace {
 
 // The call's arguments, read from the frame only by the calls that take
-// any (the id calls stay a few loads long).
+// any.
 struct Args {
   uint64_t v[6];
 };
@@ -61,20 +64,12 @@ bool pipe_call(uint64_t nr, const Args& a, int64_t& ret) {
   return true;
 }
 
-bool return_needs_kernel_lock(const Process& p, const TrapFrame& f) {
-  return (__atomic_load_n(&p.pending, __ATOMIC_RELAXED) & ~p.blocked) || fs::puts_deferred() ||
-         f.rip >= abi::kUserTop;
-}
-
 }  // namespace
 
 bool syscall_unlocked(TrapFrame& f) {
   Process* p = current();
   int64_t ret;
   switch (f.rax) {
-    case abi::SYS_getpid: ret = p->tgid; break;  // the process; gettid is the thread
-    case abi::SYS_gettid: ret = p->pid; break;
-    case abi::SYS_getppid: ret = __atomic_load_n(&p->ppid, __ATOMIC_RELAXED); break;
     case abi::SYS_mmap:
     case abi::SYS_munmap:
     case abi::SYS_mprotect:
@@ -103,20 +98,23 @@ bool syscall_unlocked(TrapFrame& f) {
     case abi::SYS_time:
       if (!space_lock_suffices() || !clock_call(f.rax, args_of(f).v, ret)) return false;
       break;
-    default:
-      // Outside the switch, which keeps the id calls' decision tree short.
-      if (f.rax != abi::SYS_sched_yield) return false;
+    case abi::SYS_sched_yield:
       schedule();  // the run queues have locks of their own
       ret = 0;
+      break;
+    default:
+      return false;
   }
   f.rax = static_cast<uint64_t>(ret);
-  if (return_needs_kernel_lock(*p, f)) {
-    kernel_lock();
-    fs::run_deferred_puts();
-    prepare_return_to_user(f);
-    kernel_unlock();
-  }
+  finish_unlocked_call(*p, f);
   return true;
+}
+
+void return_under_kernel_lock(TrapFrame& f) {
+  kernel_lock();
+  fs::run_deferred_puts();
+  prepare_return_to_user(f);
+  kernel_unlock();
 }
 
 }  // namespace pvk

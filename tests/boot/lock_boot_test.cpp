@@ -93,8 +93,8 @@ TEST_P(Locks, MmCallsAndFaultsTakeNoKernelLock) {
 }
 
 // A token passed round a futex ring of two threads on two CPUs
-// (ctx_threads): per hop a FUTEX_WAKE, a FUTEX_WAIT that sleeps, and a
-// wake-up that queues the sleeper on the other CPU. The futex calls run
+// (ctx_threads): per hop a FUTEX_WAKE, mostly a FUTEX_WAIT that sleeps,
+// and a wake-up that queues the sleeper on the other CPU. The futex calls run
 // without the kernel lock (their hash buckets' locks and the wake-up
 // protocol of kernel/proc/wake.h); under it they took it three times per
 // hop. What may still take it: ticks from user mode and the benchmark's own
@@ -112,10 +112,11 @@ TEST_P(Locks, FutexRingTakesNoKernelLock) {
   const uint64_t ticks = m.value("interrupt_entries", uint64_t{0}) - m.value("ipis_taken", uint64_t{0});
   EXPECT_LE(m.value("lock_kernel_acquired", uint64_t{~0ull}), ticks + 8)
       << "futex calls or their wake-ups took the kernel lock\n" << m.dump();
-  // Each hop's wait and wake each take the word's bucket lock; the
-  // measured window may cut one call at each edge (under Xen 1,999 of
-  // 2,000 calls of 1,000 hops fall inside it).
-  EXPECT_GE(m.value("lock_futex_acquired", uint64_t{0}), 2 * ops - 2) << m.dump();
+  // Each hop's wake takes the word's bucket lock, and so does each wait
+  // that sleeps; a wait that finds its word already set (the other CPU
+  // passed the token first: how often depends on how the two vCPUs
+  // interleave, which any change in a call's length moves) makes no call.
+  EXPECT_GE(m.value("lock_futex_acquired", uint64_t{0}), ops) << m.dump();
 }
 
 // lat_pipe between two processes on two CPUs: per round trip two writes

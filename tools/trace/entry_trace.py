@@ -29,13 +29,14 @@ def symbols(elf):
     return addrs, names
 
 
-def trace_entry(elf, vector=14, skip=0, entry="trap_common", limit=200000, after=None):
+def trace_entry(elf, vector=14, skip=0, entry="trap_common", limit=200000, after=None, port=1234):
     """after: a kernel function the path runs (e.g. the fault handler): gdb
     lets it run `skip` times (an ignore count, no round trip per hit), then
-    the next entry is traced; without it every entry stops in gdb."""
+    the next entry is traced; without it every entry stops in gdb.
+    port: the gdb stub's (QEMU's -gdb tcp::PORT; `pvk run --gdb` is 1234)."""
     gdb.execute("set pagination off")
     gdb.execute("file " + elf)
-    gdb.execute("target remote :1234")
+    gdb.execute("target remote :%d" % port)
     addrs, names = symbols(elf)
     if after:
         gdb.execute("break %s" % after)

@@ -1,0 +1,66 @@
+# Splits one system call under Xen PV between Xen and pvk: a gdb Python
+# script for a Xen boot started paused with a gdb stub (`pvk run --platform
+# xen --gdb`). pvk runs in ring 3 under Xen, so entry_trace.py's test for
+# user mode cannot tell the kernel from its programs; here the instruction
+# address does: below the canonical hole is the program, pvk's image is at
+# the top of the address space, and Xen's own text lies between. It stops
+# at a program's `syscall` instruction (its address from `objdump -d` of the
+# benchmark driver, or from a native entry_trace.py run: the return address
+# less 2), lets it run `skip` times, single-steps until the program's next
+# instruction, and prints the count on each side and pvk's per function.
+#
+#   gdb -q -batch -x tools/trace/xen_split.py \
+#       -ex "python split_syscall('build/guest/pvk.elf', 0x40497b, skip=3000)"
+import bisect
+import collections
+import subprocess
+
+import gdb
+
+USER_TOP = 0x800000000000
+PVK_BASE = 0xFFFFFFFF80000000
+
+
+def symbols(elf):  # as entry_trace.py's
+    out = subprocess.run(["nm", "-C", "--defined-only", "-n", elf], capture_output=True, text=True).stdout
+    addrs, names = [], []
+    for line in out.splitlines():
+        parts = line.split(" ", 2)
+        if len(parts) == 3 and parts[1].lower() in "tw":
+            addrs.append(int(parts[0], 16))
+            names.append(parts[2])
+    return addrs, names
+
+
+def split_syscall(elf, syscall_addr, skip=0, limit=50000, port=1234):
+    gdb.execute("set pagination off")
+    gdb.execute("target remote :%d" % port)
+    addrs, names = symbols(elf)
+    # A hardware breakpoint: the address is the program's, whatever page
+    # tables are loaded when gdb inserts it.
+    gdb.execute("hbreak *0x%x" % syscall_addr)
+    if skip:
+        gdb.execute("ignore 1 %d" % skip)
+    gdb.execute("continue", to_string=True)
+    gdb.execute("delete")
+    sides = collections.Counter()
+    per_function = collections.Counter()
+    steps = 0
+    while steps < limit:
+        pc = int(gdb.parse_and_eval("$pc")) & 0xFFFFFFFFFFFFFFFF
+        if steps and pc < USER_TOP:
+            break
+        if pc < USER_TOP:
+            sides["program"] += 1
+        elif pc >= PVK_BASE:
+            sides["pvk"] += 1
+            i = bisect.bisect_right(addrs, pc) - 1
+            per_function[names[i] if i >= 0 else hex(pc)] += 1
+        else:
+            sides["xen"] += 1
+        gdb.execute("stepi", to_string=True)
+        steps += 1
+    print("instructions %d: xen %d, pvk %d, program %d (the syscall)" %
+          (steps, sides["xen"], sides["pvk"], sides["program"]))
+    for name, n in per_function.most_common():
+        print("%6d  %s" % (n, name))
