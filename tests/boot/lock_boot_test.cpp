@@ -35,6 +35,15 @@ RunResult boot_locks(const LockCase& c, const std::string& bench, unsigned smp =
   return r;
 }
 
+// The last record of benchmark `bench` (with `threads` workers besides the
+// main thread, where given), or null.
+const json* bench_record(const RunResult& r, const std::string& bench, int threads = -1) {
+  const json* found = nullptr;
+  for (const json& rec : r.records)
+    if (rec.value("bench", "") == bench && (threads < 0 || rec.value("threads", 0) == threads)) found = &rec;
+  return found;
+}
+
 // Calls check(bench, record) for each benchmark record that carries lock
 // counts; returns how many there were.
 template <class Check>
@@ -102,9 +111,7 @@ TEST_P(Locks, MmCallsAndFaultsTakeNoKernelLock) {
 TEST_P(Locks, FutexRingTakesNoKernelLock) {
   const RunResult r = boot_locks(GetParam(), "ctx_threads:threads=1:iters=500:reps=1");
   ASSERT_TRUE(r.pass) << transcript(r);
-  const json* found = nullptr;
-  for (const json& rec : r.records)
-    if (rec.value("bench", "") == "ctx_threads" && rec.value("threads", 0) == 1) found = &rec;
+  const json* found = bench_record(r, "ctx_threads", 1);
   ASSERT_NE(found, nullptr) << transcript(r);
   const json& m = *found;
   const uint64_t ops = m.value("ops", uint64_t{0});
@@ -129,9 +136,7 @@ TEST_P(Locks, FutexRingTakesNoKernelLock) {
 TEST_P(Locks, PipeRoundTripTakesNoKernelLock) {
   const RunResult r = boot_locks(GetParam(), "lat_pipe:iters=500:reps=1");
   ASSERT_TRUE(r.pass) << transcript(r);
-  const json* found = nullptr;
-  for (const json& rec : r.records)
-    if (rec.value("bench", "") == "lat_pipe") found = &rec;
+  const json* found = bench_record(r, "lat_pipe");
   ASSERT_NE(found, nullptr) << transcript(r);
   const json& m = *found;
   const uint64_t ops = m.value("ops", uint64_t{0});
@@ -153,9 +158,7 @@ TEST_P(Locks, PipeRoundTripTakesNoKernelLock) {
 TEST_P(Locks, TwoProcessesChurningShareNoFramesLock) {
   const RunResult r = boot_locks(GetParam(), "mmap_churn:mode=procs:threads=1:reps=1");
   ASSERT_TRUE(r.pass) << transcript(r);
-  const json* found = nullptr;
-  for (const json& rec : r.records)
-    if (rec.value("bench", "") == "mmap_churn") found = &rec;
+  const json* found = bench_record(r, "mmap_churn");
   ASSERT_NE(found, nullptr) << transcript(r);
   const json& m = *found;
   const uint64_t ops = m.value("ops", uint64_t{0});
@@ -210,9 +213,7 @@ TEST_P(Locks, SharedPageTablesKeepTheKernelLock) {
   c.params += " ptshare=on";
   const RunResult r = boot_locks(c, "mprotect_threads:pages=4:threads=0:loops=100:reps=1");
   ASSERT_TRUE(r.pass) << transcript(r);
-  const json* found = nullptr;
-  for (const json& rec : r.records)
-    if (rec.value("bench", "") == "mprotect_threads") found = &rec;
+  const json* found = bench_record(r, "mprotect_threads");
   ASSERT_NE(found, nullptr) << transcript(r);
   const json& m = *found;
   EXPECT_GE(m.value("lock_kernel_acquired", uint64_t{0}), 2 * m.value("ops", uint64_t{~0ull})) << m.dump();

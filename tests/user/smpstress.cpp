@@ -29,6 +29,7 @@
 #include "base/console/record.h"
 #include "base/lib/format.h"
 #include "bench/libc/files.h"
+#include "cpu_pinning.h"
 #include "smpstress.h"
 
 namespace smpstress {
@@ -44,16 +45,7 @@ uint64_t free_frames() {
   return read_counters(&c) == 0 ? c.free_frames : 0;
 }
 
-uint64_t affinity() {
-  uint64_t words[16] = {};
-  return sched_getaffinity(0, sizeof words, words) > 0 ? words[0] : 1;
-}
-uint64_t nth_cpu(uint64_t mask, unsigned n) {
-  n %= static_cast<unsigned>(__builtin_popcountll(mask));
-  for (unsigned c = 0; c < 64; ++c)
-    if ((mask >> c & 1) && n-- == 0) return uint64_t{1} << c;
-  return mask;
-}
+using usertest::nth_cpu;
 
 // Can this boot write files in /tmp (a root file system)? Asked once,
 // before the workers start.
@@ -106,7 +98,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  const uint64_t mask = affinity();
+  const uint64_t mask = usertest::cpus_mask();
   if (!cfg.workers) cfg.workers = static_cast<unsigned>(__builtin_popcountll(mask));
   if (cfg.workers > kMaxWorkers) cfg.workers = kMaxWorkers;
   cfg.files = want_files && tmp_writable();

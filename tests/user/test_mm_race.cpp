@@ -27,6 +27,7 @@
 // correct shootdown and a correct order of unmap, flush and free. Frames
 // return to their baseline when the test ends (the boot test's leak check).
 #include "bench/libc/thread.h"
+#include "cpu_pinning.h"
 #include "harness.h"
 
 namespace proctest {
@@ -36,19 +37,9 @@ constexpr unsigned kMaxWorkers = 3;  // CPUs 1..3 (4 CPUs at most are used)
 constexpr uint64_t kWords = 4096 / 8;
 constexpr uint64_t kWaitNs = 20ull * 1000 * 1000 * 1000;  // bound of a wait for another CPU (virtual time)
 
-uint64_t cpus_mask() {
-  uint64_t words[16] = {};
-  return sched_getaffinity(0, sizeof words, words) > 0 ? words[0] : 1;
-}
-// The n-th CPU of the mask (wrapping), so each thread gets its own when there are enough.
-uint64_t nth_cpu(uint64_t mask, unsigned n) {
-  const unsigned count = static_cast<unsigned>(__builtin_popcountll(mask));
-  n %= count;
-  for (unsigned c = 0; c < 64; ++c)
-    if ((mask >> c & 1) && n-- == 0) return uint64_t{1} << c;
-  return 1;
-}
-void pin(uint64_t one) { sched_setaffinity(0, sizeof one, &one); }
+using usertest::cpus_mask;
+using usertest::nth_cpu;
+using usertest::pin;
 
 int64_t shootdowns_now() {
   PvkCounters c{};

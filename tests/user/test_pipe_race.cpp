@@ -19,6 +19,7 @@
 // thread in the kernel at once. Run when named (pvk's pipes hold one page:
 // a full pipe here is not full on Linux).
 #include "bench/libc/thread.h"
+#include "cpu_pinning.h"
 #include "harness.h"
 
 namespace proctest {
@@ -31,18 +32,9 @@ constexpr uint64_t kSignalWaitNs = 20ull * 1000 * 1000;   // how long an EINTR m
 constexpr size_t kPipeBuf = 4096;
 constexpr int kChurnRead = 12, kChurnWrite = 13;  // the numbers churn swaps under the worker
 
-uint64_t cpus_mask() {
-  uint64_t words[16] = {};
-  return sched_getaffinity(0, sizeof words, words) > 0 ? words[0] : 1;
-}
-uint64_t nth_cpu(uint64_t mask, unsigned n) {
-  const unsigned count = static_cast<unsigned>(__builtin_popcountll(mask));
-  n %= count;
-  for (unsigned c = 0; c < 64; ++c)
-    if ((mask >> c & 1) && n-- == 0) return uint64_t{1} << c;
-  return 1;
-}
-void pin(uint64_t one) { sched_setaffinity(0, sizeof one, &one); }
+using usertest::cpus_mask;
+using usertest::nth_cpu;
+using usertest::pin;
 
 enum Case : uint32_t { kReadClose, kReadDup2, kWriteClose, kWriteNoReader, kReadSignal, kChurn };
 

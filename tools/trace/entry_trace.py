@@ -13,20 +13,14 @@
 #                               skip=300, after="pvk::AddressSpace::mprotect")'
 import bisect
 import collections
-import subprocess
+import os
+import sys
 
 import gdb
 
-
-def symbols(elf):
-    out = subprocess.run(["nm", "-C", "--defined-only", "-n", elf], capture_output=True, text=True).stdout
-    addrs, names = [], []
-    for line in out.splitlines():
-        parts = line.split(" ", 2)
-        if len(parts) == 3 and parts[1].lower() in "tw":
-            addrs.append(int(parts[0], 16))
-            names.append(parts[2])
-    return addrs, names
+# gdb runs this file as a script: its neighbours are imported from its folder.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from elf_symbols import symbols  # noqa: E402
 
 
 def trace_entry(elf, vector=14, skip=0, entry="trap_common", limit=200000, after=None, port=1234):

@@ -13,23 +13,17 @@
 #       -ex "python split_syscall('build/guest/pvk.elf', 0x40497b, skip=3000)"
 import bisect
 import collections
-import subprocess
+import os
+import sys
 
 import gdb
 
+# gdb runs this file as a script: its neighbours are imported from its folder.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from elf_symbols import symbols  # noqa: E402
+
 USER_TOP = 0x800000000000
 PVK_BASE = 0xFFFFFFFF80000000
-
-
-def symbols(elf):  # as entry_trace.py's
-    out = subprocess.run(["nm", "-C", "--defined-only", "-n", elf], capture_output=True, text=True).stdout
-    addrs, names = [], []
-    for line in out.splitlines():
-        parts = line.split(" ", 2)
-        if len(parts) == 3 and parts[1].lower() in "tw":
-            addrs.append(int(parts[0], 16))
-            names.append(parts[2])
-    return addrs, names
 
 
 def split_syscall(elf, syscall_addr, skip=0, limit=50000, port=1234):
