@@ -56,6 +56,29 @@ File* fd_hold(const Process& leader, uint64_t fd) {
   return f;
 }
 
+static_assert(kMaxFdSlots == Process::kMaxFds, "fd_table.h's slot count is the process's");
+
+uint32_t fd_hold_all(const Process& leader, File* (&out)[kMaxFdSlots]) {
+  Spinlock& l = lock_of(leader);
+  l.lock_irqs_off();
+  for (unsigned fd = 0; fd < kMaxFdSlots; ++fd)
+    if ((out[fd] = leader.fds[fd])) file_get(out[fd]);
+  const uint32_t cloexec = __atomic_load_n(&leader.cloexec, __ATOMIC_RELAXED);
+  l.unlock_irqs_off();
+  return cloexec;
+}
+
+void fd_take_all(Process& leader, File* (&out)[kMaxFdSlots]) {
+  Spinlock& l = lock_of(leader);
+  l.lock_irqs_off();
+  for (unsigned fd = 0; fd < kMaxFdSlots; ++fd) {
+    out[fd] = leader.fds[fd];
+    __atomic_store_n(&leader.fds[fd], static_cast<File*>(nullptr), __ATOMIC_RELAXED);
+  }
+  __atomic_store_n(&leader.cloexec, 0u, __ATOMIC_RELAXED);
+  l.unlock_irqs_off();
+}
+
 bool fd_close_pipe_end(uint64_t fd) {
   if (fd >= Process::kMaxFds) return false;
   Process& leader = *current()->leader;

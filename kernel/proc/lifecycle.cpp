@@ -30,9 +30,10 @@ using namespace proc;
 namespace {
 
 void release_files(Process& p) {
-  for (unsigned fd = 0; fd < Process::kMaxFds; ++fd)
-    if (File* f = fd_swap(p, fd, nullptr, false)) file_put(f);
-  p.cloexec = 0;
+  File* files[kMaxFdSlots];
+  fd_take_all(p, files);
+  for (File* f : files)
+    if (f) file_put(f);
   if (p.cwd) fs::inode_put(p.cwd), p.cwd = nullptr;
   if (p.exe) fs::inode_put(p.exe), p.exe = nullptr;
 }
@@ -98,9 +99,8 @@ ErrorOr<int> do_fork() {
   child->fs_base = parent.fs_base;
   child->affinity = parent.affinity;
   memcpy(child->name, parent.name, sizeof parent.name);
-  for (unsigned i = 0; i < Process::kMaxFds; ++i)
-    child->fds[i] = fd_hold(group, i);  // another thread may close a pipe end meanwhile
-  child->cloexec = group.cloexec;
+  // Under the table's lock: another thread may close a pipe end meanwhile.
+  child->cloexec = fd_hold_all(group, child->fds);
   if (group.cwd) fs::inode_get(child->cwd = group.cwd);
   if (group.exe) fs::inode_get(child->exe = group.exe);
   *child->frame() = *parent.frame();
