@@ -1,7 +1,8 @@
 // The scheduler: a run queue per CPU (kernel/proc/run_queue.h) with idle
 // CPUs pulling from the others, wake-ups sent to the CPU that should run
 // the woken process, each CPU's switches between processes and its idle
-// loop, sleeping and waking, ticks, and the secondary CPUs' entry into it.
+// loop, waking (the sleep side is kernel/proc/sleep.cpp), ticks, and the
+// secondary CPUs' entry into it.
 //
 // The kernel lock is a process's, not the scheduler's: a process that
 // sleeps in a system call holds it until its switch away is complete, and
@@ -366,36 +367,6 @@ void idle_loop(bool boot_cpu) {
   }
 }
 
-// Per-CPU counts at shutdown: proof of which CPUs ran processes.
-void report_sched() {
-  // Eight fields per CPU: more than a kilobyte past four CPUs. Shutdown
-  // runs on one CPU, so one static buffer serves.
-  static char storage[256 + smp::kMaxCpus * 8 * 40];
-  Record r("sched", storage, sizeof storage);
-  unsigned ran = 0;
-  uint64_t switches = 0;
-  for (unsigned c = 0; c < smp::kMaxCpus; ++c) {
-    if (!xcpu::online(c)) continue;
-    const CpuSched& cs = g_sched[c];
-    if (cs.processes) ++ran;
-    switches += cs.switches;
-    auto per_cpu = [&](const char* what, uint64_t value) {
-      char key[32];
-      format(key, sizeof key, "cpu%u_%s", c, what);
-      r.u64(key, value);
-    };
-    per_cpu("switches", cs.switches);
-    per_cpu("processes", cs.processes);
-    per_cpu("idle_halts", cs.idle_halts);
-    per_cpu("ipis", __atomic_load_n(&smp::cpu(c).ipis_taken, __ATOMIC_RELAXED));
-    per_cpu("ticks", cs.ticks);
-    per_cpu("kicks", cs.kicks_sent);
-    per_cpu("signal_kicks", cs.signal_kicks);
-    per_cpu("steals", cs.steals);
-  }
-  r.u64("cpus", xcpu::cpus_online()).u64("cpus_ran_processes", ran).u64("switches", switches);
-}
-
 }  // namespace proc
 
 // Lays out a fresh kernel stack so that switching to it returns to user
@@ -431,47 +402,6 @@ bool wake_up(Process& p) {
 }
 
 Process* current() { return running_here(); }
-
-void commit_sleep(const void* channel, uint64_t deadline_tsc) {
-  Process& self = *running_here();
-  __atomic_store_n(&self.wait_on, channel, __ATOMIC_RELAXED);
-  const uint64_t at = deadline_tsc == UINT64_MAX ? 0 : deadline_tsc ? deadline_tsc : 1;
-  __atomic_store_n(&self.wake_deadline, at, __ATOMIC_RELAXED);
-  commit_to_sleep(self);  // after the two above: whoever sees it Blocked sees them
-  // After the commit: a timer scan that cleared the earliest deadline
-  // before this saw the state, or sees the deadline noted here.
-  if (at) note_deadline(at);
-}
-
-void sleep_committed() {
-  Process& self = *running_here();
-  schedule();  // back once woken (runnable again)
-  __atomic_store_n(&self.wake_deadline, uint64_t{0}, __ATOMIC_RELAXED);
-  __atomic_store_n(&self.wait_on, static_cast<const void*>(nullptr), __ATOMIC_RELAXED);
-}
-
-void cancel_committed_sleep() {
-  Process& self = *running_here();
-  cancel_sleep(self);
-  __atomic_store_n(&self.wake_deadline, uint64_t{0}, __ATOMIC_RELAXED);
-  __atomic_store_n(&self.wait_on, static_cast<const void*>(nullptr), __ATOMIC_RELAXED);
-}
-
-void sleep_on(const void* channel) {
-  commit_sleep(channel, UINT64_MAX);
-  sleep_committed();
-}
-
-// The channels that remain (wait4, exec, sigsuspend) sleep and wake under
-// the kernel lock; a futex and a pipe have wait queues of their own
-// (futex.cpp, pipe.cpp).
-// The channel first: one compare per slot that sleeps on something else
-// or nothing, as one CPU paid before (a futex waiter's channel is its own
-// stack entry, which no wake_all names; wake_up decides the rest).
-void wake_all(const void* channel) {
-  for (Process& p : g_procs)
-    if (p.wait_on == channel && sleeping(p.state)) wake_up(p);
-}
 
 // With the kernel lock (a sleep, a tick, a preemption point) or without
 // it (sched_yield); the caller holds the same again when this returns.
