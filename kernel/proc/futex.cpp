@@ -16,6 +16,7 @@
 #include "kernel/proc/process.h"
 #include "kernel/proc/thread_args.h"
 #include "kernel/proc/user_copy.h"
+#include "kernel/proc/without_user_faults.h"
 
 namespace pvk {
 
@@ -47,11 +48,7 @@ Bucket& bucket_of(const AddressSpace* as, uint64_t uaddr) {
 // makes the wait safe against a wake (futex_wait); the first, faulting
 // read only brings the page in.
 bool read_word_nofault(uint32_t& value, uint64_t uaddr) {
-  Process& self = *current();
-  self.user_faults_off = true;
-  const bool ok = !copy_from_user(&value, uaddr, sizeof value).is_error();
-  self.user_faults_off = false;
-  return ok;
+  return without_user_faults([&] { return !copy_from_user(&value, uaddr, sizeof value).is_error(); });
 }
 
 // The timeout argument as futex_wait takes it (relative ns, 0 for none):

@@ -15,6 +15,7 @@
 #include "kernel/proc/file.h"
 #include "kernel/proc/process.h"
 #include "kernel/proc/user_copy.h"
+#include "kernel/proc/without_user_faults.h"
 
 namespace pvk {
 
@@ -32,16 +33,6 @@ uint32_t min32(uint64_t a, uint64_t b) { return static_cast<uint32_t>(a < b ? a 
 ErrorOr<uint64_t> partial(uint64_t done, Errno e) {
   if (done) return done;
   return e;
-}
-
-// Runs copy() with this thread's user faults turned into failures.
-template <typename Copy>
-bool without_faults(Copy&& copy) {
-  Process& self = *current();
-  self.user_faults_off = true;
-  const bool ok = copy();
-  self.user_faults_off = false;
-  return ok;
 }
 
 // Brings in every page of [addr, addr+len) with faults allowed (no lock
@@ -105,7 +96,7 @@ bool wait_on(Pipe& p, PipeWaiter*& q) {
 // without faults. False if a copy failed; then the count is unchanged, so
 // nothing of it is visible.
 bool copy_in(Pipe& p, const WriteSource& src, uint64_t done, uint32_t n) {
-  return without_faults([&] {
+  return without_user_faults([&] {
     const uint32_t tail = (p.head + p.count) % Pipe::kSize;
     const uint32_t first = min32(n, Pipe::kSize - tail);
     if (src.copy(p.buf + tail, done, first).is_error()) return false;
@@ -152,7 +143,7 @@ ErrorOr<uint64_t> pipe_read(Pipe& p, uint64_t user_buf, uint64_t len) {
     bool faulted = false;
     while (done < len && p.count) {
       const uint32_t chunk = min32(min32(Pipe::kSize - p.head, p.count), len - done);
-      if (!without_faults([&] { return !copy_to_user(user_buf + done, p.buf + p.head, chunk).is_error(); })) {
+      if (!without_user_faults([&] { return !copy_to_user(user_buf + done, p.buf + p.head, chunk).is_error(); })) {
         faulted = true;  // these bytes stay in the pipe
         break;
       }
