@@ -44,6 +44,12 @@ const json* bench_record(const RunResult& r, const std::string& bench, int threa
   return found;
 }
 
+// Interrupts from user mode a record counts that are not flush IPIs: the
+// ticks, each of which may take the kernel lock on its way back.
+uint64_t ticks_of(const json& rec) {
+  return rec.value("interrupt_entries", uint64_t{0}) - rec.value("ipis_taken", uint64_t{0});
+}
+
 // Calls check(bench, record) for each benchmark record that carries lock
 // counts; returns how many there were.
 template <class Check>
@@ -81,7 +87,7 @@ TEST_P(Locks, MmCallsAndFaultsTakeNoKernelLock) {
     // flush IPI) and the benchmark's own few locked calls around its loop.
     // Under the kernel lock each mm call, fault and yield would have added
     // one per op.
-    const uint64_t ticks = rec.value("interrupt_entries", uint64_t{0}) - rec.value("ipis_taken", uint64_t{0});
+    const uint64_t ticks = ticks_of(rec);
     EXPECT_LE(kernel, ticks + ops / 10 + 8) << bench << ": mm calls, faults or yields took the kernel lock\n"
                                             << rec.dump();
     EXPECT_GT(rec.value("lock_run_queue_acquired", uint64_t{0}), 0u) << rec.dump();
@@ -116,7 +122,7 @@ TEST_P(Locks, FutexRingTakesNoKernelLock) {
   const json& m = *found;
   const uint64_t ops = m.value("ops", uint64_t{0});
   ASSERT_GE(ops, 1000u) << m.dump();
-  const uint64_t ticks = m.value("interrupt_entries", uint64_t{0}) - m.value("ipis_taken", uint64_t{0});
+  const uint64_t ticks = ticks_of(m);
   EXPECT_LE(m.value("lock_kernel_acquired", uint64_t{~0ull}), ticks + 8)
       << "futex calls or their wake-ups took the kernel lock\n" << m.dump();
   // Each hop's wake takes the word's bucket lock, and so does each wait
@@ -141,7 +147,7 @@ TEST_P(Locks, PipeRoundTripTakesNoKernelLock) {
   const json& m = *found;
   const uint64_t ops = m.value("ops", uint64_t{0});
   ASSERT_GE(ops, 500u) << m.dump();
-  const uint64_t ticks = m.value("interrupt_entries", uint64_t{0}) - m.value("ipis_taken", uint64_t{0});
+  const uint64_t ticks = ticks_of(m);
   EXPECT_LE(m.value("lock_kernel_acquired", uint64_t{~0ull}), ticks + 8)
       << "pipe reads, writes or their wake-ups took the kernel lock\n" << m.dump();
   // Each read and write takes its pipe's lock (a sleeper again on waking)
@@ -232,7 +238,7 @@ TEST_P(LocksTableBackends, MmCallsAndFaultsTakeNoKernelLock) {
   const unsigned seen = for_each_bench_record(r, [&](const std::string&, const json& rec) {
     const uint64_t ops = rec.value("ops", uint64_t{0});
     ASSERT_GE(ops, 200u) << rec.dump();
-    const uint64_t ticks = rec.value("interrupt_entries", uint64_t{0}) - rec.value("ipis_taken", uint64_t{0});
+    const uint64_t ticks = ticks_of(rec);
     EXPECT_LE(rec.value("lock_kernel_acquired", uint64_t{~0ull}), ticks + ops / 10 + 8) << rec.dump();
   });
   EXPECT_EQ(seen, 2u) << transcript(r);
