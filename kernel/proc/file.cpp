@@ -1,6 +1,7 @@
 #include "kernel/proc/file.h"
 
 #include "base/console/console.h"
+#include "base/counters.h"
 #include "base/abi.h"
 #include "base/lib/kstring.h"
 #include "kernel/fs/ramfs.h"
@@ -153,6 +154,7 @@ ErrorOr<uint64_t> file_write_from(File* f, WriteSource src, uint64_t len) {
         const uint64_t n = len - done < sizeof chunk ? len - done : sizeof chunk;
         if (auto r = src.copy(chunk, done, n); r.is_error()) return partial(done, r.error());
         console_write_user(chunk, n);
+        count_event(g_cpu_counters.console_bytes, n);
         done += n;
         cond_resched();
       }

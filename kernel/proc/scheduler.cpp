@@ -433,17 +433,26 @@ void schedule() {
   switch_to_idle_locked(held);
 }
 
+// Whether the running process has had `ms` of this CPU since it was
+// switched in.
+bool ran_for(uint64_t ms) { return cpu::rdtsc() - mine().slice_start_tsc >= ms * g_platform->tsc_khz; }
+
 void on_timer_tick(bool from_user) {
   ++mine().ticks;
   expire_timed_sleeps();
-  if (from_user && running_here() && running_here()->state == ProcState::Runnable) schedule();
+  // Only a process that has had a good part of its slice: a tick that came
+  // due while a locked call ran with interrupts off is taken by whichever
+  // process that call handed the CPU to, as soon as it is back in user mode,
+  // and must not take the CPU from it again at once (a long console write
+  // would otherwise starve every other process on its CPU).
+  Process* p = running_here();
+  if (from_user && p && p->state == ProcState::Runnable && ran_for(kSliceMs / 2)) schedule();
 }
 
 void cond_resched() {
   kernel_lock_yield();
-  const uint64_t slice = kSliceMs * g_platform->tsc_khz;
   Process* p = running_here();
-  if (p && p->state == ProcState::Runnable && cpu::rdtsc() - mine().slice_start_tsc >= slice) schedule();
+  if (p && p->state == ProcState::Runnable && ran_for(kSliceMs)) schedule();
 }
 
 extern "C" void process_first_entry() {
