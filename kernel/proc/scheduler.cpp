@@ -45,6 +45,7 @@ namespace {
 
 bool g_sched_all_cpus = true;  // sched_cpus= (boot: only CPU 0 runs processes)
 constexpr uint64_t kSliceMs = 10;  // the same as the timer tick
+constexpr uint64_t kMinRunMs = 1;  // what a process runs before a tick may take the CPU from it
 
 // User mode's data segment selectors, as this CPU holds them now.
 struct Selectors {
@@ -440,13 +441,13 @@ bool ran_for(uint64_t ms) { return cpu::rdtsc() - mine().slice_start_tsc >= ms *
 void on_timer_tick(bool from_user) {
   ++mine().ticks;
   expire_timed_sleeps();
-  // Only a process that has had a good part of its slice: a tick that came
-  // due while a locked call ran with interrupts off is taken by whichever
-  // process that call handed the CPU to, as soon as it is back in user mode,
-  // and must not take the CPU from it again at once (a long console write
-  // would otherwise starve every other process on its CPU).
+  // Only a process that has run a little: a tick that came due while a
+  // locked call ran with interrupts off is taken by whichever process that
+  // call handed the CPU to, as soon as it is back in user mode, and must not
+  // take the CPU from it again at once (a long console write would
+  // otherwise starve every other process on its CPU).
   Process* p = running_here();
-  if (from_user && p && p->state == ProcState::Runnable && ran_for(kSliceMs / 2)) schedule();
+  if (from_user && p && p->state == ProcState::Runnable && ran_for(kMinRunMs)) schedule();
 }
 
 void cond_resched() {

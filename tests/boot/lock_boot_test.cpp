@@ -90,7 +90,6 @@ TEST_P(Locks, MmCallsAndFaultsTakeNoKernelLock) {
     const uint64_t ticks = ticks_of(rec);
     EXPECT_LE(kernel, ticks + ops / 10 + 8) << bench << ": mm calls, faults or yields took the kernel lock\n"
                                             << rec.dump();
-    EXPECT_GT(rec.value("lock_run_queue_acquired", uint64_t{0}), 0u) << rec.dump();
     EXPECT_GE(space, ops) << bench << ": each op takes its space's lock\n" << rec.dump();
   });
   EXPECT_EQ(seen, 3u) << transcript(r);
@@ -101,6 +100,11 @@ TEST_P(Locks, MmCallsAndFaultsTakeNoKernelLock) {
     if (rec.value("event", "") == "locks") {
       classes.insert(rec.value("class", ""));
       EXPECT_LE(rec.value("contended", uint64_t{0}), rec.value("acquired", uint64_t{0})) << rec.dump();
+      // The crews' yields (crew_sync) took the run queues' own locks. Within
+      // a timed loop on one CPU the crew need not run at all: nothing there
+      // yields, and a tick takes the CPU only from a thread that has run
+      // for a while.
+      if (rec.value("class", "") == "run_queue") EXPECT_GT(rec.value("acquired", uint64_t{0}), 0u) << rec.dump();
     }
   for (const char* c :
        {"kernel", "run_queue", "address_space", "file_pages", "file_maps", "frames", "futex", "pipe", "fd_table"})
