@@ -343,16 +343,18 @@ namespace pvk {
 // pte_flag_bits_site of the entry at slot, the load part of the site: its
 // compiled form loads the entry into rax and calls the thunk that takes it
 // there (8 bytes); patched where pte_flags is the mask it is the one 8-byte
-// load (mov 0x0(%rdi,%riz,1),%rax) — the load the walk makes anyway under
+// load (mov 0x0(%base,%riz,1),%rax) — the load the walk makes anyway under
 // pte=attrs, so a leaf's flag test costs no instruction more than there.
 [[gnu::always_inline]] inline uint64_t pte_flag_bits_at(const Pte* slot) {
 #if PVK_BUILTIN_NATIVE
   return slot->raw;
 #elif defined(PVK_KERNEL)
   uint64_t rax;
-  asm("771:\n\tmov (%%rdi), %%rax\n\tcall %P[thunk]\n772:\n773:\n\t" PVK_PVOP_SITE_RECORD
+  // The slot in any of rax, rbx, rcx, rdx ("Q": their loads are 3 bytes,
+  // site_code's load_base_ok), so a loop keeps it where it lives.
+  asm("771:\n\tmov (%[p]), %%rax\n\tcall %P[thunk]\n772:\n773:\n\t" PVK_PVOP_SITE_RECORD
       : "=a"(rax)
-      : "D"(slot), "m"(*slot), [thunk] "i"(&pvk_pvop_thunk_pte_flags_at),
+      : [p] "Q"(slot), "m"(*slot), [thunk] "i"(&pvk_pvop_thunk_pte_flags_at),
         [slot] "i"(offsetof(MmuOps, pte_flags) | PvopSite::kFlagBitsSite | PvopSite::kLoadSite)
       : "cc");
   return rax;

@@ -215,9 +215,21 @@ ErrorOr<PatchReport> patch_pvop_sites(bool patch, char* failure, size_t failure_
     }
     InlineOp op{};
     uint64_t counter = 0;
+    // A load site keeps the register the compiler put its slot in.
+    uint8_t base = site_code::kRdi;
+    if (s->loads()) {
+      const auto now = site_code::decode(s->address(), s->length, at);
+      if (now.form != site_code::Form::LoadCall &&
+          !(now.form == site_code::Form::Inline && now.op == InlineOp::FlagBitsAt)) {
+        format(failure, failure_size, "pvk: pvpatch: load site at %p (%u bytes) holds no load", s->address(), s->length);
+        return Errno::EINVAL;
+      }
+      base = now.base;
+    }
     const bool as_inline = inline_op_for(s->verb(), op, &counter, s->flag_bits(), s->loads()) &&
-                           inline_ok[static_cast<unsigned>(op)] && site_code::encode_inline(code, s->length, op, at, counter);
-    if (!as_inline && !(s->loads() ? site_code::encode_load_call(code, s->length, at, load_thunk_address())
+                           inline_ok[static_cast<unsigned>(op)] &&
+                           site_code::encode_inline(code, s->length, op, at, counter, base);
+    if (!as_inline && !(s->loads() ? site_code::encode_load_call(code, s->length, at, load_thunk_address(), base)
                                    : site_code::encode_direct_call(code, s->length, at, direct_target(s->verb())))) {
       format(failure, failure_size, "pvk: pvpatch: site at %p (%u bytes) cannot hold a direct call", s->address(),
              s->length);

@@ -16,8 +16,10 @@ constexpr uint8_t kXorEaxEax[] = {0x31, 0xc0};         // xor %eax,%eax
 constexpr uint8_t kIncqRip[] = {0x48, 0xff, 0x05};     // incq disp32(%rip), disp32 follows
 constexpr uint8_t kInvlpgRdi[] = {0x0f, 0x01, 0x3f};   // invlpg (%rdi)
 constexpr uint8_t kLeaRaxRdi5[] = {0x48, 0x8d, 0x44, 0x27, 0x00};  // lea 0x0(%rdi,%riz,1),%rax: 5 bytes
-constexpr uint8_t kMovRaxAtRdi8[] = {0x48, 0x8b, 0x84, 0x27, 0, 0, 0, 0};  // mov 0x0(%rdi,%riz,1),%rax: 8 bytes
-constexpr uint8_t kMovRaxAtRdi[] = {0x48, 0x8b, 0x07};                     // mov (%rdi),%rax
+// A load site's two forms, for a base register b (load_base_ok):
+//   48 8b 0b                    mov (%b),%rax                (compiled, before its call)
+//   48 8b 84 2b 00 00 00 00     mov 0x0(%b,%riz,1),%rax      (patched: 8 bytes)
+constexpr uint8_t kLoadRex = 0x48, kLoadOpcode = 0x8b, kLoadModRmSib = 0x84, kSibRizBase = 0x20;
 
 // Appends bytes to a form being built.
 struct Writer {
@@ -46,7 +48,7 @@ bool rip_disp(uint64_t at, unsigned length, uint64_t target, int32_t& disp) {
 }
 
 // 0 if the counter is out of rip-relative reach.
-unsigned build_inline(uint8_t* out, InlineOp op, uint64_t at = 0, uint64_t counter = 0) {
+unsigned build_inline(uint8_t* out, InlineOp op, uint64_t at = 0, uint64_t counter = 0, uint8_t base = kRdi) {
   Writer w{out};
   switch (op) {
     case InlineOp::FlagsMask:
@@ -56,7 +58,12 @@ unsigned build_inline(uint8_t* out, InlineOp op, uint64_t at = 0, uint64_t count
       break;
     case InlineOp::Identity: w.put(kMovRaxRdi); break;
     case InlineOp::FlagBits: w.put(kLeaRaxRdi5); break;
-    case InlineOp::FlagBitsAt: w.put(kMovRaxAtRdi8); break;
+    case InlineOp::FlagBitsAt: {
+      if (!load_base_ok(base)) return 0;
+      const uint8_t load[] = {kLoadRex, kLoadOpcode, kLoadModRmSib, static_cast<uint8_t>(kSibRizBase | base), 0, 0, 0, 0};
+      w.put(load);
+      break;
+    }
     case InlineOp::NativePfn:
       w.put(kMovRaxRdi);
       w.put(kShlRax12);
@@ -170,11 +177,13 @@ bool encode_direct_call(uint8_t* buf, unsigned length, uint64_t at, uint64_t tar
   return true;
 }
 
-bool encode_load_call(uint8_t* buf, unsigned length, uint64_t at, uint64_t target) {
-  if (length < kLoadCallLength) return false;
+bool encode_load_call(uint8_t* buf, unsigned length, uint64_t at, uint64_t target, uint8_t base) {
+  if (length < kLoadCallLength || !load_base_ok(base)) return false;
   const int64_t rel = static_cast<int64_t>(target - (at + kLoadCallLength));
   if (rel != static_cast<int32_t>(rel)) return false;
-  memcpy(buf, kMovRaxAtRdi, sizeof kMovRaxAtRdi);
+  buf[0] = kLoadRex;
+  buf[1] = kLoadOpcode;
+  buf[2] = base;  // ModRM: mod 00, reg rax, rm base
   buf[3] = 0xe8;
   const int32_t rel32 = static_cast<int32_t>(rel);
   memcpy(buf + 4, &rel32, 4);
@@ -182,9 +191,9 @@ bool encode_load_call(uint8_t* buf, unsigned length, uint64_t at, uint64_t targe
   return true;
 }
 
-bool encode_inline(uint8_t* buf, unsigned length, InlineOp op, uint64_t at, uint64_t counter) {
+bool encode_inline(uint8_t* buf, unsigned length, InlineOp op, uint64_t at, uint64_t counter, uint8_t base) {
   uint8_t code[16];
-  const unsigned n = build_inline(code, op, at, counter);
+  const unsigned n = build_inline(code, op, at, counter, base);
   if (n == 0 || n > length) return false;
   memcpy(buf, code, n);
   encode_nops(buf + n, length - n);
@@ -228,15 +237,25 @@ Decoded decode(const uint8_t* buf, unsigned length, uint64_t at) {
     d.target = at + kIncq + static_cast<int64_t>(read32(buf + sizeof kIncqRip));
     return d;
   }
-  if (length >= kLoadCallLength && !memcmp(buf, kMovRaxAtRdi, sizeof kMovRaxAtRdi) && buf[3] == 0xe8 &&
-      only_nops(buf + kLoadCallLength, length - kLoadCallLength)) {
+  if (length >= kLoadCallLength && buf[0] == kLoadRex && buf[1] == kLoadOpcode && load_base_ok(buf[2]) &&
+      buf[3] == 0xe8 && only_nops(buf + kLoadCallLength, length - kLoadCallLength)) {
     d.form = Form::LoadCall;
     d.target = at + kLoadCallLength + static_cast<int64_t>(read32(buf + 4));
+    d.base = buf[2];
+    return d;
+  }
+  if (length >= kLoadCallLength && buf[0] == kLoadRex && buf[1] == kLoadOpcode && buf[2] == kLoadModRmSib &&
+      (buf[3] & 0xf8) == kSibRizBase && load_base_ok(buf[3] & 7) && read32(buf + 4) == 0 &&
+      only_nops(buf + kLoadCallLength, length - kLoadCallLength)) {
+    d.form = Form::Inline;
+    d.op = InlineOp::FlagBitsAt;
+    d.base = buf[3] & 7;
     return d;
   }
   for (unsigned i = 0; i <= static_cast<unsigned>(InlineOp::FlagBitsAt); ++i) {
     const auto op = static_cast<InlineOp>(i);
-    if (op == InlineOp::Count || op == InlineOp::CountInvlpg) continue;  // decoded above
+    // (the counting forms and the load form are decoded above)
+    if (op == InlineOp::Count || op == InlineOp::CountInvlpg || op == InlineOp::FlagBitsAt) continue;
     uint8_t code[16];
     const unsigned n = build_inline(code, op);
     if (n <= length && !memcmp(buf, code, n) && only_nops(buf + n, length - n)) {

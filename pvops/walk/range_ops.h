@@ -309,7 +309,12 @@ class PageWalk {
   // not two (the compiled-in image inlines protect into mprotect).
   [[gnu::always_inline]] static ErrorOr<void> protect_leaves(Pfn root, VirtAddr va, uint64_t pages, PteFlags set, PteFlags clear,
                                       LazyMmuSection& section, Tables tables) {
-    return C::each_stretch(va, pages, [&](VirtAddr v, unsigned first, unsigned count, uint64_t i) -> ErrorOr<void> {
+    // The stretch inlined, its leaf loop not (protect_run): the same shape
+    // under both encodings, so pte=flags' loop (a patched site per leaf)
+    // does not crowd the stretch's registers and neither encoding pays an
+    // out-of-line stretch on a one-page call.
+    return C::each_stretch(va, pages, [&](VirtAddr v, unsigned first, unsigned count, uint64_t i)
+                                          __attribute__((always_inline)) -> ErrorOr<void> {
       Pte* l2_slot = C::hooked_l2_slot(root, v);
       if (!l2_slot) return {};
       if (tables == Tables::Whole && count == kEntriesPerTable &&
@@ -322,23 +327,30 @@ class PageWalk {
         for (unsigned k = 0; k < count; ++k) stores += C::mapped(l1[first + k]);
         return stores;
       }));
-      for (unsigned k = 0; k < count; ++k) {
-        Pte* slot = &l1[first + k];
-        // The leaf's one flag read; the new entry's flags follow from it
-        // (set and clear are flag bits), so no second read is needed.
-        // (Its flag image: only flag bits are tested.)
-        const uint64_t now = C::flag_image_at(slot);
-        if (!(now & (pte_bit::Present | pte_bit::ProtNone))) continue;
-        const Pte old = C::update_start(slot);
-        Pte updated{(old.raw | set.bits) & ~clear.bits};
-        // A shared (copy-on-write) frame stays read-only whatever the new
-        // protection: the write fault will give this mapping its own copy.
-        if (((now | set.bits) & ~clear.bits) & pte_bit::Cow) updated.raw &= ~pte_bit::Write;
-        TRY(C::update_commit(slot, old, updated));
-        section.invalidate(va + (i + k) * kPageSize);
-      }
-      return {};
+      return protect_run(&l1[first], count, va + i * kPageSize, set, clear, section);
     });
+  }
+
+  // protect's leaf loop over one table's run of `count` slots from `slots`,
+  // the first mapping `at`.
+  [[gnu::noinline]] static ErrorOr<void> protect_run(Pte* slots, unsigned count, VirtAddr at, PteFlags set,
+                                                      PteFlags clear, LazyMmuSection& section) {
+    for (unsigned k = 0; k < count; ++k) {
+      Pte* slot = &slots[k];
+      // The leaf's one flag read; the new entry's flags follow from it
+      // (set and clear are flag bits), so no second read is needed.
+      // (Its flag image: only flag bits are tested.)
+      const uint64_t now = C::flag_image_at(slot);
+      if (!(now & (pte_bit::Present | pte_bit::ProtNone))) continue;
+      const Pte old = C::update_start(slot);
+      Pte updated{(old.raw | set.bits) & ~clear.bits};
+      // A shared (copy-on-write) frame stays read-only whatever the new
+      // protection: the write fault will give this mapping its own copy.
+      if (((now | set.bits) & ~clear.bits) & pte_bit::Cow) updated.raw &= ~pte_bit::Write;
+      TRY(C::update_commit(slot, old, updated));
+      section.invalidate(at + k * kPageSize);
+    }
+    return {};
   }
 };
 

@@ -81,6 +81,27 @@ TEST(SiteCode, LoadCallRoundTrips) {
   EXPECT_FALSE(site_code::encode_load_call(small, sizeof small, kSite, kSite + 64));
 }
 
+// A load site's slot is in whichever register the compiler chose: both its
+// forms keep that register, and decode reads it back.
+TEST(SiteCode, LoadFormsKeepTheirBaseRegister) {
+  for (uint8_t base = 0; base < 8; ++base) {
+    uint8_t call[site_code::kLoadCallLength], load[site_code::kLoadCallLength];
+    const bool ok = site_code::load_base_ok(base);
+    EXPECT_EQ(ok, base != 4 && base != 5) << "rsp/r12 need a SIB byte, rbp/r13 a displacement: " << int(base);
+    EXPECT_EQ(site_code::encode_load_call(call, sizeof call, kSite, kSite + 0x40, base), ok) << int(base);
+    EXPECT_EQ(site_code::encode_inline(load, sizeof load, InlineOp::FlagBitsAt, 0, 0, base), ok) << int(base);
+    if (!ok) continue;
+    const auto c = site_code::decode(call, sizeof call, kSite);
+    EXPECT_EQ(c.form, Form::LoadCall) << int(base);
+    EXPECT_EQ(c.base, base);
+    EXPECT_EQ(c.target, kSite + 0x40);
+    const auto l = site_code::decode(load, sizeof load, kSite);
+    EXPECT_EQ(l.form, Form::Inline) << int(base);
+    EXPECT_EQ(l.op, InlineOp::FlagBitsAt);
+    EXPECT_EQ(l.base, base);
+  }
+}
+
 TEST(SiteCode, InlineFormsRoundTripAndFitTheRoom) {
   for (InlineOp op : kOps) {
     const unsigned n = site_code::inline_length(op);
@@ -153,6 +174,20 @@ TEST_F(InlineExec, CountBumpsItsCounter) {
   ASSERT_EQ(mprotect(page_, 4096, PROT_READ | PROT_WRITE | PROT_EXEC), 0);
   reinterpret_cast<void (*)()>(page_)();
   EXPECT_EQ(*counter, 42u);
+}
+
+TEST_F(InlineExec, LoadFormReadsTheSlotItsRegisterHolds) {
+  const uint64_t slot = 0x8000000012345067ull;
+  auto* code = static_cast<uint8_t*>(page_);
+  for (uint8_t base : {site_code::kRdi, uint8_t{6}}) {  // rdi, rsi: the two arguments
+    ASSERT_EQ(mprotect(page_, 4096, PROT_READ | PROT_WRITE), 0);
+    ASSERT_TRUE(site_code::encode_inline(code, 13, InlineOp::FlagBitsAt, 0, 0, base));
+    code[13] = 0xc3;  // ret
+    ASSERT_EQ(mprotect(page_, 4096, PROT_READ | PROT_EXEC), 0);
+    auto fn = reinterpret_cast<uint64_t (*)(uint64_t, uint64_t)>(page_);
+    const uint64_t s = reinterpret_cast<uint64_t>(&slot);
+    EXPECT_EQ(base == site_code::kRdi ? fn(s, 0) : fn(0, s), slot) << int(base);
+  }
 }
 
 TEST_F(InlineExec, EachFormComputesTheNativeVerb) {
