@@ -1,5 +1,5 @@
 // hostile's runner and the helpers its attacks share (hostile.cpp); the
-// attacks themselves are in hostile_attacks.cpp.
+// attacks themselves are in the hostile_*.cpp files (hostile_attacks.h).
 #pragma once
 #include <initializer_list>
 
