@@ -18,6 +18,10 @@ constexpr unsigned kMaxFiles = 256;
 File g_files[kMaxFiles];
 File g_console{File::Kind::Console, 1, nullptr, nullptr, 0, 2};  // never freed; O_RDWR
 
+// O_NONBLOCK as the File has it now (F_SETFL may change it meanwhile, on
+// another CPU: one whole load).
+bool nonblocking(const File& f) { return __atomic_load_n(&f.flags, __ATOMIC_RELAXED) & abi::O_NONBLOCK; }
+
 // A transfer cut short reports what it moved; only a transfer of nothing
 // reports the error.
 ErrorOr<uint64_t> partial(uint64_t done, Errno e) {
@@ -129,7 +133,7 @@ ErrorOr<uint64_t> file_read(File* f, uint64_t user_buf, uint64_t len) {
   switch (f->kind) {
     case File::Kind::Console: return uint64_t{0};  // no console input: EOF
     case File::Kind::Node: return node_read(f, user_buf, len);
-    case File::Kind::PipeRead: return pipe_read(*f->pipe, user_buf, len);
+    case File::Kind::PipeRead: return pipe_read(*f->pipe, user_buf, len, nonblocking(*f));
     default: return Errno::EBADF;
   }
 }
@@ -163,7 +167,7 @@ ErrorOr<uint64_t> file_write_from(File* f, WriteSource src, uint64_t len) {
     case File::Kind::Node: return node_write(f, src, len);
     case File::Kind::PipeWrite: {
       bool broken = false;
-      ErrorOr<uint64_t> r = pipe_write(*f->pipe, src, len, broken);
+      ErrorOr<uint64_t> r = pipe_write(*f->pipe, src, len, broken, nonblocking(*f));
       if (broken) raise_sigpipe();
       return r;
     }

@@ -263,7 +263,9 @@ int64_t sys_fcntl(const SyscallArgs& a) {
       constexpr uint32_t kChangeable = abi::O_APPEND | abi::O_NONBLOCK;
       File* file = f.get();
       if (file->kind == File::Kind::Console) return 0;  // shared by every process: left as it is
-      file->flags = (file->flags & ~kChangeable) | (static_cast<uint32_t>(a[2]) & kChangeable);
+      // One whole store: a pipe call on another CPU reads O_NONBLOCK unlocked.
+      __atomic_store_n(&file->flags, (file->flags & ~kChangeable) | (static_cast<uint32_t>(a[2]) & kChangeable),
+                       __ATOMIC_RELAXED);
       return 0;
     }
     default: return result(Errno::EINVAL);
@@ -295,7 +297,7 @@ int64_t sys_pipe2(const SyscallArgs& a) {
     file_put(r), file_put(w);
     return result(c.error());
   }
-  // O_NONBLOCK is kept for F_GETFL; pvk's pipes block whatever it says.
+  // O_NONBLOCK: each end's File's, for F_GETFL and its reads or writes.
   r->flags = w->flags = static_cast<uint32_t>(a[1] & abi::O_NONBLOCK);
   fd_swap(p, static_cast<unsigned>(fds[0]), r, a[1] & abi::O_CLOEXEC);  // both were empty
   fd_swap(p, static_cast<unsigned>(fds[1]), w, a[1] & abi::O_CLOEXEC);

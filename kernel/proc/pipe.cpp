@@ -126,13 +126,17 @@ unsigned pipes_in_use() {
   return n;
 }
 
-ErrorOr<uint64_t> pipe_read(Pipe& p, uint64_t user_buf, uint64_t len) {
+ErrorOr<uint64_t> pipe_read(Pipe& p, uint64_t user_buf, uint64_t len, bool nonblock) {
   p.lock.lock_irqs_off();
   for (;;) {
     while (!p.count) {
       if (!p.writers) {
         p.lock.unlock_irqs_off();
         return uint64_t{0};  // EOF
+      }
+      if (nonblock) {
+        p.lock.unlock_irqs_off();
+        return Errno::EAGAIN;
       }
       if (!wait_on(p, p.reading)) {
         p.lock.unlock_irqs_off();
@@ -161,7 +165,7 @@ ErrorOr<uint64_t> pipe_read(Pipe& p, uint64_t user_buf, uint64_t len) {
   }
 }
 
-ErrorOr<uint64_t> pipe_write(Pipe& p, const WriteSource& src, uint64_t len, bool& broken) {
+ErrorOr<uint64_t> pipe_write(Pipe& p, const WriteSource& src, uint64_t len, bool& broken, bool nonblock) {
   // A write of at most PIPE_BUF bytes waits for room for all of them and
   // goes in with one copy; a longer one goes in as room appears.
   const bool whole = len <= Pipe::kSize;
@@ -179,6 +183,10 @@ ErrorOr<uint64_t> pipe_write(Pipe& p, const WriteSource& src, uint64_t len, bool
       // Readers first for the bytes this call put in, so a write longer
       // than the ring never waits on readers that were never told.
       if (done != woken_for) wake_queue(p.reading), woken_for = done;
+      if (nonblock) {
+        error = Errno::EAGAIN;
+        break;
+      }
       if (!wait_on(p, p.writing)) {
         error = Errno::EINTR;
         break;

@@ -52,11 +52,14 @@ struct Pipe {
 Pipe* pipe_alloc();
 // Hands back a pipe from pipe_alloc that no File came to name.
 void pipe_free_unused(Pipe& p);
-// Blocking reads and writes from the current thread, with or without the
-// kernel lock; the caller holds a File of the right end. A write that
-// finds no reader sets `broken` (the caller sends SIGPIPE) and is EPIPE.
-ErrorOr<uint64_t> pipe_read(Pipe& p, uint64_t user_buf, uint64_t len);
-ErrorOr<uint64_t> pipe_write(Pipe& p, const WriteSource& src, uint64_t len, bool& broken);
+// Reads and writes from the current thread, with or without the kernel
+// lock; the caller holds a File of the right end. A write that finds no
+// reader sets `broken` (the caller sends SIGPIPE) and is EPIPE. With
+// `nonblock` (the File's O_NONBLOCK) a call that would wait returns what it
+// moved, or EAGAIN if nothing (a write of at most PIPE_BUF bytes goes in
+// whole or not at all), as on Linux.
+ErrorOr<uint64_t> pipe_read(Pipe& p, uint64_t user_buf, uint64_t len, bool nonblock = false);
+ErrorOr<uint64_t> pipe_write(Pipe& p, const WriteSource& src, uint64_t len, bool& broken, bool nonblock = false);
 // The last File of one end has gone (with or without the kernel lock): a
 // blocked peer sees EOF or EPIPE; the last end frees the pipe.
 void pipe_close_end(Pipe& p, bool read_end);

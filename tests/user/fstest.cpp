@@ -268,6 +268,25 @@ void devices_and_descriptors() {
   CHECK_EQ(close(p[0]), 0);
   CHECK_EQ(close(p[1]), 0);
   CHECK_EQ(pipe2(p, 1), -EINVAL);
+
+  // O_NONBLOCK: a call that would wait returns what it moved, or EAGAIN.
+  CHECK_EQ(pipe2(p, O_NONBLOCK), 0);
+  CHECK_EQ(fcntl(p[0], F_GETFL), O_RDONLY | O_NONBLOCK);
+  CHECK_EQ(read(p[0], buf, 1), -EAGAIN);  // empty, a writer open
+  static char big[8192];
+  memset(big, 'n', sizeof big);
+  CHECK_EQ(write(p[1], big, sizeof big), 4096);     // what fits, then no wait
+  CHECK_EQ(write(p[1], big, 1), -EAGAIN);           // full
+  CHECK_EQ(read(p[0], buf, 16), 16);
+  CHECK_EQ(write(p[1], big, 17), -EAGAIN);          // at most PIPE_BUF: whole or nothing
+  CHECK_EQ(write(p[1], big, 16), 16);
+  // Cleared on the read end: a read with bytes there still returns at once.
+  CHECK_EQ(fcntl(p[0], F_SETFL, 0), 0);
+  CHECK_EQ(fcntl(p[0], F_GETFL), O_RDONLY);
+  CHECK_EQ(read(p[0], big, sizeof big), 4096);
+  CHECK_EQ(close(p[1]), 0);
+  CHECK_EQ(read(p[0], buf, 1), 0);  // EOF, not EAGAIN
+  CHECK_EQ(close(p[0]), 0);
 }
 
 // mmap of a file, MAP_PRIVATE: the file's bytes (zeros past its end in
