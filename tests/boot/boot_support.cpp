@@ -78,6 +78,16 @@ std::string transcript(const RunResult& r) {
       << " ms)\n--- console";
   if (r.lines.size() > tail) out << " (last " << tail << " of " << r.lines.size() << " lines)";
   out << ":\n";
+  // A long console's failing records may lie before its tail (CI shows
+  // only this): each one first, wherever it is.
+  if (r.lines.size() > tail) {
+    unsigned shown = 0;
+    for (size_t i = 0; i + tail < r.lines.size() && shown < 20; ++i)
+      if (r.lines[i].find("\"pass\":false") != std::string::npos || r.lines[i].find(": FAIL") != std::string::npos) {
+        out << "--- failing, line " << i + 1 << ": " << r.lines[i] << "\n";
+        ++shown;
+      }
+  }
   for (size_t i = r.lines.size() > tail ? r.lines.size() - tail : 0; i < r.lines.size(); ++i)
     out << r.lines[i] << "\n";
   for (const auto& line : r.xen_trouble) out << "--- xen trouble: " << line << "\n";

@@ -257,7 +257,11 @@ namespace {
   exit_group(g_failures ? 1 : 0);
 }
 
-uint64_t g_timeout_ns = 20ull * 1000000000ull;
+// A test's hang guard (timeout=), never a speed bound: under TCG without
+// -icount the guest's clock is the host's, and two vCPUs on a loaded host
+// can take a hundred times their idle time (fork_tree: 65 ms idle, over
+// 20 s with six vCPU threads and three busy loops on two cores).
+uint64_t g_timeout_ns = 120ull * 1000000000ull;
 
 // Zombies of processes reparented to us (pvk: init adopts orphans).
 unsigned reap_orphans() {
