@@ -13,13 +13,19 @@
 namespace pvk::boot_test {
 namespace {
 
+// proctest under injected failures: a test whose fork or pipe failed may
+// wait for a child that never came, and the runner's guard ends it. 20 s,
+// not its default (a hang guard of 120 s, more than a native boot's
+// whole 60 s), so the suite still finishes inside the boot.
+constexpr const char* kProctestUnderInjection = "init=proctest init_args=timeout=20";
+
 struct FaultCase {
   Platform platform;
   std::string mmu;
   std::string fail;  // the fail= value
   uint64_t seed;
   std::vector<std::string> injected;  // kinds that must have failed at least once
-  std::string workload = "init=proctest";
+  std::string workload = kProctestUnderInjection;
 
   std::string params() const {
     return "mmu=" + mmu + " " + workload + " fail=" + fail + " fail_seed=" + std::to_string(seed);
@@ -64,7 +70,7 @@ INSTANTIATE_TEST_SUITE_P(ProcessNative, FaultInjection,
                                            FaultCase{Platform::native, "native", "frame_alloc:1/20", 2, {"frame_alloc"}},
                                            // Table copy-outs and gate openings (table sharing) without frames.
                                            FaultCase{Platform::native, "native", "frame_alloc:1/40", 5, {"frame_alloc"},
-                                                     "init=proctest ptshare=on"}),
+                                                     std::string(kProctestUnderInjection) + " ptshare=on"}),
                          case_name);
 // Refused updates: a fault's mapping fails (OOM kill of that process),
 // teardown, fork and mprotect send the refused requests again.
@@ -79,7 +85,7 @@ INSTANTIATE_TEST_SUITE_P(
                       // Refused L2 stores and table pins in copy-outs, gate
                       // openings and whole-table mprotects (ptshare=on).
                       FaultCase{Platform::xen, "batched", "mmu_update:1/60,mmuext_op:1/30,frame_alloc:1/100", 7,
-                                {"mmu_update", "mmuext_op", "frame_alloc"}, "init=proctest ptshare=on"},
+                                {"mmu_update", "mmuext_op", "frame_alloc"}, std::string(kProctestUnderInjection) + " ptshare=on"},
                       // Unhook: refused L2 stores when a table is unhooked or
                       // rehooked, refused queued entries in auto's queued tables.
                       FaultCase{Platform::xen, "unhook", "mmu_update:1/40,mmuext_op:1/30,frame_alloc:1/100", 8,
