@@ -69,6 +69,14 @@ std::string stress_name(const ::testing::TestParamInfo<StressCase>& i) {
                                                      : "");
 }
 
+// proctest's `tests` on every CPU of case c, in virtual time (the boot's
+// time recorded as a property).
+RunResult boot_proctest_race(const StressCase& c, const std::string& tests) {
+  RunResult r = boot_virtual(c.platform, c.params + " sched_cpus=all init=proctest init_args=" + tests, c.cpus);
+  ::testing::Test::RecordProperty("boot_ms", static_cast<int>(r.elapsed.count()));
+  return r;
+}
+
 class MmRace : public ::testing::TestWithParam<StressCase> {};
 
 // Each race passed its own checks (no late store, no foreign or late read,
@@ -77,9 +85,7 @@ class MmRace : public ::testing::TestWithParam<StressCase> {};
 // other CPUs' TLBs; with none the race never crossed CPUs).
 TEST_P(MmRace, NoStoreOrReadOutlivesTheCall) {
   const StressCase& c = GetParam();
-  const RunResult r = boot_virtual(
-      c.platform, c.params + " sched_cpus=all init=proctest init_args=mm_race_threads,mm_race_procs", c.cpus);
-  RecordProperty("boot_ms", static_cast<int>(r.elapsed.count()));
+  const RunResult r = boot_proctest_race(c, "mm_race_threads,mm_race_procs");
   ASSERT_TRUE(r.pass) << transcript(r);
   EXPECT_TRUE(init_exited_cleanly(r, "proctest")) << transcript(r);
   EXPECT_TRUE(every_cpu_ran(r, c.cpus)) << transcript(r);
@@ -104,9 +110,7 @@ class PipeRace : public ::testing::TestWithParam<StressCase> {};
 // sleeping call. The frames come back (boot_virtual's leak check).
 TEST_P(PipeRace, CloseAndDup2UnderSleepingCalls) {
   const StressCase& c = GetParam();
-  const RunResult r =
-      boot_virtual(c.platform, c.params + " sched_cpus=all init=proctest init_args=pipe_race_threads", c.cpus);
-  RecordProperty("boot_ms", static_cast<int>(r.elapsed.count()));
+  const RunResult r = boot_proctest_race(c, "pipe_race_threads");
   ASSERT_TRUE(r.pass) << transcript(r);
   EXPECT_TRUE(init_exited_cleanly(r, "proctest")) << transcript(r);
   EXPECT_TRUE(every_cpu_ran(r, c.cpus)) << transcript(r);
