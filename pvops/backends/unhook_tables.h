@@ -219,15 +219,18 @@ class UnhookTables {
     __atomic_sub_fetch(&g_unhooked_tables, 1, __ATOMIC_RELAXED);
   }
 
+  // Newest first: a walk stores into the table it unhooked last, and fork
+  // keeps up to kMaxUnhooked of its parent's tables out at once, so an
+  // oldest-first scan paid one probe per older table on every plain store.
   static Entry* find_slot(const Pte* slot) {
     CpuTables& t = here();
-    for (unsigned k = 0; k < t.count; ++k)
+    for (unsigned k = t.count; k-- > 0;)
       if (t.tables[k].slot == slot) return &t.tables[k];
     return nullptr;
   }
   static Entry* find_l1(Pfn l1) {
     CpuTables& t = here();
-    for (unsigned k = 0; k < t.count; ++k)
+    for (unsigned k = t.count; k-- > 0;)
       if (t.tables[k].l1 == l1) return &t.tables[k];
     return nullptr;
   }
