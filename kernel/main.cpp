@@ -160,6 +160,8 @@ void patch_call_sites() {
       .u64("generic_jumps", p.generic_jumps)
       .u64("native_copies", p.native_copies)
       .u64("generic_copies", p.generic_copies)
+      .u64("attrs_copies", p.attrs_copies)
+      .u64("flags_copies", p.flags_copies)
       .u64("unpatched", p.unpatched)
       .u64("verified", p.verified);
 }

@@ -105,7 +105,8 @@ ErrorOr<void> AddressSpace::munmap_locked(VirtAddr addr, uint64_t len) {
   return {};
 }
 
-ErrorOr<void> AddressSpace::mprotect(VirtAddr addr, uint64_t len, uint32_t prot) {
+template <PteAccess E>
+[[gnu::always_inline]] inline ErrorOr<void> AddressSpace::mprotect_in(VirtAddr addr, uint64_t len, uint32_t prot) {
   SpinGuard guard(lock_);
   if ((raw(addr) & (kPageSize - 1)) || (prot & ~(vm::Read | vm::Write | vm::Exec))) return Errno::EINVAL;
   if (len > abi::kUserTop) return Errno::EINVAL;
@@ -139,7 +140,7 @@ ErrorOr<void> AddressSpace::mprotect(VirtAddr addr, uint64_t len, uint32_t prot)
   LazyMmuSection section(root_, tlb_, OnRefusal::Retry);  // the VMAs already say the new rights
   ErrorOr<void> r;
   if (!g_policy.ptshare) {
-    r = PVOP(range.protect)(root_, addr, (end - addr) >> kPageShift, set, clear, section);
+    r = PVOP_ENC(E, range.protect)(root_, addr, (end - addr) >> kPageShift, set, clear, section);
     return finish(section, r);
   }
   // ptshare: a whole table whose leaves differ from the new rights only in
@@ -150,10 +151,19 @@ ErrorOr<void> AddressSpace::mprotect(VirtAddr addr, uint64_t len, uint32_t prot)
     const VirtAddr next = table + kTableSpan < end ? table + kTableSpan : end;
     const uint64_t pages = (next - at) >> kPageShift;
     r = table_holds_only_private_memory(table) ? PVOP(range.protect_tables)(root_, at, pages, set, clear, section)
-                                               : PVOP(range.protect)(root_, at, pages, set, clear, section);
+                                               : PVOP_ENC(E, range.protect)(root_, at, pages, set, clear, section);
     at = next;
   }
   return finish(section, r);
+}
+
+[[gnu::noinline]] ErrorOr<void> AddressSpace::mprotect_flags(VirtAddr addr, uint64_t len, uint32_t prot) {
+  return mprotect_in<PteAccess::Flags>(addr, len, prot);
+}
+
+ErrorOr<void> AddressSpace::mprotect(VirtAddr addr, uint64_t len, uint32_t prot) {
+  return pick_encoding_copy<offsetof(MmuOps, range.protect)>(
+      [&] { return mprotect_in<PteAccess::Attrs>(addr, len, prot); }, [&] { return mprotect_flags(addr, len, prot); });
 }
 
 ErrorOr<void> AddressSpace::unshare(VirtAddr addr, VirtAddr end, Coverage which) {

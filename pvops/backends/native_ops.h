@@ -101,6 +101,9 @@ constexpr MmuOps ops(PteAccess access) {
 // verb — no pte=flags there: with no pvops table, a flag read is the mask;
 // the pvops image's native-body sites (pvops/call/pvop.h) for the hot ones.
 inline constexpr MmuOps kNativeOps = ops(PteAccess::Attrs);
+// The same under pte=flags: the range verbs' flags instantiations, whose
+// bodies a function's pte=flags copy inlines (pick_encoding_copy).
+inline constexpr MmuOps kNativeFlagsOps = ops(PteAccess::Flags);
 #if PVK_BUILTIN_NATIVE
 inline constexpr const MmuOps& kBuiltinOps = kNativeOps;
 #endif

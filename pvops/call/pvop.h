@@ -28,6 +28,17 @@ namespace pvk {
 enum class PvopCopy : uint8_t { Native, Generic };
 }  // namespace pvk
 
+// PVOP_ENC(encoding, verb): a verb's call inside one copy of a function
+// compiled once per encoding (pick_encoding_copy below): its native-body
+// site carries the native backend's function for that encoding.
+#if PVK_BUILTIN_NATIVE || !defined(PVK_KERNEL)
+#define PVOP_ENC(encoding, verb) PVOP(verb)
+#else
+#define PVOP_ENC(encoding, verb)                                                                    \
+  (::pvk::pvop_detail::NativeFirst<offsetof(::pvk::MmuOps, verb), decltype(::pvk::MmuOps{}.verb), \
+                                   decltype([](const ::pvk::MmuOps& o) { return o.verb; }), encoding>{})
+#endif
+
 // PVOP_IN(copy, verb): a verb's call inside one copy of a function compiled
 // twice. The native copy calls the native backend's function directly
 // (inlinable, as in the compiled-in image); the generic copy the verb's
@@ -60,7 +71,7 @@ struct InCopy<C, Slot, R (*)(A...), Native> {
 
 // Native: reads the verb's slot out of a table (the native one, a
 // compile-time constant, so the call it gives is direct and inlinable).
-template <size_t Slot, typename Fn, typename Native>
+template <size_t Slot, typename Fn, typename Native, PteAccess E = PteAccess::Attrs>
 struct NativeFirst;
 
 // A native-body site (PvopSite::kNativeBody): a 5-byte jump over the
@@ -70,16 +81,20 @@ struct NativeFirst;
 // the jump into one 5-byte nop when the selected backend's function for
 // the slot is that very native function (pvops/call/pvpatch.cpp); anywhere
 // else the jump stays, and the call costs one instruction more.
-template <size_t Slot, typename R, typename... A, typename Native>
-struct NativeFirst<Slot, R (*)(A...), Native> {
+//
+// E names the encoding whose native function the body is: pte=attrs's
+// (kNativeOps) everywhere but in a function's pte=flags copy.
+template <size_t Slot, typename R, typename... A, typename Native, PteAccess E>
+struct NativeFirst<Slot, R (*)(A...), Native, E> {
   [[gnu::always_inline]] R operator()(A... a) const {
     if constexpr (!native_first(Slot)) {
       return Site<Slot, R (*)(A...)>{}(a...);
     } else {
-      constexpr R (*native_verb)(A...) = Native{}(native::kNativeOps);
+      constexpr R (*native_verb)(A...) =
+          Native{}(E == PteAccess::Flags ? native::kNativeFlagsOps : native::kNativeOps);
       asm goto("771:\n\t.byte 0xe9\n\t.long %l[generic] - . - 4\n772:\n773:\n\t" PVK_PVOP_SITE_RECORD
                :
-               : [slot] "i"(Slot | PvopSite::kNativeBody)
+               : [slot] "i"(Slot | PvopSite::kNativeBody | (E == PteAccess::Flags ? PvopSite::kFlagsEncoding : 0))
                :
                : generic);
       return native_verb(a...);
@@ -126,6 +141,35 @@ generic:
 #else
   (void)native_copy;
   return generic_copy();
+#endif
+}
+
+// A function compiled once per encoding, PVOP_ENC(PteAccess::Attrs, verb)
+// in one copy and PVOP_ENC(PteAccess::Flags, verb) in the other, runs one
+// of them through an encoding switch: a 5-byte jump to the pte=flags copy
+// that pvpatch=on turns into a nop unless the selected backend's function
+// for `Slot` is the native pte=flags one. The native body a site inlines is
+// one encoding's; the other's, reached through the site's generic path, is
+// an out-of-line call the compiled-in image never pays. One copy per
+// encoding gives pte=flags its inlined body without a second body in the
+// pte=attrs copy, whose registers would pay for it. Pass the pte=attrs copy
+// inline and the pte=flags copy as a call to a function of its own (not
+// inlined here, for the same reason).
+template <size_t Slot, typename AttrsCopy, typename FlagsCopy>
+[[gnu::always_inline]] inline auto pick_encoding_copy(AttrsCopy attrs_copy, FlagsCopy flags_copy) {
+#if PVK_BUILTIN_NATIVE || !defined(PVK_KERNEL)
+  (void)flags_copy;
+  return attrs_copy();
+#else
+  asm goto("771:\n\t.byte 0xe9\n\t.long %l[flags] - . - 4\n772:\n773:\n\t" PVK_PVOP_SITE_RECORD
+           :
+           : [slot] "i"(static_cast<uint16_t>(Slot) | PvopSite::kCopySwitch | PvopSite::kFlagsEncoding)
+           :
+           : flags);
+  return attrs_copy();
+flags:
+  __attribute__((cold));
+  return flags_copy();
 #endif
 }
 

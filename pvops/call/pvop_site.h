@@ -41,13 +41,21 @@ struct PvopSite {
   // function's native copy to its generic one; the low bits name a
   // VerbGroup, not a slot.
   static constexpr uint16_t kCopySwitch = 0x1000;
-  unsigned verb() const { return slot & ~(kFlagBitsSite | kLoadSite | kNativeBody | kCopySwitch); }
+  // With kNativeBody: the body is the native backend's pte=flags function.
+  // With kCopySwitch: an encoding switch (pick_encoding_copy): a jump from a
+  // function's pte=attrs copy to its pte=flags copy; the low bits name the
+  // g_mmu slot whose native pte=flags function the flags copy inlines.
+  static constexpr uint16_t kFlagsEncoding = 0x0800;
+  unsigned verb() const { return slot & ~(kFlagBitsSite | kLoadSite | kNativeBody | kCopySwitch | kFlagsEncoding); }
   bool flag_bits() const { return slot & kFlagBitsSite; }
   bool loads() const { return slot & kLoadSite; }
   bool native_body() const { return slot & kNativeBody; }
   bool copy_switch() const { return slot & kCopySwitch; }
+  bool flags_encoding() const { return slot & kFlagsEncoding; }
+  bool encoding_switch() const { return copy_switch() && flags_encoding(); }
 };
 static_assert(sizeof(PvopSite) == 8);
+static_assert(sizeof(MmuOps) <= PvopSite::kFlagsEncoding, "a site's slot field holds a g_mmu offset below its kind bits");
 
 // The verbs a function compiled twice calls (pick_copy, pvops/call/pvop.h):
 // its native copy may run only when every one of them is the native

@@ -30,6 +30,10 @@ uint64_t load_thunk_address() { return reinterpret_cast<uint64_t>(&pvk_pvop_thun
 // What the compiler left at a site: a call through the verb's slot, for
 // a light verb a direct call to its thunk, for a native-body site a jump.
 bool as_compiled(const PvopSite& s, const site_code::Decoded& d) {
+  if (s.encoding_switch())
+    return !s.native_body() && !s.flag_bits() && !s.loads() && s.verb() < sizeof(MmuOps) &&
+           pvop_detail::native_first(s.verb()) && s.length == site_code::kJumpLength &&
+           d.form == site_code::Form::Jump;
   if (s.copy_switch())
     return !s.native_body() && !s.flag_bits() && !s.loads() && valid_group(s.verb()) &&
            s.length == site_code::kJumpLength && d.form == site_code::Form::Jump;
@@ -51,10 +55,11 @@ uint64_t direct_target(unsigned slot) {
 
 // A native-body site may fall into its body when the backend's function
 // for the verb is the very function that body was compiled from (the native
-// backend's, pte=attrs: the same address in the table), not merely one
-// that behaves alike.
-bool runs_native_body(unsigned slot) {
-  return memcmp(reinterpret_cast<const char*>(&g_mmu) + slot, reinterpret_cast<const char*>(&native::kNativeOps) + slot,
+// backend's, for the site's encoding: the same address in the table), not
+// merely one that behaves alike.
+bool runs_native_body(unsigned slot, bool flags_encoding = false) {
+  const MmuOps& native = flags_encoding ? native::kNativeFlagsOps : native::kNativeOps;
+  return memcmp(reinterpret_cast<const char*>(&g_mmu) + slot, reinterpret_cast<const char*>(&native) + slot,
                 sizeof(uint64_t)) == 0;
 }
 // A copy switch may fall into its native copy when every verb that copy
@@ -66,8 +71,11 @@ bool runs_native_copy(unsigned group) {
   return true;
 }
 // Whether a jump site (a native-body site or a copy switch) becomes a nop.
+// An encoding switch jumps to its function's pte=flags copy, so it stays
+// exactly where that copy's native body is the backend's.
 bool jump_becomes_nop(const PvopSite& s) {
-  return s.copy_switch() ? runs_native_copy(s.verb()) : runs_native_body(s.verb());
+  if (s.encoding_switch()) return !runs_native_body(s.verb(), true);
+  return s.copy_switch() ? runs_native_copy(s.verb()) : runs_native_body(s.verb(), s.flags_encoding());
 }
 
 // The inline form a verb's sites may take under this backend, if any, and
@@ -248,12 +256,13 @@ ErrorOr<PatchReport> patch_pvop_sites(bool patch, char* failure, size_t failure_
       const bool body = jump_becomes_nop(*s);
       if (d.form != (body ? site_code::Form::Nops : site_code::Form::Jump)) {
         format(failure, failure_size, "pvk: pvpatch: self-check: %s at %p (%s %u) reads back wrong",
-               s->copy_switch() ? "copy switch" : "native-body site", s->address(),
-               s->copy_switch() ? "verb group" : "g_mmu slot", s->verb());
+               s->encoding_switch() ? "encoding switch" : s->copy_switch() ? "copy switch" : "native-body site",
+               s->address(), s->copy_switch() && !s->encoding_switch() ? "verb group" : "g_mmu slot", s->verb());
         return Errno::EIO;
       }
       ++r.verified;
-      if (s->copy_switch()) ++(body ? r.native_copies : r.generic_copies);
+      if (s->encoding_switch()) ++(body ? r.attrs_copies : r.flags_copies);
+      else if (s->copy_switch()) ++(body ? r.native_copies : r.generic_copies);
       else ++(body ? r.native_body : r.generic_jumps);
       continue;
     }

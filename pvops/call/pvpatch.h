@@ -32,6 +32,11 @@ struct PatchReport {
   // copy runs (the jump became a nop) or its generic one does.
   unsigned native_copies = 0;
   unsigned generic_copies = 0;
+  // Encoding switches (pick_encoding_copy, pvops/call/pvop.h): the
+  // function's pte=attrs copy runs (the jump became a nop) or its pte=flags
+  // copy does (the native pte=flags backend, or pvpatch=off).
+  unsigned attrs_copies = 0;
+  unsigned flags_copies = 0;
   unsigned unpatched = 0;   // left as compiled (pvpatch=off)
   unsigned verified = 0;    // read back as intended by the self-check
 };

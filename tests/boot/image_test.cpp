@@ -71,6 +71,7 @@ struct Site {
   bool loads;  // a flag-bits load site
   bool native_body;  // a jump over the native backend's body to the verb's ordinary site
   bool copy_switch;  // a jump from a function's native copy to its generic one; slot: the VerbGroup
+  bool flags_encoding;  // native body: pte=flags's; copy switch: an encoding switch (slot: a g_mmu slot)
 };
 
 std::vector<Site> sites_of(const ElfImage& elf) {
@@ -81,7 +82,7 @@ std::vector<Site> sites_of(const ElfImage& elf) {
     PvopSite rec;
     memcpy(&rec, elf.at(*s, s->sh_addr + off), sizeof rec);
     out.push_back({s->sh_addr + off + static_cast<int64_t>(rec.at), static_cast<uint16_t>(rec.verb()), rec.length,
-                   rec.flag_bits(), rec.loads(), rec.native_body(), rec.copy_switch()});
+                   rec.flag_bits(), rec.loads(), rec.native_body(), rec.copy_switch(), rec.flags_encoding()});
   }
   return out;
 }
@@ -128,10 +129,21 @@ TEST_P(ImageSites, EveryRecordIsAnIndirectCallThroughItsSlot) {
   std::set<uint64_t> seen;
   std::map<uint16_t, unsigned> per_slot;
   std::vector<std::pair<uint64_t, uint16_t>> jumps;  // native-body sites: where they jump, their verb
-  unsigned copy_switches = 0;
+  unsigned copy_switches = 0, encoding_switches = 0, flags_bodies = 0;
   for (const Site& s : sites) {
     SCOPED_TRACE(::testing::Message() << std::hex << "site 0x" << s.address << " slot 0x" << s.slot);
     EXPECT_TRUE(seen.insert(s.address).second) << "recorded twice";
+    if (s.copy_switch && s.flags_encoding) {
+      // A 5-byte jump to a function's pte=flags copy, named by the verb
+      // whose native pte=flags body that copy inlines.
+      EXPECT_TRUE(pvop_detail::native_first(s.slot));
+      EXPECT_FALSE(s.flag_bits || s.loads || s.native_body);
+      EXPECT_EQ(s.length, site_code::kJumpLength);
+      ASSERT_TRUE(elf.holds(*text, s.address, s.length)) << "outside .text";
+      EXPECT_EQ(site_code::decode(elf.at(*text, s.address), s.length, s.address).form, site_code::Form::Jump);
+      ++encoding_switches;
+      continue;
+    }
     if (s.copy_switch) {
       // A 5-byte jump to the generic copy, for a verb group that exists.
       EXPECT_TRUE(valid_group(s.slot));
@@ -157,6 +169,7 @@ TEST_P(ImageSites, EveryRecordIsAnIndirectCallThroughItsSlot) {
       const auto d = site_code::decode(elf.at(*text, s.address), s.length, s.address);
       EXPECT_EQ(d.form, site_code::Form::Jump);
       jumps.push_back({d.target, s.slot});
+      flags_bodies += s.flags_encoding;
       ++per_slot[s.slot];
       continue;
     }
@@ -194,6 +207,8 @@ TEST_P(ImageSites, EveryRecordIsAnIndirectCallThroughItsSlot) {
   // compiler may put moves of the arguments before it: up to 64 bytes).
   ASSERT_GT(jumps.size(), 0u) << "no native-body site";
   EXPECT_GT(copy_switches, 0u) << "no copy switch: the lazy-MMU section is compiled twice";
+  EXPECT_GT(encoding_switches, 0u) << "no encoding switch: mprotect is compiled once per encoding";
+  EXPECT_GT(flags_bodies, 0u) << "no pte=flags native body: mprotect's pte=flags copy inlines one";
   for (const auto& [target, slot] : jumps) {
     bool found = false;
     for (const Site& s : sites)

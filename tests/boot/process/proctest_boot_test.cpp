@@ -273,7 +273,8 @@ std::vector<ProcCase> cases(Platform platform, std::initializer_list<const char*
     return ::testing::AssertionSuccess();
   }
   if (n("verified") != sites ||
-      n("direct") + n("inlined") + n("native_body") + n("generic_jumps") + n("native_copies") + n("generic_copies") !=
+      n("direct") + n("inlined") + n("native_body") + n("generic_jumps") + n("native_copies") + n("generic_copies") +
+              n("attrs_copies") + n("flags_copies") !=
           sites ||
       n("unpatched"))
     return ::testing::AssertionFailure() << "not every site patched and verified: " << rec.dump();
@@ -291,6 +292,14 @@ std::vector<ProcCase> cases(Platform platform, std::initializer_list<const char*
       native == (n("generic_copies") > 0))
     return ::testing::AssertionFailure() << "copy switches " << (native ? "not native natively" : "native under Xen")
                                          << ": " << rec.dump();
+  // And the encoding switches of functions compiled once per encoding
+  // (mprotect's): the pte=flags copy runs only on the native backend under
+  // pte=flags, where its inlined body is the backend's.
+  const bool flags_copy = native && std::string_view(c.pte()) == "flags";
+  if (n("attrs_copies") + n("flags_copies") == 0 || flags_copy != (n("flags_copies") > 0) ||
+      flags_copy == (n("attrs_copies") > 0))
+    return ::testing::AssertionFailure() << "encoding switches " << (flags_copy ? "not" : "") << " on the pte=flags copy: "
+                                         << rec.dump();
   if (native != (n("inline_pte_pfn") > 0 && n("inline_make_pte") > 0))
     return ::testing::AssertionFailure() << "native encodings inlined " << (native ? "nowhere" : "under Xen") << ": "
                                          << rec.dump();
