@@ -210,17 +210,25 @@ uint64_t g_reported[8];  // bit n: number n reported (0..511); under the kernel 
 
 }  // namespace
 
-bool linux_call(uint64_t nr, const uint64_t (&a)[6], int64_t& ret) {
+bool linux_own_call(uint64_t nr, const uint64_t (&a)[6], int64_t& ret) {
   switch (nr) {
     case abi::SYS_uname: ret = sys_uname(a[0]); return true;
     case abi::SYS_getuid:
     case abi::SYS_getgid:
     case abi::SYS_geteuid:
     case abi::SYS_getegid: ret = 0; return true;
-    case abi::SYS_prctl: ret = sys_prctl(a[0], a[1]); return true;
     case abi::SYS_getrlimit: ret = sys_prlimit64(0, a[0], 0, a[1]); return true;
     case abi::SYS_prlimit64: ret = sys_prlimit64(a[0], a[1], a[2], a[3]); return true;
     case abi::SYS_set_robust_list: ret = sys_set_robust_list(a[0], a[1]); return true;
+    default: return false;
+  }
+}
+
+bool linux_call(uint64_t nr, const uint64_t (&a)[6], int64_t& ret) {
+  if (linux_own_call(nr, a, ret)) return true;
+  switch (nr) {
+    // prctl's name is read by records other CPUs write: under the kernel lock.
+    case abi::SYS_prctl: ret = sys_prctl(a[0], a[1]); return true;
     case abi::SYS_getrandom: ret = sys_getrandom(a[0], a[1], a[2]); return true;
     case abi::SYS_sysinfo: ret = sys_sysinfo(a[0]); return true;
     case abi::SYS_getpgrp: ret = current()->leader->pgid; return true;

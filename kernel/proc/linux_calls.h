@@ -7,6 +7,10 @@ namespace pvk {
 
 // The call's result as rax, or false if `nr` is none of these calls.
 bool linux_call(uint64_t nr, const uint64_t (&a)[6], int64_t& ret);
+// The subset that reads only constants and writes only the caller's own
+// memory (uname, the uid/gid calls, getrlimit/prlimit64, set_robust_list):
+// they need no lock of the kernel's, and run on the unlocked path.
+bool linux_own_call(uint64_t nr, const uint64_t (&a)[6], int64_t& ret);
 
 // An unimplemented system call: ENOSYS for the caller, and an `enosys`
 // record the first time each number is asked for, so a user sees what a

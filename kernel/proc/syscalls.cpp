@@ -44,9 +44,6 @@ int64_t result(const ErrorOr<T>& r) {
 }
 int64_t result(const ErrorOr<void>& r) { return r.is_error() ? result(r.error()) : 0; }
 
-// The file table is the thread group's: its leader's.
-File** fd_table() { return current()->leader->fds; }
-
 // The file a descriptor names, held (a reference) until the call returns:
 // another thread's close or dup2 meanwhile frees only the number. Empty
 // for a bad descriptor (EBADF).

@@ -25,7 +25,11 @@
 //    that. Any other kind of file takes the locked path. Only where the
 //    space's lock suffices (the copies may fault);
 //  - close of a pipe end: its slot cleared under the table's lock, its
-//    last put under the pipe's.
+//    last put under the pipe's;
+//  - uname, the uid/gid calls, getrlimit/prlimit64, set_robust_list
+//    (kernel/proc/linux_calls.cpp) and set_tid_address: constants, the
+//    calling thread's own fields and its memory. Only where the space's
+//    lock suffices (the copies may fault).
 // The space lives while this thread does: its last thread's exit, and
 // exec's ending of the other threads, wait for this one to come back
 // through the kernel lock.
@@ -38,6 +42,7 @@
 #include "kernel/proc/clock_calls.h"
 #include "kernel/proc/fd_table.h"
 #include "kernel/proc/futex.h"
+#include "kernel/proc/linux_calls.h"
 #include "kernel/kernel_lock.h"
 #include "kernel/proc/mm_calls.h"
 #include "kernel/proc/process.h"
@@ -97,6 +102,21 @@ bool syscall_unlocked(TrapFrame& f) {
     case abi::SYS_gettimeofday:
     case abi::SYS_time:
       if (!space_lock_suffices() || !clock_call(f.rax, args_of(f).v, ret)) return false;
+      break;
+    case abi::SYS_uname:
+    case abi::SYS_getuid:
+    case abi::SYS_getgid:
+    case abi::SYS_geteuid:
+    case abi::SYS_getegid:
+    case abi::SYS_getrlimit:
+    case abi::SYS_prlimit64:
+    case abi::SYS_set_robust_list:
+      if (!p->as || !space_lock_suffices() || !linux_own_call(f.rax, args_of(f).v, ret)) return false;
+      break;
+    case abi::SYS_set_tid_address:
+      // The thread's own word, read by its own exit alone.
+      p->clear_child_tid = f.rdi;
+      ret = p->pid;
       break;
     case abi::SYS_sched_yield:
       schedule();  // the run queues have locks of their own

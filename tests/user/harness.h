@@ -153,6 +153,7 @@ void test_munmap();
 void test_efault();
 void test_bad_args();
 void test_misc();
+void test_own_calls();
 void test_bash_calls();
 void test_kernel_isolation();
 void test_ptshare_both_write();

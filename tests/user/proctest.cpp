@@ -33,6 +33,7 @@ const Test kTests[] = {
     {"efault", test_efault},
     {"bad_args", test_bad_args},
     {"misc", test_misc},
+    {"own_calls", test_own_calls},
     {"bash_calls", test_bash_calls},
     {"kernel_isolation", test_kernel_isolation},
     {"ptshare_both_write", test_ptshare_both_write},

@@ -19,12 +19,12 @@ namespace {
 
 // proctest's sub-tests (tests/user/proctest.cpp, kTests, plus the runner's
 // own "leak"), each of which must report {"event":"test","name":...,"pass":true}.
-constexpr std::array<std::string_view, 45> kSubTests = {
+constexpr std::array<std::string_view, 46> kSubTests = {
     "fork_cow",           "fork_tree",          "fork_exec",          "mprotect_segv",
     "sigfpe",             "unhandled_signals",  "kill_handler",       "pipes",
     "pipe_full_writers",
     "zero_page",          "mmap_shared",        "munmap",             "efault",
-    "bad_args",           "misc",               "kernel_isolation",   "ptshare_both_write",
+    "bad_args",           "misc",               "own_calls",               "kernel_isolation",   "ptshare_both_write",
     "ptshare_child_exits", "ptshare_chain",     "ptshare_mprotect",   "ptshare_read_into",
     "ptshare_munmap",
     // Threads (tests/user/test_threads.cpp): clone, futex, TLS, thread exit.
