@@ -111,7 +111,10 @@ void check_entry_state(const TrapFrame& frame) {
   // The GS base is this CPU's PerCpu whatever user mode left in %gs: the
   // entry stubs swapped it in (natively) or Xen did (PV). Stops the kernel
   // otherwise, so a missed swapgs fails every boot test at its first entry.
-  smp::check_this_cpu();
+  // The common case inline, as the system call entry has it; before the
+  // boot CPU's PerCpu exists (a trap that early is a crash) no GS base is
+  // set up to read through.
+  if (__builtin_expect(pvk_percpus[0].self != nullptr, 1)) smp::check_this_cpu_inline();
 }
 
 // Traps from user mode go up to the kernel (trap_from_user: it takes the

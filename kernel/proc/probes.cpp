@@ -133,8 +133,8 @@ uint64_t timed(F&& f) {
 
 }  // namespace
 
-bool take_probe_fault(TrapFrame& f, uint64_t fault_addr) {
-  if (fault_addr != abi::kProbeFaultAddress || !__atomic_load_n(&g_faults_left, __ATOMIC_ACQUIRE)) return false;
+bool take_probe_fault_at_probe(TrapFrame& f) {
+  if (!__atomic_load_n(&g_faults_left, __ATOMIC_ACQUIRE)) return false;
   Process* p = current();
   if (!p || p != g_fault_thread || p->pid != g_fault_tid) return false;
   __atomic_sub_fetch(&g_faults_left, 1, __ATOMIC_ACQ_REL);

@@ -3,6 +3,7 @@
 // `pvk calibrate` (bench/calibrate.cpp). What each kind does is in abi.h's
 // PvkProbe; Xen's kinds are pvops/event_probes.h.
 #pragma once
+#include "base/abi.h"
 #include "base/lib/error_or.h"
 
 namespace pvk {
@@ -20,6 +21,10 @@ struct TrapFrame;
 // kernel returns at once past the load (abi::kProbeLoadBytes) instead of
 // raising SIGSEGV — an exception round trip with nothing else in it.
 // trap_dispatch asks here first for every user page fault; true: taken.
-bool take_probe_fault(TrapFrame& f, uint64_t fault_addr);
+// The address is tested inline: every other fault pays a compare, not a call.
+bool take_probe_fault_at_probe(TrapFrame& f);
+inline bool take_probe_fault(TrapFrame& f, uint64_t fault_addr) {
+  return __builtin_expect(fault_addr == abi::kProbeFaultAddress, 0) && take_probe_fault_at_probe(f);
+}
 
 }  // namespace pvk

@@ -53,8 +53,7 @@ LazyMmuSection::LazyMmuSection(Pfn root, SpaceTlb& tlb, OnRefusal on_refusal) : 
   space_ = &tlb;
 }
 
-LazyMmuSection::~LazyMmuSection() {
-  if (finished_) return;
+void LazyMmuSection::destroyed_unfinished() {
   open_here() = nullptr;
   panic("LazyMmuSection destroyed without finish()");
 }
@@ -113,12 +112,19 @@ void LazyMmuSection::put_frame_after_flush(Pfn pfn) {
   d.frames[d.count++] = pfn;
 }
 
-void LazyMmuSection::put_deferred_frames() {
-  DeferredFrames& d = deferred_here();
-  if (!d.count) return;  // the common case: no frame was unmapped
+namespace {
+[[gnu::noinline]] void put_frames(DeferredFrames& d) {
   for (unsigned i = 0; i < d.count; ++i)
     put_frame_ref(d.frames[i]);
   d.count = 0;
+}
+}  // namespace
+
+// Inline in drain: every section's finish asks, and a fault's section
+// never has a frame to put (a call to learn that cost 22 instructions).
+[[gnu::always_inline]] inline void LazyMmuSection::put_deferred_frames() {
+  DeferredFrames& d = deferred_here();
+  if (__builtin_expect(d.count != 0, 0)) put_frames(d);  // the common case: no frame was unmapped
 }
 
 ErrorOr<void> LazyMmuSection::drain() {

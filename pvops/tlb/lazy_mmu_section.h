@@ -37,7 +37,11 @@ class LazyMmuSection {
   LazyMmuSection(Pfn root, SpaceTlb& tlb, OnRefusal on_refusal = OnRefusal::Fail);
   LazyMmuSection(const LazyMmuSection&) = delete;
   LazyMmuSection& operator=(const LazyMmuSection&) = delete;
-  ~LazyMmuSection();
+  // Inline: every section is finished, and a call to learn that costs more
+  // than the test.
+  ~LazyMmuSection() {
+    if (__builtin_expect(!finished_, 0)) destroyed_unfinished();
+  }
 
   // va's translation changed and may be cached.
   void invalidate(VirtAddr va);
@@ -69,6 +73,7 @@ class LazyMmuSection {
   static constexpr unsigned kMaxPendingTables = 64;
 
  private:
+  [[noreturn, gnu::cold]] void destroyed_unfinished();  // a section left unfinished: a bug (panics)
   // Opening, draining and finishing are compiled twice, a native and a
   // generic copy (pick_copy, pvops/call/pvop.h): a one-page mprotect or a
   // fault pays for them on every call.
