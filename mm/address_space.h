@@ -146,10 +146,11 @@ class AddressSpace {
   ErrorOr<void> munmap_locked(VirtAddr addr, uint64_t len);
   // mprotect compiled once per page-table encoding (pick_encoding_copy,
   // pvops/call/pvop.h), so that natively each inlines its own encoding's
-  // protect walk as the compiled-in image does; mprotect_flags is the
-  // pte=flags copy, out of line so the pte=attrs copy keeps its registers.
+  // protect walk as the compiled-in image does: mprotect_attrs and
+  // mprotect_flags, each a function of its own with its own registers.
   template <PteAccess E>
   ErrorOr<void> mprotect_in(VirtAddr addr, uint64_t len, uint32_t prot);
+  ErrorOr<void> mprotect_attrs(VirtAddr addr, uint64_t len, uint32_t prot);
   ErrorOr<void> mprotect_flags(VirtAddr addr, uint64_t len, uint32_t prot);
   // A cleared frame handle_fault took before the lock; the locked part maps
   // it (and clears valid) if the page needs a fresh frame.

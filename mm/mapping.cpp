@@ -157,13 +157,20 @@ template <PteAccess E>
   return finish(section, r);
 }
 
+[[gnu::noinline]] ErrorOr<void> AddressSpace::mprotect_attrs(VirtAddr addr, uint64_t len, uint32_t prot) {
+  return mprotect_in<PteAccess::Attrs>(addr, len, prot);
+}
+
 [[gnu::noinline]] ErrorOr<void> AddressSpace::mprotect_flags(VirtAddr addr, uint64_t len, uint32_t prot) {
   return mprotect_in<PteAccess::Flags>(addr, len, prot);
 }
 
+// A frameless switch that jumps to one copy or the other: each pays the
+// same (the switch and one jump), and neither copy's registers are spent
+// on the other's path.
 ErrorOr<void> AddressSpace::mprotect(VirtAddr addr, uint64_t len, uint32_t prot) {
-  return pick_encoding_copy<offsetof(MmuOps, range.protect)>(
-      [&] { return mprotect_in<PteAccess::Attrs>(addr, len, prot); }, [&] { return mprotect_flags(addr, len, prot); });
+  return pick_encoding_copy<offsetof(MmuOps, range.protect)>([&] { return mprotect_attrs(addr, len, prot); },
+                                                             [&] { return mprotect_flags(addr, len, prot); });
 }
 
 ErrorOr<void> AddressSpace::unshare(VirtAddr addr, VirtAddr end, Coverage which) {

@@ -8,6 +8,7 @@
 // to its idle loop and halts until a tick or a Reschedule IPI.
 #pragma once
 #include "base/lib/fault_inject.h"
+#include "arch/smp/percpu.h"
 #include "arch/trap_frame.h"
 #include "arch/upcalls.h"  // what arch calls here: the entries, the scheduler of other CPUs
 #include "base/abi.h"
@@ -127,7 +128,9 @@ struct Process {
   TrapFrame* frame() const { return reinterpret_cast<TrapFrame*>(stack_top() - sizeof(TrapFrame)); }
 };
 
-Process* current();
+// The process running on this CPU. Inline: every system call and fault
+// asks, some twice (a call was 3 instructions and a clobbered register set).
+inline Process* current() { return static_cast<Process*>(this_cpu()->current); }
 
 // Scheduler. Sleeping and waking follow kernel/proc/wake.h: a sleeper
 // commits, looks at its condition once more, then sleeps; any waker (with

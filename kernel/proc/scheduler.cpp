@@ -402,7 +402,6 @@ bool wake_up(Process& p) {
   return true;
 }
 
-Process* current() { return running_here(); }
 
 // With the kernel lock (a sleep, a tick, a preemption point) or without
 // it (sched_yield); the caller holds the same again when this returns.

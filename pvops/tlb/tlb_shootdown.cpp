@@ -28,7 +28,6 @@ struct Mailbox {
 };
 
 Mailbox g_mailboxes[kCpuMaskBits];
-Pfn g_current_roots[kCpuMaskBits];
 CpuMask g_kernel_tlb_cpus;
 CpuMask g_lazy_tlb_cpus;
 LocalTlbFlush g_local{};
@@ -49,10 +48,7 @@ void run(const TlbFlushInfo& info) {
 
 }  // namespace
 
-Pfn current_root() {
-  const unsigned cpu = xcpu::this_cpu_id();
-  return cpu < kCpuMaskBits ? g_current_roots[cpu] : Pfn{};
-}
+Pfn g_current_roots[kCpuMaskBits];
 
 void set_current_root(Pfn root) {
   const unsigned cpu = xcpu::this_cpu_id();
