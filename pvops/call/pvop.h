@@ -92,11 +92,8 @@ struct NativeFirst<Slot, R (*)(A...), Native, E> {
     } else {
       constexpr R (*native_verb)(A...) =
           Native{}(E == PteAccess::Flags ? native::kNativeFlagsOps : native::kNativeOps);
-      asm goto("771:\n\t.byte 0xe9\n\t.long %l[generic] - . - 4\n772:\n773:\n\t" PVK_PVOP_SITE_RECORD
-               :
-               : [slot] "i"(Slot | PvopSite::kNativeBody | (E == PteAccess::Flags ? PvopSite::kFlagsEncoding : 0))
-               :
-               : generic);
+      PVK_PVOP_JUMP_SITE(Slot | PvopSite::kNativeBody | (E == PteAccess::Flags ? PvopSite::kFlagsEncoding : 0),
+                         generic);
       return native_verb(a...);
       // Cold: the compiler keeps the native path's registers as the
       // compiled-in image does and pays for the call's clobbers on this side.
@@ -128,11 +125,7 @@ template <VerbGroup Group, typename NativeCopy, typename GenericCopy>
   (void)generic_copy;
   return native_copy();
 #elif defined(PVK_KERNEL)
-  asm goto("771:\n\t.byte 0xe9\n\t.long %l[generic] - . - 4\n772:\n773:\n\t" PVK_PVOP_SITE_RECORD
-           :
-           : [slot] "i"(static_cast<uint16_t>(Group) | PvopSite::kCopySwitch)
-           :
-           : generic);
+  PVK_PVOP_JUMP_SITE(static_cast<uint16_t>(Group) | PvopSite::kCopySwitch, generic);
   return native_copy();
   // Not cold: under Xen the generic copy is the one that runs, and GCC
   // optimises what only a cold path reaches for size.
@@ -152,20 +145,16 @@ generic:
 // one encoding's; the other's, reached through the site's generic path, is
 // an out-of-line call the compiled-in image never pays. One copy per
 // encoding gives pte=flags its inlined body without a second body in the
-// pte=attrs copy, whose registers would pay for it. Pass the pte=attrs copy
-// inline and the pte=flags copy as a call to a function of its own (not
-// inlined here, for the same reason).
+// pte=attrs copy, whose registers would pay for it. Pass each copy as a
+// call to a function of its own: inlined here, one copy's frame would be
+// paid on the other's path too.
 template <size_t Slot, typename AttrsCopy, typename FlagsCopy>
 [[gnu::always_inline]] inline auto pick_encoding_copy(AttrsCopy attrs_copy, FlagsCopy flags_copy) {
 #if PVK_BUILTIN_NATIVE || !defined(PVK_KERNEL)
   (void)flags_copy;
   return attrs_copy();
 #else
-  asm goto("771:\n\t.byte 0xe9\n\t.long %l[flags] - . - 4\n772:\n773:\n\t" PVK_PVOP_SITE_RECORD
-           :
-           : [slot] "i"(static_cast<uint16_t>(Slot) | PvopSite::kCopySwitch | PvopSite::kFlagsEncoding)
-           :
-           : flags);
+  PVK_PVOP_JUMP_SITE(static_cast<uint16_t>(Slot) | PvopSite::kCopySwitch | PvopSite::kFlagsEncoding, flags);
   return attrs_copy();
 flags:
   __attribute__((cold));

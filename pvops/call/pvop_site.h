@@ -206,6 +206,15 @@ extern "C" void pvk_pvop_thunk_pte_pfn();
   ".pushsection .pvop_sites, \"a?\"\n\t.balign 4\n\t"                       \
   ".long 771b - .\n\t.short %c[slot]\n\t.byte 773b - 771b, 772b - 771b\n\t" \
   ".popsection"
+// A jump site (a native-body site, a copy or encoding switch): a 5-byte
+// jmp to `label`, recorded with `bits` (its slot or group and kind), which
+// pvpatch=on may turn into a 5-byte nop. For asm goto.
+#define PVK_PVOP_JUMP_SITE(bits, label)                                                           \
+  asm goto("771:\n\t.byte 0xe9\n\t.long %l[" #label "] - . - 4\n772:\n773:\n\t" PVK_PVOP_SITE_RECORD \
+           :                                                                                        \
+           : [slot] "i"(bits)                                                                       \
+           :                                                                                        \
+           : label)
 #define PVK_PVOP_LIGHT_CALL \
   "771:\n\tcall %P[thunk]\n772:\n\t.nops %c[room] - (772b - 771b)\n773:\n\t" PVK_PVOP_SITE_RECORD
 

@@ -30,13 +30,13 @@ uint64_t load_thunk_address() { return reinterpret_cast<uint64_t>(&pvk_pvop_thun
 // What the compiler left at a site: a call through the verb's slot, for
 // a light verb a direct call to its thunk, for a native-body site a jump.
 bool as_compiled(const PvopSite& s, const site_code::Decoded& d) {
-  if (s.encoding_switch())
-    return !s.native_body() && !s.flag_bits() && !s.loads() && s.verb() < sizeof(MmuOps) &&
-           pvop_detail::native_first(s.verb()) && s.length == site_code::kJumpLength &&
+  if (s.copy_switch()) {
+    // A copy switch names a verb group; an encoding switch a verb with a native body.
+    const bool named = s.encoding_switch() ? s.verb() < sizeof(MmuOps) && pvop_detail::native_first(s.verb())
+                                           : valid_group(s.verb());
+    return named && !s.native_body() && !s.flag_bits() && !s.loads() && s.length == site_code::kJumpLength &&
            d.form == site_code::Form::Jump;
-  if (s.copy_switch())
-    return !s.native_body() && !s.flag_bits() && !s.loads() && valid_group(s.verb()) &&
-           s.length == site_code::kJumpLength && d.form == site_code::Form::Jump;
+  }
   if (s.native_body())
     return !s.flag_bits() && !s.loads() && s.length == site_code::kJumpLength && d.form == site_code::Form::Jump;
   if (s.flag_bits() && s.verb() != offsetof(MmuOps, pte_flags)) return false;
@@ -70,6 +70,12 @@ bool runs_native_copy(unsigned group) {
     if (!runs_native_body(g.slots[i])) return false;
   return true;
 }
+// A jump site's kind and what its slot field names, for messages.
+const char* jump_kind(const PvopSite& s) {
+  return s.encoding_switch() ? "encoding switch" : s.copy_switch() ? "copy switch" : "native-body site";
+}
+const char* jump_names(const PvopSite& s) { return s.copy_switch() && !s.encoding_switch() ? "verb group" : "g_mmu slot"; }
+
 // Whether a jump site (a native-body site or a copy switch) becomes a nop.
 // An encoding switch jumps to its function's pte=flags copy, so it stays
 // exactly where that copy's native body is the backend's.
@@ -256,8 +262,7 @@ ErrorOr<PatchReport> patch_pvop_sites(bool patch, char* failure, size_t failure_
       const bool body = jump_becomes_nop(*s);
       if (d.form != (body ? site_code::Form::Nops : site_code::Form::Jump)) {
         format(failure, failure_size, "pvk: pvpatch: self-check: %s at %p (%s %u) reads back wrong",
-               s->encoding_switch() ? "encoding switch" : s->copy_switch() ? "copy switch" : "native-body site",
-               s->address(), s->copy_switch() && !s->encoding_switch() ? "verb group" : "g_mmu slot", s->verb());
+               jump_kind(*s), s->address(), jump_names(*s), s->verb());
         return Errno::EIO;
       }
       ++r.verified;

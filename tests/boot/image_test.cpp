@@ -133,25 +133,21 @@ TEST_P(ImageSites, EveryRecordIsAnIndirectCallThroughItsSlot) {
   for (const Site& s : sites) {
     SCOPED_TRACE(::testing::Message() << std::hex << "site 0x" << s.address << " slot 0x" << s.slot);
     EXPECT_TRUE(seen.insert(s.address).second) << "recorded twice";
-    if (s.copy_switch && s.flags_encoding) {
-      // A 5-byte jump to a function's pte=flags copy, named by the verb
-      // whose native pte=flags body that copy inlines.
-      EXPECT_TRUE(pvop_detail::native_first(s.slot));
-      EXPECT_FALSE(s.flag_bits || s.loads || s.native_body);
-      EXPECT_EQ(s.length, site_code::kJumpLength);
-      ASSERT_TRUE(elf.holds(*text, s.address, s.length)) << "outside .text";
-      EXPECT_EQ(site_code::decode(elf.at(*text, s.address), s.length, s.address).form, site_code::Form::Jump);
-      ++encoding_switches;
-      continue;
-    }
     if (s.copy_switch) {
-      // A 5-byte jump to the generic copy, for a verb group that exists.
-      EXPECT_TRUE(valid_group(s.slot));
+      // A 5-byte jump to the generic copy, for a verb group that exists; an
+      // encoding switch's to a function's pte=flags copy, named by the verb
+      // whose native pte=flags body that copy inlines.
+      if (s.flags_encoding) {
+        EXPECT_TRUE(pvop_detail::native_first(s.slot));
+        ++encoding_switches;
+      } else {
+        EXPECT_TRUE(valid_group(s.slot));
+        ++copy_switches;
+      }
       EXPECT_FALSE(s.flag_bits || s.loads || s.native_body);
       EXPECT_EQ(s.length, site_code::kJumpLength);
       ASSERT_TRUE(elf.holds(*text, s.address, s.length)) << "outside .text";
       EXPECT_EQ(site_code::decode(elf.at(*text, s.address), s.length, s.address).form, site_code::Form::Jump);
-      ++copy_switches;
       continue;
     }
     EXPECT_EQ(s.slot % 8, 0u);
