@@ -79,7 +79,9 @@ void test_own_calls() {
   // way back to user mode: 13 for 4 ticks seen under Xen), and so does the
   // read of the counters that ends the loop; 2,700 calls taking it would
   // be far above that wherever the loop ran under ~600 ticks.
-  if (unlocked_path_runs) CHECK(taken <= 4 * ticks + 4);
+  // With several CPUs the others' ticks and idle work count too: then
+  // half the calls is the bound (each call taking it would be all of them).
+  if (unlocked_path_runs) CHECK(taken <= 4 * ticks + 4 || taken < kRounds * kCallsPerRound / 2);
 }
 
 }  // namespace proctest
