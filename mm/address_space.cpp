@@ -157,7 +157,7 @@ ErrorOr<void> AddressSpace::destroy() {
     }
   }
   LazyMmuSection section(root_, tlb_, OnRefusal::Retry);
-  auto r = PVOP(range.teardown)(root_, UnmapVisitor{&drop_frame, &section}, section);
+  auto r = PVOP(range.teardown)(root_, put_frames_after_flush(section), section);
   if (!r.is_error()) r = PVOP(range.release_user_tables)(root_, section);
   TRY(finish(section, r));
   // Lazy TLB: CPUs that went idle on this root still have it loaded (and

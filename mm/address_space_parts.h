@@ -19,12 +19,6 @@ inline ErrorOr<void> finish(LazyMmuSection& section, ErrorOr<void> r) {
   return r.is_error() ? r : f;
 }
 
-// An unmapped user frame's reference goes with the section's TLB flush
-// (ctx: the section; LazyMmuSection::put_frame_after_flush says why).
-inline void drop_frame(void* section, VirtAddr, Pte old) {
-  static_cast<LazyMmuSection*>(section)->put_frame_after_flush(PVOP(pte_pfn)(old));
-}
-
 inline uint64_t pages_of(uint64_t len) { return align_up(len, kPageSize) >> kPageShift; }
 
 // ptshare: the address span of one L1 table, and the fewest mapped leaves a

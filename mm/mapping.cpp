@@ -17,7 +17,7 @@ using namespace space;
 
 ErrorOr<void> AddressSpace::unmap_pages(VirtAddr start, VirtAddr end) {
   LazyMmuSection section(root_, tlb_, OnRefusal::Retry);
-  auto r = PVOP(range.unmap)(root_, start, (end - start) >> kPageShift, UnmapVisitor{&drop_frame, &section}, section);
+  auto r = PVOP(range.unmap)(root_, start, (end - start) >> kPageShift, put_frames_after_flush(section), section);
   return finish(section, r);
 }
 

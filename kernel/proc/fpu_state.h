@@ -12,7 +12,10 @@ namespace pvk {
 
 struct Process;
 
-// A new slot's area, holding the clean state of a new program.
+// A new slot's area, bound to it but not written: before the thread first
+// runs, fork and clone copy their parent's state into it
+// (fpu_copy_running) and the first program's exec writes the clean state
+// (fpu_exec_reset). A slot that never runs is freed unread.
 ErrorOr<void> fpu_alloc(Process& p);
 // Gives the area back (nothing if it has none): exit, a slot freed unstarted.
 void fpu_release(Process& p);

@@ -34,11 +34,6 @@ int64_t sys_mmap(const Args& a) {
                                             shared ? vm::Shared : 0, flags & abi::MAP_FIXED));
 }
 
-int64_t sys_mprotect(const Args& a) {
-  if (a[2] & ~uint64_t{abi::PROT_READ | abi::PROT_WRITE | abi::PROT_EXEC}) return syscall_result(Errno::EINVAL);
-  return syscall_result(current()->as->mprotect(VirtAddr{a[0]}, a[1], static_cast<uint32_t>(a[2])));
-}
-
 }  // namespace
 
 bool mm_call(uint64_t nr, const Args& a, int64_t& ret, bool unlocked) {
@@ -49,8 +44,8 @@ bool mm_call(uint64_t nr, const Args& a, int64_t& ret, bool unlocked) {
       if (unlocked && !(a[3] & abi::MAP_ANONYMOUS) && mmap_args_valid(a)) return false;
       ret = sys_mmap(a);
       return true;
-    case abi::SYS_mprotect: ret = sys_mprotect(a); return true;
-    case abi::SYS_munmap: ret = syscall_result(current()->as->munmap(VirtAddr{a[0]}, a[1])); return true;
+    case abi::SYS_mprotect: ret = mprotect_call(*current()->as, a[0], a[1], a[2]); return true;
+    case abi::SYS_munmap: ret = munmap_call(*current()->as, a[0], a[1]); return true;
     case abi::SYS_brk: ret = syscall_result(current()->as->brk(VirtAddr{a[0]})); return true;
     default: return false;
   }

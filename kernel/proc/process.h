@@ -239,11 +239,10 @@ extern bool g_space_lock_by_boot;
 void note_space_locking();
 inline bool space_lock_suffices() { return g_space_lock_by_boot && !fault_inject_armed(); }
 
-// The system calls that run without the kernel lock
-// (kernel/proc/unlocked_calls.cpp): true if it ran the call in f (its
-// result in f.rax, ready to return to user mode); false if the call needs
-// the kernel lock (syscall_dispatch).
-bool syscall_unlocked(TrapFrame& f);
+// Every system call but the null ones (kernel/proc/unlocked_calls.cpp):
+// without the kernel lock where it can, else under it (syscall_dispatch).
+// Returns with the result in f.rax, ready to return to user mode.
+void syscall_other(TrapFrame& f);
 // The way back of a call run without the kernel lock that has work for it
 // (kernel/proc/unlocked_return.h says when): takes the lock for the
 // deferred file puts and prepare_return_to_user, and drops it.

@@ -19,11 +19,8 @@
 #include "arch/upcalls.h"
 #include "base/counters.h"
 #include "base/lib/error_or.h"  // panic
-#include "kernel/kernel_lock.h"
 #include "kernel/proc/process.h"
 #include "kernel/proc/unlocked_return.h"
-
-extern "C" void syscall_dispatch(pvk::TrapFrame* f);
 
 namespace pvk {
 namespace {
@@ -48,16 +45,6 @@ inline Process& entry_checks(TrapFrame& f) {
   return *p;
 }
 
-// Every call but the null ones: without the kernel lock where
-// unlocked_calls.cpp can, else under it. Out of line, so the null calls'
-// path saves no more registers than it uses.
-[[gnu::noinline]] void other_call(TrapFrame* f) {
-  if (syscall_unlocked(*f)) return;
-  kernel_lock();
-  syscall_dispatch(f);
-  kernel_unlock();
-}
-
 }  // namespace
 }  // namespace pvk
 
@@ -70,7 +57,7 @@ extern "C" void syscall_entry_dispatch(pvk::TrapFrame* f) {
     case abi::SYS_getpid: ret = p.tgid; break;  // the process; gettid is the thread
     case abi::SYS_gettid: ret = p.pid; break;
     case abi::SYS_getppid: ret = __atomic_load_n(&p.ppid, __ATOMIC_RELAXED); break;
-    default: return other_call(f);
+    default: return syscall_other(*f);  // a tail call: the null calls' path saves no more registers than it uses
   }
   f->rax = static_cast<uint64_t>(ret);
   finish_unlocked_call(p, *f);

@@ -48,6 +48,8 @@
 #include "kernel/proc/process.h"
 #include "kernel/proc/unlocked_return.h"
 
+extern "C" void syscall_dispatch(pvk::TrapFrame* f);  // kernel/proc/syscalls.cpp: under the kernel lock
+
 namespace pvk {
 namespace {
 
@@ -69,15 +71,22 @@ bool pipe_call(uint64_t nr, const Args& a, int64_t& ret) {
   return true;
 }
 
-}  // namespace
-
-bool syscall_unlocked(TrapFrame& f) {
+// True if it ran the call in f (its result in f.rax, ready to return to
+// user mode); false if the call needs the kernel lock. Inline in
+// syscall_other, so a false is a jump to the locked call.
+[[gnu::always_inline]] inline bool unlocked_call(TrapFrame& f) {
   Process* p = current();
   int64_t ret;
   switch (f.rax) {
-    case abi::SYS_mmap:
-    case abi::SYS_munmap:
     case abi::SYS_mprotect:
+      if (!p->as || !space_lock_suffices()) return false;
+      ret = mprotect_call(*p->as, f.rdi, f.rsi, f.rdx);
+      break;
+    case abi::SYS_munmap:
+      if (!p->as || !space_lock_suffices()) return false;
+      ret = munmap_call(*p->as, f.rdi, f.rsi);
+      break;
+    case abi::SYS_mmap:
     case abi::SYS_brk:
       if (!p->as || !space_lock_suffices() || !mm_call(f.rax, args_of(f).v, ret, /*unlocked=*/true)) return false;
       break;
@@ -128,6 +137,19 @@ bool syscall_unlocked(TrapFrame& f) {
   f.rax = static_cast<uint64_t>(ret);
   finish_unlocked_call(*p, f);
   return true;
+}
+
+// Out of line: only the calls unlocked_call leaves take its saves.
+[[gnu::noinline]] void locked_call(TrapFrame& f) {
+  kernel_lock();
+  syscall_dispatch(&f);
+  kernel_unlock();
+}
+
+}  // namespace
+
+void syscall_other(TrapFrame& f) {
+  if (!unlocked_call(f)) locked_call(f);
 }
 
 void return_under_kernel_lock(TrapFrame& f) {

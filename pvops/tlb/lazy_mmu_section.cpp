@@ -17,17 +17,11 @@ bool is_kernel_half(VirtAddr va) { return raw(va) >> 63; }
 // page faults run without the kernel lock, so two CPUs may each have a
 // section open (each CPU's lazy mode and queue are its own: xen_common).
 LazyMmuSection* g_open_sections[kCpuMaskBits];
-LazyMmuSection*& open_here() { return g_open_sections[xcpu::this_cpu_id() % kCpuMaskBits]; }
+unsigned here() { return xcpu::this_cpu_id() % kCpuMaskBits; }
+LazyMmuSection*& open_here() { return g_open_sections[here()]; }
 
-// Frames put_frame_after_flush holds until the flush, per CPU (a section
-// object lives on a 16 KiB kernel stack; this is 8 KiB).
-constexpr unsigned kMaxDeferredFrames = 1024;
-struct DeferredFrames {
-  unsigned count = 0;
-  Pfn frames[kMaxDeferredFrames] = {};
-};
+using DeferredFrames = LazyMmuSection::DeferredFrames;
 DeferredFrames g_deferred[kCpuMaskBits];
-DeferredFrames& deferred_here() { return g_deferred[xcpu::this_cpu_id() % kCpuMaskBits]; }
 }  // namespace
 
 LazyMmuSection::LazyMmuSection(Pfn root, OnRefusal on_refusal) : root_(root) {
@@ -39,7 +33,9 @@ template <PvopCopy C>
 void LazyMmuSection::open_in(OnRefusal on_refusal) {
   // With tables unhooked (mmu=unhook/auto) the likeliest way here is a fault
   // on an address they cover, which nothing may touch inside the section.
-  LazyMmuSection*& open = open_here();
+  const unsigned cpu = here();
+  LazyMmuSection*& open = g_open_sections[cpu];
+  deferred_ = &g_deferred[cpu];
   if (open && g_unhooked_tables)
     panic("LazyMmuSection opened inside another while %u L1 tables are unhooked: an access into an unhooked range "
           "inside a lazy-MMU section",
@@ -103,13 +99,13 @@ ErrorOr<void> LazyMmuSection::release_table(Pfn pfn, Level level) {
   return drained;
 }
 
-void LazyMmuSection::put_frame_after_flush(Pfn pfn) {
-  DeferredFrames& d = deferred_here();
-  if (d.count == kMaxDeferredFrames) {
-    auto drained = drain();
-    if (drained.is_error() && deferred_error_ == Errno::Ok) deferred_error_ = drained.error();
-  }
-  d.frames[d.count++] = pfn;
+void put_frame_after_flush_visit(void* section, VirtAddr, Pte old) {
+  static_cast<LazyMmuSection*>(section)->put_frame_after_flush(PVOP(pte_pfn)(old));
+}
+
+void LazyMmuSection::drain_full_deferred() {
+  auto drained = drain();
+  if (drained.is_error() && deferred_error_ == Errno::Ok) deferred_error_ = drained.error();
 }
 
 namespace {
@@ -123,7 +119,7 @@ namespace {
 // Inline in drain: every section's finish asks, and a fault's section
 // never has a frame to put (a call to learn that cost 22 instructions).
 [[gnu::always_inline]] inline void LazyMmuSection::put_deferred_frames() {
-  DeferredFrames& d = deferred_here();
+  DeferredFrames& d = *deferred_;
   if (__builtin_expect(d.count != 0, 0)) put_frames(d);  // the common case: no frame was unmapped
 }
 

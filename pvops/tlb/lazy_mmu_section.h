@@ -66,11 +66,24 @@ class LazyMmuSection {
   // this one still reaches it through a stale entry; and a COW sharer that
   // saw the count drop to 1 early would make the frame writable under it.
   // Kept per CPU (sections do not nest); a full list drains the section.
-  void put_frame_after_flush(Pfn pfn);
+  // Inline: an exit's teardown puts every frame of the space through it (a
+  // call each was 17 instructions a frame, 5 % of forkwait's cycle).
+  void put_frame_after_flush(Pfn pfn) {
+    DeferredFrames& d = *deferred_;
+    if (__builtin_expect(d.count == kMaxDeferredFrames, 0)) drain_full_deferred();
+    d.frames[d.count++] = pfn;
+  }
   ErrorOr<void> finish();
 
   static constexpr unsigned kMaxSinglePageFlushes = kTlbSinglePageFlushCeiling;
   static constexpr unsigned kMaxPendingTables = 64;
+  // Frames put_frame_after_flush holds until the flush, per CPU (a section
+  // object lives on a 16 KiB kernel stack; this is 8 KiB).
+  static constexpr unsigned kMaxDeferredFrames = 1024;
+  struct DeferredFrames {
+    unsigned count = 0;
+    Pfn frames[kMaxDeferredFrames] = {};
+  };
 
  private:
   [[noreturn, gnu::cold]] void destroyed_unfinished();  // a section left unfinished: a bug (panics)
@@ -87,8 +100,10 @@ class LazyMmuSection {
   ErrorOr<void> shoot_down();
   void note_flushed();
   void put_deferred_frames();
+  [[gnu::noinline, gnu::cold]] void drain_full_deferred();
 
   Pfn root_;
+  DeferredFrames* deferred_;  // this CPU's (set when the section opens)
   SpaceTlb* space_ = nullptr;  // the space's CPUs and generation; null for the kernel's own sections
   // The drain in progress: the generation its flush stands for (0: none)
   // and the CPUs it was sent to.
@@ -108,5 +123,15 @@ class LazyMmuSection {
     Level level;
   } tables_[kMaxPendingTables];
 };
+
+// The UnmapVisitor of a user space's munmap and teardown (ctx: the
+// section): each removed frame put after the section's flush
+// (put_frame_after_flush). The walk knows this function and does the same
+// inline rather than call it for every leaf (an exit's teardown puts every
+// frame of the space).
+void put_frame_after_flush_visit(void* section, VirtAddr va, Pte old);
+inline UnmapVisitor put_frames_after_flush(LazyMmuSection& section) {
+  return UnmapVisitor{&put_frame_after_flush_visit, &section};
+}
 
 }  // namespace pvk

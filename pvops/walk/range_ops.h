@@ -53,6 +53,15 @@ class PageWalk {
     return protect_leaves(root, va, pages, set, clear, section, Tables::Whole);
   }
 
+  // A removed entry shown to the visitor; put_frames_after_flush's inline
+  // (an indirect call a leaf was most of a frame's put).
+  static void report(const UnmapVisitor& visit, VirtAddr at, Pte old) {
+    if (visit.fn == &put_frame_after_flush_visit)
+      static_cast<LazyMmuSection*>(visit.ctx)->put_frame_after_flush(P::pfn_of(old));
+    else if (visit.fn)
+      visit.fn(visit.ctx, at, old);
+  }
+
   static ErrorOr<void> unmap(Pfn root, VirtAddr va, uint64_t pages, UnmapVisitor visit, LazyMmuSection& section) {
     uint64_t i = 0;
     while (i < pages) {
@@ -92,7 +101,7 @@ class PageWalk {
           if (!C::mapped(old)) continue;
           const VirtAddr at = va + (i + idx) * kPageSize;
           section.invalidate(at);
-          if (visit.fn) visit.fn(visit.ctx, at, old);
+          report(visit, at, old);
         }
         i += in_table;
         TRY(C::release_l1(l2_slot, v, section));
@@ -111,7 +120,7 @@ class PageWalk {
         const VirtAddr at = va + (i + (idx - first)) * kPageSize;
         if (C::mapped(old)) {
           section.invalidate(at);
-          if (visit.fn) visit.fn(visit.ctx, at, old);
+          report(visit, at, old);
         }
       }
       i += in_table;
@@ -267,9 +276,14 @@ class PageWalk {
             continue;
           }
           const Pte* l1 = C::l1_of(&l2[i2]);
-          if (visit.fn)
+          if (visit.fn == &put_frame_after_flush_visit) {
+            auto* frames_section = static_cast<LazyMmuSection*>(visit.ctx);
+            for (unsigned k = 0; k < kEntriesPerTable; ++k)
+              if (C::mapped(l1[k])) frames_section->put_frame_after_flush(P::pfn_of(l1[k]));
+          } else if (visit.fn) {
             for (unsigned k = 0; k < kEntriesPerTable; ++k)
               if (C::mapped(l1[k])) visit.fn(visit.ctx, base + k * kPageSize, l1[k]);
+          }
           TRY(C::release_l1(&l2[i2], base, section));
         }
         TRY(C::store(&l3[i3], Pte{}, Level::L3));
