@@ -90,6 +90,10 @@ ErrorOr<AddressSpace*> AddressSpace::try_create() {
   return Errno::ENOMEM;
 }
 
+namespace {
+ForkMode fork_mode(const Vma& v) { return (v.flags & vm::Shared) ? ForkMode::Share : ForkMode::CopyOnWrite; }
+}  // namespace
+
 ErrorOr<AddressSpace*> AddressSpace::try_fork() {
   AddressSpace* child = TRY(try_create());
   ErrorOr<void> r;
@@ -107,11 +111,23 @@ ErrorOr<AddressSpace*> AddressSpace::try_fork() {
     // is undone if the fork fails.
     LazyMmuSection section(root_, tlb_, OnRefusal::Retry);
     shared_tables_up_to_ = VirtAddr{0};
-    for (unsigned i = 0; i < count_ && !r.is_error(); ++i) {
-      const Vma& v = vmas_[i];
-      const ForkMode mode = (v.flags & vm::Shared) ? ForkMode::Share : ForkMode::CopyOnWrite;
-      r = g_policy.ptshare ? fork_vma_sharing_tables(*child, v, mode, section)
-                           : PVOP(range.fork_range)(root_, child->root_, v.start, v.pages(), mode, section);
+    for (unsigned i = 0; i < count_ && !r.is_error();) {
+      const Vma& v = vmas_[i++];
+      const ForkMode mode = fork_mode(v);
+      if (g_policy.ptshare) {
+        r = fork_vma_sharing_tables(*child, v, mode, section);
+        continue;
+      }
+      // VMAs of one mode whose leaves share a page table are copied in one
+      // walk: the table the child gets is filled as private memory for all
+      // of them and published once, where a walk per VMA published it with
+      // the first and wrote the later ones' leaves into a live table (under
+      // Xen an update each: half of a forkwait's). The gap between them is
+      // inside that table and has no leaves.
+      VirtAddr end = v.end;
+      while (i < count_ && fork_mode(vmas_[i]) == mode && vmas_[i].start < align_up(end, kTableSpan))
+        end = vmas_[i++].end;
+      r = PVOP(range.fork_range)(root_, child->root_, v.start, pages_of(end - v.start), mode, section);
     }
     r = finish(section, r);
   }

@@ -3,7 +3,9 @@
 # (`pvk run --gdb`, native). It lets a kernel function that runs once per
 # cycle (e.g. pvk::do_fork for forkwait) run `skip` times, then single-steps
 # every instruction, user and kernel, until that function is entered again,
-# and prints the instructions each function ran (user code as "<user>").
+# and prints the instructions each function ran (user code as "<user>";
+# kernel-half code outside pvk's image, Xen's under --platform xen, as
+# "<outside pvk.elf>").
 # entry_trace.py follows one entry until the return to user mode; a cycle
 # such as fork + the child's exit + wait4 crosses several entries and a
 # context switch, so it is counted here from one start to the next.
@@ -32,6 +34,7 @@ def trace_cycle(elf, start, skip=0, limit=2000000, port=1234, out=None):
     gdb.execute("continue", to_string=True)
     gdb.execute("delete")
     start_pc = int(gdb.parse_and_eval("$pc"))
+    image_end = addrs[-1] + 0x10000  # past the last text symbol's code
     per_function = collections.Counter()
     steps = 0
     kernel_steps = 0
@@ -45,6 +48,9 @@ def trace_cycle(elf, start, skip=0, limit=2000000, port=1234, out=None):
             per_function["<user>"] += 1
             continue
         kernel_steps += 1
+        if pc < addrs[0] or pc > image_end:
+            per_function["<outside pvk.elf>"] += 1
+            continue
         i = bisect.bisect_right(addrs, pc) - 1
         per_function[names[i] if i >= 0 else hex(pc)] += 1
     lines = ["instructions %d (kernel %d) from %s to its next entry" % (steps, kernel_steps, start)]
