@@ -56,7 +56,7 @@ namespace {
 // The outcome of a queue operation that may have sent the queue. In a
 // section that must complete, a refusal is reported and what Xen did not
 // apply is sent again (a refusal that persists is given up all the same).
-ErrorOr<void> settle(ErrorOr<void> r, const char* during) {
+[[gnu::noinline, gnu::cold]] ErrorOr<void> settle_refused(ErrorOr<void> r, const char* during) {
   CpuMmuState& cpu = here();
   for (unsigned tries = 0; r.is_error() && cpu.on_refusal == OnRefusal::Retry && tries < kMaxResends; ++tries) {
     report_failure(during, r.error());
@@ -65,6 +65,13 @@ ErrorOr<void> settle(ErrorOr<void> r, const char* during) {
   }
   if (r.is_error()) return report_failure(during, r.error());
   return {};
+}
+// Inline: every flush and queued update asks, and Xen almost never refuses
+// (the out-of-line call and its CPU lookup were 57 instructions of a
+// one-page mprotect's).
+[[gnu::always_inline]] inline ErrorOr<void> settle(ErrorOr<void> r, const char* during) {
+  if (__builtin_expect(!r.is_error(), 1)) return {};
+  return settle_refused(r, during);
 }
 
 ErrorOr<void> ext_now(unsigned cmd, uint64_t arg) {
@@ -88,11 +95,12 @@ void tlb_op(unsigned cmd, uint64_t va) {
   mmuext_op_t op{};
   op.cmd = cmd;
   op.arg1.linear_addr = va;
-  if (deferring()) {
+  CpuMmuState& cpu = here();
+  if (cpu.lazy && cpu.defer_in_lazy) {
     // A full queue is sent first; if that is refused (and settled), the op
     // still needs queueing.
-    if (auto r = queue().push_ext(op); r.is_error() && !settle(r, "mmuext_op").is_error())
-      if (queue().push_ext(op).is_error()) report_failure("mmuext_op", Errno::EIO);
+    if (auto r = cpu.queue.push_ext(op); r.is_error() && !settle(r, "mmuext_op").is_error())
+      if (cpu.queue.push_ext(op).is_error()) report_failure("mmuext_op", Errno::EIO);
     return;
   }
   if (ext_now(cmd, va).is_error()) {
@@ -256,14 +264,16 @@ ErrorOr<void> load_root(Pfn root) {
 
 void enter_lazy(OnRefusal on_refusal) {
   count_event(g_mmu_counters.lazy_sections);
-  here().lazy = true;
-  here().on_refusal = on_refusal;
+  CpuMmuState& cpu = here();
+  cpu.lazy = true;
+  cpu.on_refusal = on_refusal;
 }
 
 ErrorOr<void> leave_lazy() {
-  auto r = flush_lazy();
-  here().lazy = false;
-  here().on_refusal = OnRefusal::Fail;
+  CpuMmuState& cpu = here();
+  auto r = settle(cpu.queue.flush(), "mmu batch");
+  cpu.lazy = false;
+  cpu.on_refusal = OnRefusal::Fail;
   return r;
 }
 
@@ -341,9 +351,10 @@ ErrorOr<void> update_now(uint64_t ptr, uint64_t val) {
 }
 
 ErrorOr<void> update_queued(uint64_t ptr, uint64_t val) {
-  TRY(settle(queue().push_update(ptr, val), "mmu_update"));  // sends the queue when it is full
-  if (deferring()) return {};
-  return settle(queue().flush(), "mmu_update");
+  CpuMmuState& cpu = here();
+  TRY(settle(cpu.queue.push_update(ptr, val), "mmu_update"));  // sends the queue when it is full
+  if (cpu.lazy && cpu.defer_in_lazy) return {};
+  return settle(cpu.queue.flush(), "mmu_update");
 }
 
 bool is_page_table(Pfn pfn) {
