@@ -20,19 +20,12 @@ import sys
 import gdb
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from elf_symbols import symbols  # noqa: E402
+from gdb_stub import attach, run_to  # noqa: E402
 
 
 def trace_cycle(elf, start, skip=0, limit=2000000, port=1234, out=None):
-    gdb.execute("set pagination off")
-    gdb.execute("file " + elf)
-    gdb.execute("target remote :%d" % port)
-    addrs, names = symbols(elf)
-    gdb.execute("break %s" % start)
-    if skip:
-        gdb.execute("ignore 1 %d" % skip)
-    gdb.execute("continue", to_string=True)
-    gdb.execute("delete")
+    addrs, names = attach(elf, port)
+    run_to(start, skip)
     start_pc = int(gdb.parse_and_eval("$pc"))
     image_end = addrs[-1] + 0x10000  # past the last text symbol's code
     per_function = collections.Counter()

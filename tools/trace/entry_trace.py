@@ -20,7 +20,7 @@ import gdb
 
 # gdb runs this file as a script: its neighbours are imported from its folder.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from elf_symbols import symbols  # noqa: E402
+from gdb_stub import attach, run_to  # noqa: E402
 
 
 def trace_entry(elf, vector=14, skip=0, entry="trap_common", limit=200000, after=None, port=1234):
@@ -28,16 +28,9 @@ def trace_entry(elf, vector=14, skip=0, entry="trap_common", limit=200000, after
     lets it run `skip` times (an ignore count, no round trip per hit), then
     the next entry is traced; without it every entry stops in gdb.
     port: the gdb stub's (QEMU's -gdb tcp::PORT; `pvk run --gdb` is 1234)."""
-    gdb.execute("set pagination off")
-    gdb.execute("file " + elf)
-    gdb.execute("target remote :%d" % port)
-    addrs, names = symbols(elf)
+    addrs, names = attach(elf, port)
     if after:
-        gdb.execute("break %s" % after)
-        if skip:
-            gdb.execute("ignore 1 %d" % skip)
-        gdb.execute("continue", to_string=True)
-        gdb.execute("delete")
+        run_to(after, skip)
         skip = 0
     gdb.execute("break %s" % entry)
     hits = 0

@@ -20,23 +20,16 @@ import gdb
 
 # gdb runs this file as a script: its neighbours are imported from its folder.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from elf_symbols import symbols  # noqa: E402
+from gdb_stub import attach, run_to  # noqa: E402
 
 USER_TOP = 0x800000000000
 PVK_BASE = 0xFFFFFFFF80000000
 
 
 def split_syscall(elf, syscall_addr, skip=0, limit=50000, port=1234):
-    gdb.execute("set pagination off")
-    gdb.execute("target remote :%d" % port)
-    addrs, names = symbols(elf)
-    # A hardware breakpoint: the address is the program's, whatever page
-    # tables are loaded when gdb inserts it.
-    gdb.execute("hbreak *0x%x" % syscall_addr)
-    if skip:
-        gdb.execute("ignore 1 %d" % skip)
-    gdb.execute("continue", to_string=True)
-    gdb.execute("delete")
+    addrs, names = attach(elf, port, load_symbols=False)
+    # The `syscall` is the program's: a hardware breakpoint.
+    run_to("*0x%x" % syscall_addr, skip, hardware=True)
     sides = collections.Counter()
     per_function = collections.Counter()
     steps = 0
