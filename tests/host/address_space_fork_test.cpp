@@ -78,6 +78,47 @@ TEST_P(AddressSpaceTest, ForkOfALargeSparseVmaCopiesExactlyTheMappedPages) {
   EXPECT_EQ(mapped, std::size(touched));
 }
 
+TEST_P(AddressSpaceTest, PrivateVmasSharingATableAreForkedIntoOneTablePublishedOnce) {
+  AddressSpace* parent = create();
+  ASSERT_NE(parent, nullptr);
+  // In one 2 MiB table: three private VMAs (a gap page between each keeps
+  // them apart), then a shared one; a private page in the next table.
+  const uint64_t t = kBase + 4 * kMiB;
+  struct Range {
+    uint64_t first, pages;
+    bool shared;
+  };
+  const Range ranges[] = {{0, 3, false}, {4, 2, false}, {8, 1, false}, {10, 2, true}, {512, 1, false}};
+  for (const Range& r : ranges) {
+    ASSERT_EQ(mmap_fixed(parent, t + pg(r.first), pg(r.pages), kRw, r.shared ? vm::Shared : 0), t + pg(r.first));
+    for (uint64_t i = r.first; i < r.first + r.pages; ++i) fill(parent, t + pg(i), static_cast<uint8_t>(0x40 + i));
+  }
+  ASSERT_EQ(vmas(parent).size(), std::size(ranges));
+  fake().clear_events();
+
+  AddressSpace* child = fork(parent);
+  ASSERT_NE(child, nullptr);
+  // The three private VMAs are one walk: the child's first table is filled
+  // as private memory for all of them and published once; the shared VMA
+  // after them writes its two leaves into that (now live) table, and the
+  // page in the next table gets a table of its own.
+  EXPECT_EQ(prepared(Level::L1), 2u);
+  size_t l1_stores = 0;
+  for (const MmuEvent& e : fake().events(Ev::Store)) l1_stores += e.level == Level::L1;
+  EXPECT_EQ(l1_stores, 9u) << "the 7 private leaves' write-protects in the parent and the shared VMA's 2 child "
+                              "leaves, no store of a private leaf into a published child table";
+  for (const Range& r : ranges) {
+    for (uint64_t i = r.first; i < r.first + r.pages; ++i) {
+      SCOPED_TRACE(i);
+      const Pte pe = entry(parent, t + pg(i)), ce = entry(child, t + pg(i));
+      EXPECT_EQ(ce, pe);
+      EXPECT_EQ(has(pe, pte_bit::Cow), !r.shared);
+      EXPECT_EQ(read(child, t + pg(i) + 7), static_cast<uint8_t>(0x40 + i));
+    }
+  }
+  for (uint64_t gap : {3, 6, 7, 9}) EXPECT_TRUE(entry(child, t + pg(gap)).none()) << gap;
+}
+
 TEST_P(AddressSpaceTest, FirstWriterCopiesAndTheLastSharerTakesTheFrameOver) {
   for (bool child_writes_first : {true, false}) {
     SCOPED_TRACE(child_writes_first ? "child writes first" : "parent writes first");
