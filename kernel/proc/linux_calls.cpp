@@ -23,6 +23,7 @@
 #include "kernel/proc/random.h"
 #include "kernel/proc/syscall_result.h"
 #include "kernel/proc/user_copy.h"
+#include "kernel/proc/wake.h"  // load_state
 
 namespace pvk {
 
@@ -150,7 +151,12 @@ int64_t sys_sysinfo(uint64_t user_info) {
   s.totalram = frames().max_pfn() * kPageSize;  // frames the allocator covers (holes included)
   s.freeram = frames().free_count() * kPageSize;
   uint16_t procs = 0;
-  for (const Process& q : process_table()) procs += q.state != ProcState::Free && q.state != ProcState::Zombie;
+  // Without the kernel lock: each slot's state read whole, a snapshot as
+  // Linux's count is.
+  for (const Process& q : process_table()) {
+    const ProcState st = proc::load_state(q);
+    procs += st != ProcState::Free && st != ProcState::Zombie;
+  }
   s.procs = procs;
   s.mem_unit = 1;
   return syscall_result(copy_to_user(user_info, &s, sizeof s));
@@ -220,6 +226,8 @@ bool linux_own_call(uint64_t nr, const uint64_t (&a)[6], int64_t& ret) {
     case abi::SYS_getrlimit: ret = sys_prlimit64(0, a[0], 0, a[1]); return true;
     case abi::SYS_prlimit64: ret = sys_prlimit64(a[0], a[1], a[2], a[3]); return true;
     case abi::SYS_set_robust_list: ret = sys_set_robust_list(a[0], a[1]); return true;
+    case abi::SYS_getrandom: ret = sys_getrandom(a[0], a[1], a[2]); return true;
+    case abi::SYS_sysinfo: ret = sys_sysinfo(a[0]); return true;
     default: return false;
   }
 }
@@ -229,8 +237,6 @@ bool linux_call(uint64_t nr, const uint64_t (&a)[6], int64_t& ret) {
   switch (nr) {
     // prctl's name is read by records other CPUs write: under the kernel lock.
     case abi::SYS_prctl: ret = sys_prctl(a[0], a[1]); return true;
-    case abi::SYS_getrandom: ret = sys_getrandom(a[0], a[1], a[2]); return true;
-    case abi::SYS_sysinfo: ret = sys_sysinfo(a[0]); return true;
     case abi::SYS_getpgrp: ret = current()->leader->pgid; return true;
     case abi::SYS_getpgid: ret = sys_getpgid(a[0], /*session=*/false); return true;
     case abi::SYS_getsid: ret = sys_getpgid(a[0], /*session=*/true); return true;

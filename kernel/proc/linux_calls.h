@@ -7,9 +7,11 @@ namespace pvk {
 
 // The call's result as rax, or false if `nr` is none of these calls.
 bool linux_call(uint64_t nr, const uint64_t (&a)[6], int64_t& ret);
-// The subset that reads only constants and writes only the caller's own
-// memory (uname, the uid/gid calls, getrlimit/prlimit64, set_robust_list):
-// they need no lock of the kernel's, and run on the unlocked path.
+// The subset that reads only constants or words read whole and writes only
+// the caller's own memory (uname, the uid/gid calls, getrlimit/prlimit64,
+// set_robust_list; getrandom, whose generator is one atomic word; sysinfo,
+// a snapshot of atomic counters and slot states): they need no lock of the
+// kernel's, and run on the unlocked path.
 bool linux_own_call(uint64_t nr, const uint64_t (&a)[6], int64_t& ret);
 
 // An unimplemented system call: ENOSYS for the caller, and an `enosys`

@@ -26,10 +26,12 @@
 //    space's lock suffices (the copies may fault);
 //  - close of a pipe end: its slot cleared under the table's lock, its
 //    last put under the pipe's;
-//  - uname, the uid/gid calls, getrlimit/prlimit64, set_robust_list
-//    (kernel/proc/linux_calls.cpp) and set_tid_address: constants, the
-//    calling thread's own fields and its memory. Only where the space's
-//    lock suffices (the copies may fault).
+//  - uname, the uid/gid calls, getrlimit/prlimit64, set_robust_list,
+//    getrandom, sysinfo (kernel/proc/linux_calls.cpp) and
+//    set_tid_address: constants, the calling thread's own fields, its
+//    memory, and words read or advanced whole (the random stream's
+//    position, the frame counts, each process slot's state). Only where
+//    the space's lock suffices (the copies may fault).
 // The space lives while this thread does: its last thread's exit, and
 // exec's ending of the other threads, wait for this one to come back
 // through the kernel lock.
@@ -120,6 +122,8 @@ bool pipe_call(uint64_t nr, const Args& a, int64_t& ret) {
     case abi::SYS_getrlimit:
     case abi::SYS_prlimit64:
     case abi::SYS_set_robust_list:
+    case abi::SYS_getrandom:
+    case abi::SYS_sysinfo:
       if (!p->as || !space_lock_suffices() || !linux_own_call(f.rax, args_of(f).v, ret)) return false;
       break;
     case abi::SYS_set_tid_address:
