@@ -187,6 +187,20 @@ struct Dirent64 {
   char d_name[];
 };
 
+// sysinfo's struct sysinfo as Linux x86-64 lays it out (112 bytes).
+struct Sysinfo {
+  int64_t uptime;
+  uint64_t loads[3];
+  uint64_t totalram, freeram, sharedram, bufferram, totalswap, freeswap;
+  uint16_t procs;
+  uint16_t pad;
+  uint32_t pad2;
+  uint64_t totalhigh, freehigh;
+  uint32_t mem_unit;
+  char reserved[4];
+};
+static_assert(sizeof(Sysinfo) == 112, "Linux x86-64 struct sysinfo");
+
 // TCGETS's struct termios (the kernel's, 36 bytes) and TIOCGWINSZ's winsize.
 struct Termios {
   uint32_t c_iflag, c_oflag, c_cflag, c_lflag;

@@ -132,21 +132,9 @@ int64_t sys_getrandom(uint64_t user_buf, uint64_t len, uint64_t flags) {
   return static_cast<int64_t>(done);
 }
 
-struct Sysinfo {  // Linux's struct sysinfo on x86-64: 112 bytes
-  int64_t uptime;
-  uint64_t loads[3];
-  uint64_t totalram, freeram, sharedram, bufferram, totalswap, freeswap;
-  uint16_t procs;
-  uint16_t pad;
-  uint32_t pad2;
-  uint64_t totalhigh, freehigh;
-  uint32_t mem_unit;
-  char reserved[4];
-};
-static_assert(sizeof(Sysinfo) == 112, "Linux's struct sysinfo");
 
 int64_t sys_sysinfo(uint64_t user_info) {
-  Sysinfo s{};
+  abi::Sysinfo s{};
   s.uptime = static_cast<int64_t>(now_ns() / 1000000000);
   s.totalram = frames().max_pfn() * kPageSize;  // frames the allocator covers (holes included)
   s.freeram = frames().free_count() * kPageSize;

@@ -4,6 +4,7 @@
 // set_tid_address, getrandom, sysinfo — answer as Linux does, fail a bad
 // pointer with EFAULT, and take no kernel lock wherever the unlocked path
 // runs at all (kernel/proc/unlocked_calls.cpp).
+#include "base/abi.h"
 #include "cpu_pinning.h"
 #include "harness.h"
 
@@ -21,19 +22,7 @@ constexpr uint64_t kRobustListHeadSize = 24;
 constexpr uint64_t kKernelAddr = 0xffff888000000000ull;
 constexpr unsigned kRounds = 300;
 constexpr unsigned kCallsPerRound = 11;
-// Linux's struct sysinfo on x86-64 (112 bytes): the fields checked here.
-struct Sysinfo {
-  int64_t uptime;
-  uint64_t loads[3];
-  uint64_t totalram, freeram, sharedram, bufferram, totalswap, freeswap;
-  uint16_t procs;
-  uint16_t pad;
-  uint32_t pad2;
-  uint64_t totalhigh, freehigh;
-  uint32_t mem_unit;
-  char reserved[4];
-};
-static_assert(sizeof(Sysinfo) == 112, "Linux's struct sysinfo");
+using Sysinfo = pvk::abi::Sysinfo;  // Linux's layout (base/abi.h)
 
 // sysinfo's answer is sane: memory, some of it free, this process counted.
 bool sysinfo_sane(const Sysinfo& si) {
