@@ -85,18 +85,16 @@ ErrorOr<void> ext_now(unsigned cmd, uint64_t arg) {
   return {};
 }
 
-// Whether this CPU's updates and flushes wait for the end of its section.
-bool deferring() {
-  const CpuMmuState& cpu = here();
-  return cpu.lazy && cpu.defer_in_lazy;
-}
+// Whether this CPU's updates and flushes wait for the end of its section
+// (cpu: this CPU's state, looked up once by the caller).
+bool deferring(const CpuMmuState& cpu) { return cpu.lazy && cpu.defer_in_lazy; }
 
 void tlb_op(unsigned cmd, uint64_t va) {
   mmuext_op_t op{};
   op.cmd = cmd;
   op.arg1.linear_addr = va;
   CpuMmuState& cpu = here();
-  if (cpu.lazy && cpu.defer_in_lazy) {
+  if (deferring(cpu)) {
     // A full queue is sent first; if that is refused (and settled), the op
     // still needs queueing.
     if (auto r = cpu.queue.push_ext(op); r.is_error() && !settle(r, "mmuext_op").is_error())
@@ -137,7 +135,7 @@ void multi_op(unsigned cmd, uint64_t va, const xen_ulong_t* mask) {
   op.cmd = cmd;
   op.arg1.linear_addr = va;
   set_xen_guest_handle(op.arg2.vcpumask, mask);
-  if (deferring()) {
+  if (deferring(here())) {
     // Behind the section's updates: one multicall carries both.
     if (auto r = queue().push_ext(op); r.is_error() && !settle(r, "mmuext_op").is_error())
       if (queue().push_ext(op).is_error()) report_failure("mmuext_op", Errno::EIO);
@@ -353,7 +351,7 @@ ErrorOr<void> update_now(uint64_t ptr, uint64_t val) {
 ErrorOr<void> update_queued(uint64_t ptr, uint64_t val) {
   CpuMmuState& cpu = here();
   TRY(settle(cpu.queue.push_update(ptr, val), "mmu_update"));  // sends the queue when it is full
-  if (cpu.lazy && cpu.defer_in_lazy) return {};
+  if (deferring(cpu)) return {};
   return settle(cpu.queue.flush(), "mmu_update");
 }
 
