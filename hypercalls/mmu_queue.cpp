@@ -22,7 +22,7 @@ void MmuQueue::init(MmuSink sink, unsigned capacity) {
   nu_ = ne_ = 0;
 }
 
-ErrorOr<void> MmuQueue::push_update(uint64_t ptr, uint64_t val) {
+ErrorOr<void> MmuQueue::push_update_and_send(uint64_t ptr, uint64_t val) {
   if (ne_) TRY(flush());  // keep program order: ops queued earlier go first
   updates_[nu_++] = mmu_update_t{ptr, val};
   if (nu_ >= capacity_) return flush();
@@ -35,8 +35,7 @@ ErrorOr<void> MmuQueue::push_ext(const mmuext_op_t& op) {
   return {};
 }
 
-ErrorOr<void> MmuQueue::flush() {
-  if (!nu_ && !ne_) return {};
+ErrorOr<void> MmuQueue::send() {
   const unsigned nu = nu_, ne = ne_;
   sent_nu_ = nu, sent_ne_ = ne;
   nu_ = ne_ = 0;

@@ -42,14 +42,30 @@ class MmuQueue {
   void init(MmuSink sink, unsigned capacity);
   unsigned capacity() const { return capacity_; }
 
-  // Queues one update; sends the queue when it reaches capacity.
-  ErrorOr<void> push_update(uint64_t ptr, uint64_t val);
+  // Queues one update; sends the queue when it reaches capacity. Inline:
+  // every queued PTE write comes here, and the queue is rarely full or
+  // holding an op.
+  ErrorOr<void> push_update(uint64_t ptr, uint64_t val) {
+    if (__builtin_expect(!try_push_update(ptr, val), 0)) return push_update_and_send(ptr, val);
+    return {};
+  }
+  // Queues one update if that needs no send (no op queued before it, room
+  // left after it); false: nothing was queued.
+  bool try_push_update(uint64_t ptr, uint64_t val) {
+    if (ne_ != 0 || nu_ + 1 >= capacity_) return false;
+    updates_[nu_++] = mmu_update_t{ptr, val};
+    return true;
+  }
   // Queues an extended op (TLB flush, pin...). It is sent after every update
   // queued before it; an update queued after an op first sends the queue.
   ErrorOr<void> push_ext(const mmuext_op_t& op);
   // Sends whatever is queued. On failure the rest of the queue is dropped
-  // and last_failure() names the refused request.
-  ErrorOr<void> flush();
+  // and last_failure() names the refused request. Inline: a section's end
+  // asks again after its drain sent the queue.
+  ErrorOr<void> flush() {
+    if (!nu_ && !ne_) return {};
+    return send();
+  }
   // Right after a failed flush(): queues again what Xen did not apply — the
   // refused request and everything after it — for a caller that must not
   // give up (a teardown). The ops of a send whose updates were refused are
@@ -63,6 +79,11 @@ class MmuQueue {
   uint64_t sends() const { return sends_; }
 
  private:
+  // push_update when the queue holds an op (sent first, to keep program
+  // order) or fills up with this update (sent after it).
+  ErrorOr<void> push_update_and_send(uint64_t ptr, uint64_t val);
+  ErrorOr<void> send();  // flush() of a queue that holds something
+
   MmuSink sink_{};
   unsigned capacity_ = 32;
   mmu_update_t updates_[kMaxUpdates] = {};

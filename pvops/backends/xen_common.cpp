@@ -30,7 +30,13 @@ struct CpuMmuState {
   xen::MmuQueue queue;
 };
 CpuMmuState g_cpu_state[kCpuMaskBits];
-CpuMmuState& here() { return g_cpu_state[xcpu::this_cpu_id() % kCpuMaskBits]; }
+CpuMmuState& here() {
+  CpuMmuState* cpu = &g_cpu_state[xcpu::this_cpu_id() % kCpuMaskBits];
+  // Held in one register: else GCC derives every field's address from the
+  // CPU's index again, a multiply apiece (a queued update read four).
+  asm("" : "+r"(cpu));
+  return *cpu;
+}
 
 // One bit per pseudo-physical frame: is it a page table right now?
 constexpr uint64_t kMaxTrackedPfns = uint64_t{1} << 20;  // 4 GiB guests
@@ -348,11 +354,21 @@ ErrorOr<void> update_now(uint64_t ptr, uint64_t val) {
   return settle(queue().flush(), "mmu_update");
 }
 
-ErrorOr<void> update_queued(uint64_t ptr, uint64_t val) {
-  CpuMmuState& cpu = here();
+namespace {
+[[gnu::noinline]] ErrorOr<void> update_queued_and_sent(CpuMmuState& cpu, uint64_t ptr, uint64_t val) {
+  const bool defer = deferring(cpu);  // read first: a push never changes it
   TRY(settle(cpu.queue.push_update(ptr, val), "mmu_update"));  // sends the queue when it is full
-  if (deferring(cpu)) return {};
+  if (defer) return {};
   return settle(cpu.queue.flush(), "mmu_update");
+}
+}  // namespace
+
+ErrorOr<void> update_queued(uint64_t ptr, uint64_t val) {
+  // The common case inside a section, with no call and so no registers to
+  // save: the update only joins the queue.
+  CpuMmuState& cpu = here();
+  if (__builtin_expect(deferring(cpu) && cpu.queue.try_push_update(ptr, val), 1)) return {};
+  return update_queued_and_sent(cpu, ptr, val);
 }
 
 bool is_page_table(Pfn pfn) {

@@ -34,6 +34,7 @@ void LazyMmuSection::open_in(OnRefusal on_refusal) {
   // With tables unhooked (mmu=unhook/auto) the likeliest way here is a fault
   // on an address they cover, which nothing may touch inside the section.
   const unsigned cpu = here();
+  cpu_ = cpu;
   LazyMmuSection*& open = g_open_sections[cpu];
   deferred_ = &g_deferred[cpu];
   if (open && g_unhooked_tables)
@@ -45,8 +46,11 @@ void LazyMmuSection::open_in(OnRefusal on_refusal) {
   PVOP_IN(C, enter_lazy_mmu)(on_refusal);
 }
 
-LazyMmuSection::LazyMmuSection(Pfn root, SpaceTlb& tlb, OnRefusal on_refusal) : LazyMmuSection(root, on_refusal) {
-  space_ = &tlb;
+// Not delegating to the constructor above: that was a call of its own in
+// every fault's and mprotect's section (11 instructions).
+LazyMmuSection::LazyMmuSection(Pfn root, SpaceTlb& tlb, OnRefusal on_refusal) : root_(root), space_(&tlb) {
+  pick_copy<VerbGroup::LazySection>([&] { open_in<PvopCopy::Native>(on_refusal); },
+                                    [&] { open_in<PvopCopy::Generic>(on_refusal); });
 }
 
 void LazyMmuSection::destroyed_unfinished() {
@@ -124,11 +128,11 @@ namespace {
 }
 
 ErrorOr<void> LazyMmuSection::drain() {
-  return pick_copy<VerbGroup::LazySection>([&] { return drain_in<PvopCopy::Native>(); },
-                                           [&] { return drain_in<PvopCopy::Generic>(); });
+  return pick_copy<VerbGroup::LazySection>([&] { return drain_in<PvopCopy::Native, DrainEnd::StayLazy>(); },
+                                           [&] { return drain_in<PvopCopy::Generic, DrainEnd::StayLazy>(); });
 }
 
-template <PvopCopy C>
+template <PvopCopy C, LazyMmuSection::DrainEnd End>
 ErrorOr<void> LazyMmuSection::drain_in() {
   // TLB flushes are queued before the lazy flush so a batching backend can
   // send them in the same multicall as the updates they follow.
@@ -156,7 +160,7 @@ ErrorOr<void> LazyMmuSection::drain_in() {
   flush_all_ = false;
   user_ = kernel_ = false;
   page_count_ = 0;
-  auto flushed = PVOP_IN(C, flush_lazy_mmu)();
+  auto flushed = End == DrainEnd::Leave ? PVOP_IN(C, leave_lazy_mmu)() : PVOP_IN(C, flush_lazy_mmu)();
   // The flushes went out with the updates (or before them): no CPU reaches
   // the unmapped frames any more, but for CPUs idle on the space (lazy),
   // which flush everything before they run it again. (A refused batch was
@@ -269,9 +273,27 @@ template <PvopCopy C>
 ErrorOr<void> LazyMmuSection::finish_in() {
   if (finished_) panic("LazyMmuSection::finish() called twice");
   finished_ = true;
-  open_here() = nullptr;  // a section may open again once this one has left lazy mode
-  auto drained = drain_in<C>();
-  auto left = PVOP_IN(C, leave_lazy_mmu)();
+  // A section may open again once this one has left lazy mode. Kernel code
+  // runs with interrupts off and no section sleeps, so this is the CPU it
+  // opened on (as deferred_ and Xen's per-CPU queue assume): kept since then
+  // rather than looked up again.
+  g_open_sections[cpu_] = nullptr;
+  ErrorOr<void> drained, left;
+  if (table_count_) {
+    // Tables go back to the hypervisor after the flush, still batched.
+    drained = drain_in<C, DrainEnd::StayLazy>();
+    left = PVOP_IN(C, leave_lazy_mmu)();
+  } else if (user_ || kernel_ || deferred_->count) {
+    // Only frames to put after the flush, which no page-table call follows:
+    // the drain leaves lazy mode where it would send the queue (leaving
+    // sends it). Under Xen a send and then an empty leave cost 30
+    // instructions more.
+    drained = drain_in<C, DrainEnd::Leave>();
+  } else {
+    // Nothing to flush from any TLB, nothing to give back (a fault that
+    // filled an empty entry): only the queue to send, which leaving does.
+    left = PVOP_IN(C, leave_lazy_mmu)();
+  }
   if (drained.is_error()) return drained;
   if (deferred_error_ != Errno::Ok) return deferred_error_;
   return left;

@@ -92,7 +92,10 @@ class LazyMmuSection {
   // fault pays for them on every call.
   template <PvopCopy C>
   void open_in(OnRefusal on_refusal);
-  template <PvopCopy C>
+  // How a drain sends the queue: staying in lazy mode, or leaving it (the
+  // end of a section with no table to release after the flush).
+  enum class DrainEnd : uint8_t { StayLazy, Leave };
+  template <PvopCopy C, DrainEnd End>
   ErrorOr<void> drain_in();
   template <PvopCopy C>
   ErrorOr<void> finish_in();
@@ -103,6 +106,7 @@ class LazyMmuSection {
   [[gnu::noinline, gnu::cold]] void drain_full_deferred();
 
   Pfn root_;
+  unsigned cpu_ = 0;          // the CPU the section opened on (and finishes on)
   DeferredFrames* deferred_;  // this CPU's (set when the section opens)
   SpaceTlb* space_ = nullptr;  // the space's CPUs and generation; null for the kernel's own sections
   // The drain in progress: the generation its flush stands for (0: none)

@@ -48,7 +48,46 @@ TEST_F(LazyMmuSectionTest, EntersLazyModeOnConstructionAndLeavesOnFinish) {
   EXPECT_THAT(kinds(), ElementsAreArray({Ev::LazyEnter}));
   EXPECT_EQ(error_of(section.finish()), Errno::Ok);
   EXPECT_EQ(fake().lazy_depth(), 0);
-  EXPECT_THAT(kinds(), ElementsAreArray({Ev::LazyEnter, Ev::LazyFlush, Ev::LazyLeave}));
+  // Nothing gathered: leaving lazy mode sends the queue, with no flush of
+  // its own before it.
+  EXPECT_THAT(kinds(), ElementsAreArray({Ev::LazyEnter, Ev::LazyLeave}));
+}
+
+TEST_F(LazyMmuSectionTest, ASectionWithOnlyFlushesLeavesLazyModeWhereItWouldSendTheQueue) {
+  LazyMmuSection section(root_);
+  section.invalidate(kKernel);  // the kernel half: every CPU's, this one's too
+  EXPECT_EQ(error_of(section.finish()), Errno::Ok);
+  // The TLB flush is queued before the leave, which sends it with the
+  // updates; no table follows, so no separate send.
+  EXPECT_THAT(kinds(), ElementsAreArray({Ev::LazyEnter, Ev::FlushOne, Ev::LazyLeave}));
+  EXPECT_EQ(fake().lazy_depth(), 0);
+}
+
+TEST_F(LazyMmuSectionTest, AFlushingSectionReportsAFailedLeave) {
+  static ErrorOr<void> (*saved)() = nullptr;
+  saved = g_mmu.leave_lazy_mmu;
+  g_mmu.leave_lazy_mmu = []() -> ErrorOr<void> {
+    (void)saved();
+    return Errno::EIO;
+  };
+  LazyMmuSection section(root_);
+  section.invalidate(kKernel);
+  const Errno e = error_of(section.finish());
+  g_mmu.leave_lazy_mmu = saved;
+  EXPECT_EQ(e, Errno::EIO) << "the leave sent the queue in the drain: its refusal is the section's";
+}
+
+TEST_F(LazyMmuSectionTest, AnEmptySectionReportsAFailedLeave) {
+  static ErrorOr<void> (*saved)() = nullptr;
+  saved = g_mmu.leave_lazy_mmu;
+  g_mmu.leave_lazy_mmu = []() -> ErrorOr<void> {
+    (void)saved();  // left all the same, as a refused send leaves lazy mode
+    return Errno::EIO;
+  };
+  LazyMmuSection section(root_);
+  const Errno e = error_of(section.finish());
+  g_mmu.leave_lazy_mmu = saved;
+  EXPECT_EQ(e, Errno::EIO) << "the leave sent the queue: its refusal is the section's";
 }
 
 TEST_F(LazyMmuSectionDeathTest, DestroyingWithoutFinishPanics) {
@@ -232,6 +271,8 @@ TEST_F(LazyMmuSectionTest, FinishReportsAFailedLazyFlushAndStillLeaves) {
   const auto saved = g_mmu.flush_lazy_mmu;
   g_mmu.flush_lazy_mmu = []() -> ErrorOr<void> { return Errno::EIO; };
   LazyMmuSection section(root_);
+  // A table to release: the queue is sent first, staying lazy.
+  ASSERT_EQ(error_of(section.release_table(make_table(Level::L1), Level::L1)), Errno::Ok);
   const Errno e = error_of(section.finish());
   g_mmu.flush_lazy_mmu = saved;
   EXPECT_EQ(e, Errno::EIO);
