@@ -7,7 +7,9 @@
 #include "arch/upcalls.h"
 #include "kernel/kernel_lock.h"
 #include "kernel/proc/probes.h"
+#include "base/arch/platform.h"
 #include "kernel/proc/process.h"
+#include "kernel/proc/unlocked_return.h"
 
 namespace pvk {
 
@@ -33,6 +35,17 @@ void trap_from_user(TrapFrame& frame, uint64_t fault_addr) {
         return;
       case UnlockedFault::NeedsKernelLock: break;
     }
+  }
+  if (frame.vector == vec::Timer || frame.vector == vec::XenEvent) {
+    // A tick: this CPU's counts and run queue, which have locks of their
+    // own (a switch away made without the kernel lock comes back without
+    // it, as sched_yield's does), and the timed sleepers' scan, which takes
+    // the kernel lock only when a deadline has passed. The way back takes
+    // it for a deliverable signal.
+    if (frame.vector == vec::Timer) g_platform->timer_ack();
+    on_timer_tick(true);
+    finish_unlocked_call(*current(), frame);
+    return;
   }
   kernel_lock();
   user_trap(frame, fault_addr);

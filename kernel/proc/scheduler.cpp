@@ -439,14 +439,16 @@ bool ran_for(uint64_t ms) { return cpu::rdtsc() - mine().slice_start_tsc >= ms *
 
 void on_timer_tick(bool from_user) {
   ++mine().ticks;
-  expire_timed_sleeps();
+  // From user mode a tick comes without the kernel lock (entries.cpp): the
+  // scan of the timed sleepers takes it then, and only when one is due.
+  expire_timers(kernel_lock_held());
   // Only a process that has run a little: a tick that came due while a
   // locked call ran with interrupts off is taken by whichever process that
   // call handed the CPU to, as soon as it is back in user mode, and must not
   // take the CPU from it again at once (a long console write would
   // otherwise starve every other process on its CPU).
   Process* p = running_here();
-  if (from_user && p && p->state == ProcState::Runnable && ran_for(kMinRunMs)) schedule();
+  if (from_user && p && proc::load_state(*p) == ProcState::Runnable && ran_for(kMinRunMs)) schedule();
 }
 
 void cond_resched() {

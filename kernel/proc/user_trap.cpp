@@ -143,11 +143,7 @@ void user_trap(TrapFrame& f, uint64_t fault_addr) {
       }
       break;
     }
-    case vec::Timer:
-      g_platform->timer_ack();
-      on_timer_tick(true);
-      break;
-    case vec::XenEvent: on_timer_tick(true); break;  // the platform handled the event itself
+    // Ticks do not come here: they run without the kernel lock (entries.cpp).
     // FP state is switched eagerly, so CR0.TS is never set on purpose; Xen
     // may set a PV vCPU's (its initial context): clear it, run again.
     case vec::DeviceNotAvailable: fpu::device_not_available(); break;

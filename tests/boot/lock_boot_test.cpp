@@ -2,8 +2,8 @@
 // calls that change one address space run under its lock alone. A thread
 // mprotects, munmaps or faults while another thread of its process runs
 // on the other CPU, and the benchmark's record must show none of those
-// operations, nor the other thread's sched_yield, taking the kernel lock
-// (ticks from user mode still do); nor do the futex calls of a ring of
+// operations, nor the other thread's sched_yield, nor a tick from user
+// mode, taking the kernel lock; nor do the futex calls of a ring of
 // threads passing a token. The shutdown `locks` record names every
 // class, and its counts add up with the records'.
 #include <set>
@@ -56,7 +56,8 @@ const json* bench_record(const RunResult& r, const std::string& bench, int threa
 }
 
 // Interrupts from user mode a record counts that are not flush IPIs: the
-// ticks, each of which may take the kernel lock on its way back.
+// ticks (shown beside a failed count: they take the kernel lock only for a
+// due timed sleep or a deliverable signal).
 uint64_t ticks_of(const json& rec) {
   return rec.value("interrupt_entries", uint64_t{0}) - rec.value("ipis_taken", uint64_t{0});
 }
@@ -93,14 +94,14 @@ TEST_P(Locks, MmCallsAndFaultsTakeNoKernelLock) {
     const uint64_t faults = rec.value("page_faults", uint64_t{0});
     EXPECT_GE(faults + calls * ops, ops) << rec.dump();
     // Nor does the crew's sched_yield (the run queues have locks of their
-    // own), nor an idle CPU's search for work: what may still take the
-    // kernel lock is a tick from user mode (an interrupt that is not a
-    // flush IPI) and the benchmark's own few locked calls around its loop.
-    // Under the kernel lock each mm call, fault and yield would have added
-    // one per op.
-    const uint64_t ticks = ticks_of(rec);
-    EXPECT_LE(kernel, ticks + ops / 10 + 8) << bench << ": mm calls, faults or yields took the kernel lock\n"
-                                            << rec.dump();
+    // own), nor an idle CPU's search for work, nor a tick from user mode:
+    // what may still take the kernel lock is the benchmark's own few locked
+    // calls around its loop (4 at most today, whatever the ticks: under Xen
+    // with shootdown=hypercall a record spans about 100). Under the kernel
+    // lock each mm call, fault, yield and tick would have added one per op.
+    EXPECT_LE(kernel, 8u) << bench << ": mm calls, faults, yields or ticks (" << ticks_of(rec)
+                          << ") took the kernel lock\n"
+                          << rec.dump();
     EXPECT_GE(space, ops) << bench << ": each op takes its space's lock\n" << rec.dump();
   });
   EXPECT_EQ(seen, 3u) << transcript(r);
@@ -127,8 +128,8 @@ TEST_P(Locks, MmCallsAndFaultsTakeNoKernelLock) {
 // and a wake-up that queues the sleeper on the other CPU. The futex calls run
 // without the kernel lock (their hash buckets' locks and the wake-up
 // protocol of kernel/proc/wake.h); under it they took it three times per
-// hop. What may still take it: ticks from user mode and the benchmark's own
-// few locked calls around its loop.
+// hop. What may still take it: the benchmark's own few locked calls around
+// its loop.
 TEST_P(Locks, FutexRingTakesNoKernelLock) {
   const RunResult r = boot_locks(GetParam(), "ctx_threads:threads=1:iters=500:reps=1");
   ASSERT_TRUE(r.pass) << transcript(r);
@@ -136,9 +137,8 @@ TEST_P(Locks, FutexRingTakesNoKernelLock) {
   ASSERT_TRUE(ran_bench(r, "ctx_threads", 1000, found, 1));
   const json& m = *found;
   const uint64_t ops = m.value("ops", uint64_t{0});
-  const uint64_t ticks = ticks_of(m);
-  EXPECT_LE(m.value("lock_kernel_acquired", uint64_t{~0ull}), ticks + 8)
-      << "futex calls or their wake-ups took the kernel lock\n" << m.dump();
+  EXPECT_LE(m.value("lock_kernel_acquired", uint64_t{~0ull}), 8u)
+      << "futex calls, their wake-ups or ticks (" << ticks_of(m) << ") took the kernel lock\n" << m.dump();
   // Each hop's wake takes the word's bucket lock, and so does each wait
   // that sleeps; a wait that finds its word already set (the other CPU
   // passed the token first: how often depends on how the two vCPUs
@@ -151,8 +151,7 @@ TEST_P(Locks, FutexRingTakesNoKernelLock) {
 // the kernel lock: the descriptor under its table's lock, the bytes and
 // the wait queues under the pipe's (kernel/proc/pipe.h). Under the kernel
 // lock each of the four calls took it (and each sleep passed it on). What
-// may still take it: ticks from user mode and the benchmark's own few
-// locked calls around its loop.
+// may still take it: the benchmark's own few locked calls around its loop.
 TEST_P(Locks, PipeRoundTripTakesNoKernelLock) {
   const RunResult r = boot_locks(GetParam(), "lat_pipe:iters=500:reps=1");
   ASSERT_TRUE(r.pass) << transcript(r);
@@ -160,9 +159,8 @@ TEST_P(Locks, PipeRoundTripTakesNoKernelLock) {
   ASSERT_TRUE(ran_bench(r, "lat_pipe", 500, found));
   const json& m = *found;
   const uint64_t ops = m.value("ops", uint64_t{0});
-  const uint64_t ticks = ticks_of(m);
-  EXPECT_LE(m.value("lock_kernel_acquired", uint64_t{~0ull}), ticks + 8)
-      << "pipe reads, writes or their wake-ups took the kernel lock\n" << m.dump();
+  EXPECT_LE(m.value("lock_kernel_acquired", uint64_t{~0ull}), 8u)
+      << "pipe reads, writes, their wake-ups or ticks (" << ticks_of(m) << ") took the kernel lock\n" << m.dump();
   // Each read and write takes its pipe's lock (a sleeper again on waking)
   // and its table's lock for the lookup.
   EXPECT_GE(m.value("lock_pipe_acquired", uint64_t{0}), 4 * ops) << m.dump();
@@ -250,8 +248,9 @@ TEST_P(LocksTableBackends, MmCallsAndFaultsTakeNoKernelLock) {
   const unsigned seen = for_each_bench_record(r, [&](const std::string&, const json& rec) {
     const uint64_t ops = rec.value("ops", uint64_t{0});
     ASSERT_GE(ops, 200u) << rec.dump();
-    const uint64_t ticks = ticks_of(rec);
-    EXPECT_LE(rec.value("lock_kernel_acquired", uint64_t{~0ull}), ticks + ops / 10 + 8) << rec.dump();
+    // The benchmark's own few locked calls; no tick from user mode (see above).
+    EXPECT_LE(rec.value("lock_kernel_acquired", uint64_t{~0ull}), 8u) << "ticks " << ticks_of(rec) << "\n"
+                                                                       << rec.dump();
   });
   EXPECT_EQ(seen, 2u) << transcript(r);
   // mprotect of 64 pages unhooks (unhook always, auto above its calibrated
