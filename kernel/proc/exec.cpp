@@ -15,6 +15,7 @@
 #include "kernel/proc/process.h"
 #include "kernel/proc/random.h"
 #include "kernel/proc/shebang.h"
+#include "kernel/proc/without_kernel_lock.h"
 #include "base/console/record.h"
 #include "kernel/proc/programs.h"
 #include "base/frames/frame_allocator.h"
@@ -322,7 +323,6 @@ ErrorOr<void> commit_exec(Process& p, ExecPlan& plan, const ExecArgs& args) {
   // thread it later gets on another CPU could change the tables without
   // shooting this CPU down) and leaves the old one's before it goes.
   if (&p == current()) must(switch_mm(as), "switch_mm");
-  if (old) must(old->destroy(), "destroy old address space");
   TrapFrame& f = *p.frame();
   memset(&f, 0, sizeof f);
   f.rip = elf.entry;
@@ -336,6 +336,17 @@ ErrorOr<void> commit_exec(Process& p, ExecPlan& plan, const ExecArgs& args) {
   size_t n = 0;
   for (const char* c = file.name; *c && n < sizeof p.name - 1; ++c) p.name[n++] = *c;
   p.name[n] = 0;
+  // The old space's teardown last, and from a system call without the
+  // kernel lock where the space's lock suffices, as exit's: no thread runs
+  // in it any more (the others have ended) and nobody finds it (p.as is
+  // the new one).
+  if (old) {
+    auto teardown = [old] { must(old->destroy(), "destroy old address space"); };
+    if (&p == current() && kernel_lock_held())
+      without_kernel_lock(teardown);
+    else
+      teardown();
+  }
   return {};
 }
 

@@ -20,6 +20,7 @@
 #include "kernel/proc/fd_table.h"
 #include "kernel/proc/thread.h"
 #include "kernel/proc/user_copy.h"
+#include "kernel/proc/without_kernel_lock.h"
 #include "mm/kernel_space.h"
 #include "pvops/call/pvop.h"
 
@@ -36,20 +37,6 @@ void release_files(Process& p) {
     if (f) file_put(f);
   if (p.cwd) fs::inode_put(p.cwd), p.cwd = nullptr;
   if (p.exe) fs::inode_put(p.exe), p.exe = nullptr;
-}
-
-// Runs work on one address space (a fork's copy, a teardown) without the
-// kernel lock where the space's lock suffices, so other CPUs' system calls
-// go on meanwhile; the caller holds it before and after and relies on
-// nothing it guards across the call. A file mapping's last reference
-// dropped meanwhile is put once the lock is back.
-template <typename Work>
-void without_kernel_lock(Work work) {
-  if (!space_lock_suffices()) return work();
-  kernel_unlock();
-  work();
-  kernel_lock();
-  fs::run_deferred_puts();
 }
 
 // Tears down what a dead process holds (not its kernel stack, which may be

@@ -189,7 +189,8 @@ INSTANTIATE_TEST_SUITE_P(SmpStress, MmRace,
                          ::testing::Values(StressCase{Platform::native, "mmu=native", 2},
                                            StressCase{Platform::native, "mmu=native", 4},
                                            StressCase{Platform::xen, "mmu=unhook", 2},
-                                           StressCase{Platform::xen, "mmu=auto", 2}),
+                                           StressCase{Platform::xen, "mmu=auto", 2},
+                                           StressCase{Platform::xen, "mmu=batched shootdown=ipi", 4}),
                          stress_name);
 
 }  // namespace

@@ -75,6 +75,10 @@ struct StoreRace {
   volatile uint32_t stop;
   volatile uint64_t stores[kWorkers];  // stores that completed (counted after each)
   uint64_t limit;                      // 0: until stop or a fault
+  // tlb_lazy: the CPU a storer first stores on (where it ran), and the
+  // CPU the next storer must store on (-1: wherever it was taken).
+  volatile uint32_t ran_on;
+  int pin_cpu = -1;
 };
 StoreRace g_sr;
 uint64_t g_snapshot[kWorkers * kWordsPerPage];
@@ -82,6 +86,15 @@ uint64_t g_snapshot[kWorkers * kWordsPerPage];
 void storer(void*) {
   const unsigned i = worker_index();
   volatile uint64_t* slot = g_sr.region + i * kWordsPerPage;
+  if (g_sr.pin_cpu >= 0) {
+    // Onto that CPU before the first store, wherever the thread was taken.
+    const uint64_t mask = uint64_t{1} << g_sr.pin_cpu;
+    sched_setaffinity(0, sizeof mask, &mask);
+    uint32_t cpu = ~0u;
+    while (getcpu(&cpu, nullptr) == 0 && cpu != static_cast<uint32_t>(g_sr.pin_cpu)) sched_yield();
+  }
+  uint32_t cpu = 0;
+  if (getcpu(&cpu, nullptr) == 0) g_sr.ran_on = cpu;
   for (uint64_t n = 1; !g_sr.stop && (g_sr.limit == 0 || n <= g_sr.limit); ++n) {
     slot[n % kWordsPerPage] = pattern(i + 1, n);
     g_sr.stores[i] = n;
@@ -354,8 +367,13 @@ void test_tlb_lazy() {
     // Let the other CPU reach its idle loop before the change.
     spin_until([t0 = now_ns()] { return now_ns() - t0 > 2ull * 1000 * 1000; });
     CHECK_EQ(mprotect(const_cast<uint64_t*>(g_sr.region), 4096, PROT_READ), 0);
-    // A new storer, on the CPU that went idle: its first store must fault.
+    // A new storer, on the CPU that went idle (pinned there: a CPU
+    // polling or ticking could take the new thread first): its first
+    // store must fault, and that CPU caught up when it came back to the
+    // space.
+    g_sr.pin_cpu = static_cast<int>(g_sr.ran_on);
     CHECK(run_one_storer(64));
+    g_sr.pin_cpu = -1;
     CHECK_EQ(g_faulted[0], 1);
     late_stores += g_sr.stores[0];
   }

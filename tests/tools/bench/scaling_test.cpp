@@ -73,6 +73,24 @@ TEST(ScalingPlan, ItemsGetTheCountsWorkersWhereTheyLeaveThemOpen) {
   EXPECT_EQ(join_items(scaling_items({}, 8)), "kernbench:procs=4+8+16:jobs=16,smp:threads=0+1+7:reps=3");
 }
 
+// One jobs= at every count, the largest count's: else the 8-CPU kernbench
+// (jobs=16) and the 1-CPU one (jobs=8) were two lines, and the table had
+// no 8-CPU row for it.
+TEST(ScalingPlan, KernbenchRunsTheLargestCountsJobsAtEveryCount) {
+  EXPECT_EQ(join_items(scaling_items({}, 1, 8)), "kernbench:procs=1+4+8:jobs=16,smp:threads=0+1:reps=3");
+  EXPECT_EQ(join_items(scaling_items(parse_items("kernbench"), 2, 8)), "kernbench:procs=1+2+4:jobs=16");
+  MatrixOptions m = scaling_options({"native"});
+  m.scaling = {1, 8};
+  const Plan plan = build_plan(m);
+  std::set<std::string> jobs;
+  for (const auto& b : plan.boots) {
+    const auto at = b.bench.find("jobs=");
+    ASSERT_NE(at, std::string::npos) << b.bench;
+    jobs.insert(b.bench.substr(at, b.bench.find_first_of(",:", at) - at));
+  }
+  EXPECT_EQ(jobs, std::set<std::string>{"jobs=16"});
+}
+
 TEST(ScalingPlan, SetReplacesTheSwitchAndMmuNarrows) {
   MatrixOptions m = scaling_options({"xen"});
   m.scaling = {1, 2};

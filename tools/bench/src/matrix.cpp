@@ -369,6 +369,7 @@ std::vector<Switches> scaling_switches(const Switches& base, const MatrixOptions
 void add_scaling_configs(Plan& plan, std::set<std::string>& seen, const MatrixOptions& options) {
   if (options.smoke || options.full)
     throw std::invalid_argument("--smp with several counts is a scaling run of the smp suite; not with --smoke or --full");
+  const unsigned top = *std::max_element(options.scaling.begin(), options.scaling.end());
   for (const auto& name : options.platforms) {
     const PlatformSpec* spec = find_platform(name);
     if (!spec) throw std::invalid_argument(fmt::format("no platform named '{}'", name));
@@ -382,7 +383,8 @@ void add_scaling_configs(Plan& plan, std::set<std::string>& seen, const MatrixOp
           Switches with = switches;
           with.emplace_back(std::string(kSmpKey), std::to_string(n));
           add_config(plan, seen, options, *spec, make_config(name, with),
-                     {{fmt::format("{} CPU{}", n, n == 1 ? "" : "s"), scaling_items(options.items, n), false, 1.0}}, TargetSizes::No);
+                     {{fmt::format("{} CPU{}", n, n == 1 ? "" : "s"), scaling_items(options.items, n, top), false, 1.0}},
+                     TargetSizes::No);
         }
     }
   }

@@ -33,12 +33,17 @@ Item smp_items(unsigned smp) { return Item{"smp", {{"threads", smp_threads(smp)}
 
 namespace {
 
-// kernbench's options on N CPUs: the N-CPU loads, and jobs= so that every
-// worker has a job at 2N.
-std::vector<std::pair<std::string, std::string>> kernbench_options(unsigned smp) {
+// jobs= so that every worker has a job at the heaviest load of N CPUs.
+unsigned kernbench_jobs(unsigned smp) {
   const std::string procs = kernbench_procs(smp);
-  const unsigned top = static_cast<unsigned>(std::stoul(procs.substr(procs.rfind('+') + 1)));
-  return {{"procs", procs}, {"jobs", std::to_string(std::max(8u, top))}};
+  return std::max(8u, static_cast<unsigned>(std::stoul(procs.substr(procs.rfind('+') + 1))));
+}
+
+// kernbench's options on N CPUs: the N-CPU loads, and the jobs of
+// jobs_smp CPUs' (a scaling run's largest count: one job count at every
+// count, or its rows would not line up).
+std::vector<std::pair<std::string, std::string>> kernbench_options(unsigned smp, unsigned jobs_smp) {
+  return {{"procs", kernbench_procs(smp)}, {"jobs", std::to_string(kernbench_jobs(std::max(smp, jobs_smp)))}};
 }
 
 }  // namespace
@@ -48,11 +53,13 @@ std::vector<Item> default_items(unsigned smp) {
   // `all` with procs= would reach ctx too (its ring size): the seeds'
   // suites one by one, procs= on seed002 (kernbench is its only member
   // with procs).
-  return {Item{"seed000", {}}, Item{"seed001", {}}, Item{"seed002", kernbench_options(smp)}, Item{"seed003", {}},
+  return {Item{"seed000", {}}, Item{"seed001", {}}, Item{"seed002", kernbench_options(smp, smp)}, Item{"seed003", {}},
           smp_items(smp)};
 }
 
-std::vector<Item> smp_matrix_items(unsigned smp) { return {Item{"kernbench", kernbench_options(smp)}, smp_items(smp)}; }
+std::vector<Item> smp_matrix_items(unsigned smp, unsigned jobs_smp) {
+  return {Item{"kernbench", kernbench_options(smp, jobs_smp)}, smp_items(smp)};
+}
 
 
 namespace {
@@ -69,8 +76,8 @@ bool in_smp_suite(std::string_view name) {
 
 }  // namespace
 
-std::vector<Item> scaling_items(const std::vector<Item>& items, unsigned smp) {
-  if (items.empty()) return smp_matrix_items(smp);
+std::vector<Item> scaling_items(const std::vector<Item>& items, unsigned smp, unsigned top_smp) {
+  if (items.empty()) return smp_matrix_items(smp, top_smp);
   // The user's items, each given the count's workers where it leaves them
   // open: without them every count would run the driver's defaults
   // (threads=0+1, procs=1+4+8), and the row with one worker per CPU, the
@@ -79,7 +86,7 @@ std::vector<Item> scaling_items(const std::vector<Item>& items, unsigned smp) {
   for (Item item : items) {
     if (in_smp_suite(item.name) && !has_option(item, "threads")) item.options.emplace_back("threads", smp_threads(smp));
     if (item.name == "kernbench" && !has_option(item, "procs"))
-      for (auto& option : kernbench_options(smp))
+      for (auto& option : kernbench_options(smp, top_smp))
         if (!has_option(item, option.first)) item.options.push_back(std::move(option));
     out.push_back(std::move(item));
   }

@@ -115,14 +115,15 @@ std::string smp_threads(unsigned smp);
 Item smp_items(unsigned smp);
 // The default matrix's machines with several CPUs (PlatformSpec::
 // smp_switches) run only what is about them: kernbench at the N-CPU loads
-// and the smp suite.
-std::vector<Item> smp_matrix_items(unsigned smp);
+// (with the jobs of jobs_smp CPUs' loads, at least N's) and the smp suite.
+std::vector<Item> smp_matrix_items(unsigned smp, unsigned jobs_smp = 0);
 // What one configuration of a scaling run (MatrixOptions::scaling) boots at
 // N CPUs: smp_matrix_items(N) when `items` is empty (no --bench), else the
 // items with threads=smp_threads(N) added to each smp-suite item that does
 // not give threads, and kernbench's N-CPU loads to a kernbench item that
-// does not give procs.
-std::vector<Item> scaling_items(const std::vector<Item>& items, unsigned smp);
+// does not give procs — and the same jobs= at every count of the run,
+// those of its largest (top_smp), so that each kernbench line lines up.
+std::vector<Item> scaling_items(const std::vector<Item>& items, unsigned smp, unsigned top_smp = 0);
 std::vector<Item> large_items();
 // The sparse fork: fork_dirty over one span (12,800 pages) at falling
 // densities, stride=2+10+100+512 (50 %, 10 %, 1 %, one entry per L1 table;
