@@ -164,11 +164,16 @@ void multi_op(unsigned cmd, uint64_t va, const xen_ulong_t* mask) {
 
 void flush_multi_by_hypercall(const CpuMask& cpus, const TlbFlushInfo& info) {
   const xen_ulong_t* mask = vcpumask_of(cpus);
-  if (info.full || info.count > kTlbSinglePageFlushCeiling) {
+  // One op, as Linux's Xen MMU sends: each MMUEXT_*_MULTI is a round of
+  // Xen's flush IPIs to the targets and a wait for all of them, so a
+  // page per op made a 16-page munmap sixteen rounds where one full flush
+  // of the targets is one (the ipi mode sends the page list in one request
+  // instead: pvops/tlb/tlb_shootdown.h).
+  if (info.full || info.count != 1) {
     multi_op(MMUEXT_TLB_FLUSH_MULTI, 0, mask);
     return;
   }
-  for (unsigned i = 0; i < info.count; ++i) multi_op(MMUEXT_INVLPG_MULTI, raw(info.pages[i]), mask);
+  multi_op(MMUEXT_INVLPG_MULTI, raw(info.pages[0]), mask);
 }
 
 // The other vCPUs' flushes by IPI (shootdown=ipi), after the section's

@@ -11,9 +11,10 @@
 //  - native: a cross-CPU request (base/arch/cross_cpu.h, Ipi::TlbFlush) to
 //    each target, which reads this CPU's mailbox, flushes locally and
 //    acknowledges; the sender spins (polling its own requests) until all did.
-//  - Xen PV, shootdown=hypercall: MMUEXT_TLB_FLUSH_MULTI / MMUEXT_INVLPG_MULTI
-//    with a vCPU bitmap, queued behind the section's updates so they travel
-//    in the same multicall; Xen flushes the targets.
+//  - Xen PV, shootdown=hypercall: one MMUEXT_INVLPG_MULTI (a single page) or
+//    MMUEXT_TLB_FLUSH_MULTI (more) with a vCPU bitmap, queued behind the
+//    section's updates so they travel in the same multicall; Xen flushes the
+//    targets.
 //  - Xen PV, shootdown=ipi: as native, over event channels, with the
 //    targets flushing through MMUEXT_*_LOCAL.
 #pragma once
