@@ -43,7 +43,7 @@ void trap_from_user(TrapFrame& frame, uint64_t fault_addr) {
     // the kernel lock only when a deadline has passed. The way back takes
     // it for a deliverable signal.
     if (frame.vector == vec::Timer) g_platform->timer_ack();
-    on_timer_tick(true);
+    on_user_tick();
     finish_unlocked_call(*current(), frame);
     return;
   }

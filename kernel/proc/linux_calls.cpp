@@ -132,7 +132,6 @@ int64_t sys_getrandom(uint64_t user_buf, uint64_t len, uint64_t flags) {
   return static_cast<int64_t>(done);
 }
 
-
 int64_t sys_sysinfo(uint64_t user_info) {
   abi::Sysinfo s{};
   s.uptime = static_cast<int64_t>(now_ns() / 1000000000);

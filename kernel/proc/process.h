@@ -164,7 +164,7 @@ bool wake_up(Process& p);
 // p, new, can run: an idle CPU may take it.
 void make_runnable(Process& p);
 void schedule();                     // run someone else if anyone is runnable
-void on_timer_tick(bool from_user);
+void on_user_tick();  // a tick from user mode, without the kernel lock
 // Whether every CPU runs processes (true) or only the boot CPU (the others
 // idle, tickless under Xen). Set before start_init.
 void set_sched_all_cpus(bool all);

@@ -437,18 +437,18 @@ void schedule() {
 // switched in.
 bool ran_for(uint64_t ms) { return cpu::rdtsc() - mine().slice_start_tsc >= ms * g_platform->tsc_khz; }
 
-void on_timer_tick(bool from_user) {
+void on_user_tick() {
   ++mine().ticks;
-  // From user mode a tick comes without the kernel lock (entries.cpp): the
-  // scan of the timed sleepers takes it then, and only when one is due.
-  expire_timers(kernel_lock_held());
+  // Without the kernel lock (entries.cpp): the scan of the timed sleepers
+  // takes it, and only when one is due.
+  expire_timers(/*held=*/false);
   // Only a process that has run a little: a tick that came due while a
   // locked call ran with interrupts off is taken by whichever process that
   // call handed the CPU to, as soon as it is back in user mode, and must not
   // take the CPU from it again at once (a long console write would
   // otherwise starve every other process on its CPU).
   Process* p = running_here();
-  if (from_user && p && proc::load_state(*p) == ProcState::Runnable && ran_for(kMinRunMs)) schedule();
+  if (p && proc::load_state(*p) == ProcState::Runnable && ran_for(kMinRunMs)) schedule();
 }
 
 void cond_resched() {
