@@ -91,7 +91,8 @@ void storer(void*) {
     const uint64_t mask = uint64_t{1} << g_sr.pin_cpu;
     sched_setaffinity(0, sizeof mask, &mask);
     uint32_t cpu = ~0u;
-    while (getcpu(&cpu, nullptr) == 0 && cpu != static_cast<uint32_t>(g_sr.pin_cpu)) sched_yield();
+    // Until it runs there, or the main thread gives up waiting (stop).
+    while (!g_sr.stop && getcpu(&cpu, nullptr) == 0 && cpu != static_cast<uint32_t>(g_sr.pin_cpu)) sched_yield();
   }
   uint32_t cpu = 0;
   if (getcpu(&cpu, nullptr) == 0) g_sr.ran_on = cpu;
